@@ -1,0 +1,3 @@
+//! The on-disk index: chunk store and BM25 (tantivy), vectors (usearch), manifest.
+
+pub mod tokenizer;

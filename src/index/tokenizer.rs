@@ -1,0 +1,1 @@
+//! Code-aware text analysis for BM25.

@@ -1,0 +1,2 @@
+//! The `situate` binary.
+fn main() {}

@@ -1,0 +1,32 @@
+//! Model providers: the embedders (and later the LLMs) that the engine calls through traits.
+
+pub mod static_model;
+
+use serde::{Deserialize, Serialize};
+
+/// Which model made a vector. Stored with the index: when it changes, vectors are rebuilt
+/// from the stored texts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmbedderIdentity {
+    /// `static`, `openai`, …
+    pub provider: String,
+    /// Model name, or a fingerprint of a local model's files.
+    pub model: String,
+    pub dimensions: usize,
+}
+
+/// An embedding failure.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    #[error("cannot load embedding model from {path}: {reason}")]
+    Load { path: String, reason: String },
+    #[error("embedding failed: {0}")]
+    Failed(String),
+}
+
+/// Turns texts into unit-length vectors of a fixed dimension.
+pub trait Embedder: Send + Sync {
+    fn identity(&self) -> EmbedderIdentity;
+    /// One vector per text, in order, each of `identity().dimensions` floats, L2-normalised.
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+}

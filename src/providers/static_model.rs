@@ -1,0 +1,1 @@
+//! The built-in static embedding model (model2vec format), compiled into the binary.
