@@ -1,2 +1,5 @@
-//! The `situate` binary.
-fn main() {}
+//! The `situate` binary: the command line over the engine.
+
+fn main() -> std::process::ExitCode {
+    situate::cli::main()
+}

@@ -1,3 +1,907 @@
-//! The on-disk index: chunk store and BM25 (tantivy), vectors (usearch), manifest.
+//! The on-disk index: the chunk store and BM25 (tantivy), vectors (usearch) and the
+//! manifest, kept consistent through one commit sequence.
+//!
+//! A commit writes, in order: the new vectors, the tantivy commit (its payload carries the
+//! generation and the pipeline fingerprint), the vector file, the manifest. Each write is
+//! atomic. Tantivy is the source of truth: on open, a manifest or vector file from another
+//! generation is repaired from the chunk store (the manifest rebuilt, missing vectors
+//! re-embedded from stored texts), so a crash at any point costs work, never correctness.
 
+pub mod files;
+pub mod lock;
+pub mod manifest;
+pub mod schema;
 pub mod tokenizer;
+pub mod vectors;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use tantivy::collector::TopDocs;
+use tantivy::directory::MmapDirectory;
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::schema::{IndexRecordOption, Value};
+use tantivy::{DocAddress, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
+
+use crate::chunk::Chunk;
+use crate::context;
+use crate::providers::{EmbedError, Embedder, EmbedderIdentity};
+use files::{FORMAT_VERSION, IndexLayout};
+use lock::WriterLock;
+use manifest::{ChunkRef, FileEntry, Manifest};
+use schema::Fields;
+use vectors::{VectorError, VectorIndex};
+
+/// Texts sent to the embedder at once.
+const EMBED_BATCH: usize = 64;
+/// Memory the tantivy writer may use before it flushes a segment.
+const WRITER_HEAP_BYTES: usize = 64 * 1024 * 1024;
+
+/// An index failure, with the path involved.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("chunk store {path}: {source}")]
+    Store { path: String, source: tantivy::TantivyError },
+    #[error("{path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error(transparent)]
+    Vector(#[from] VectorError),
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    #[error("no index at {path} yet: run `situate index` first")]
+    Missing { path: String },
+    #[error("the index is read-only here: another situate process is writing it")]
+    ReadOnly,
+}
+
+fn store_err(path: &Path) -> impl FnOnce(tantivy::TantivyError) -> IndexError + '_ {
+    move |source| IndexError::Store { path: path.display().to_string(), source }
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> IndexError + '_ {
+    move |source| IndexError::Io { path: path.display().to_string(), source }
+}
+
+/// A chunk as the index holds it: where it is, its text and its context.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkRecord {
+    pub id: u64,
+    pub path: String,
+    pub ordinal: u32,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub start_byte: u64,
+    pub end_byte: u64,
+    pub title: String,
+    pub heading_path: Vec<String>,
+    /// The original text.
+    pub text: String,
+    /// The header context that was indexed with it.
+    pub context: String,
+    pub token_count: u32,
+    pub content_hash: u64,
+    pub embed_hash: u64,
+}
+
+impl ChunkRecord {
+    /// The text the embedder saw.
+    pub fn embedding_text(&self) -> String {
+        context::embedding_text(&self.context, &self.text)
+    }
+}
+
+/// A chunk ready to be written: the chunker's output and its header context.
+#[derive(Debug, Clone)]
+pub struct PreparedChunk {
+    pub chunk: Chunk,
+    pub context: String,
+}
+
+/// One file's new contents, chunked and contextualised.
+#[derive(Debug, Clone)]
+pub struct PreparedFile {
+    pub path: String,
+    pub size: u64,
+    pub mtime_ns: u64,
+    pub content_hash: u64,
+    pub lossy: bool,
+    pub title: String,
+    pub chunks: Vec<PreparedChunk>,
+    pub warnings: Vec<String>,
+}
+
+/// A change to apply to the index.
+#[derive(Debug, Clone)]
+pub enum FileChange {
+    /// New or changed contents.
+    Upsert(PreparedFile),
+    /// Same contents, new size or mtime: only the manifest changes.
+    Touch { path: String, size: u64, mtime_ns: u64 },
+    Remove { path: String },
+}
+
+/// What one `apply` did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ApplyStats {
+    pub files_written: usize,
+    pub files_removed: usize,
+    pub chunks_written: usize,
+    pub vectors_embedded: usize,
+    pub vectors_reused: usize,
+}
+
+/// Whether this process may change the index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Take the writer lock (fails over to read-only in the caller when it is held).
+    Write,
+    ReadOnly,
+}
+
+/// The tantivy commit payload.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct CommitPayload {
+    generation: u64,
+    pipeline: String,
+}
+
+/// The record next to the vector file: which model made the vectors and at which commit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct VectorsMeta {
+    generation: u64,
+    embedder: EmbedderIdentity,
+}
+
+/// The format record.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct FormatRecord {
+    format: u32,
+}
+
+/// BM25 field weights.
+#[derive(Debug, Clone, Copy)]
+pub struct FieldBoosts {
+    pub title: f32,
+    pub headings: f32,
+    pub path: f32,
+}
+
+/// One index folder, open for reading or writing.
+pub struct Index {
+    layout: IndexLayout,
+    fields: Fields,
+    reader: IndexReader,
+    writer: Option<IndexWriter>,
+    vectors: VectorIndex,
+    manifest: Manifest,
+    embedder: EmbedderIdentity,
+    pipeline: String,
+    /// Generation of the last tantivy commit.
+    committed_generation: u64,
+    /// Uncommitted changes exist in the chunk store.
+    store_dirty: bool,
+    /// Uncommitted changes exist in the vectors only.
+    vectors_dirty: bool,
+    /// Chunk ids whose vectors must be removed once the store commit is durable.
+    pending_removals: Vec<u64>,
+    /// Some chunk may lack a vector (after a crash or a model change).
+    vectors_incomplete: bool,
+    /// Why parts of the index were rebuilt or repaired while opening.
+    notes: Vec<String>,
+    _lock: Option<WriterLock>,
+}
+
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index").field("dir", &self.layout.dir).field("files", &self.manifest.files.len()).finish()
+    }
+}
+
+impl Index {
+    /// Opens (or creates) the index in `dir` for an embedder and a pipeline fingerprint.
+    /// In `Write` mode the writer lock is taken; `Ok(None)` means another process holds it.
+    pub fn open(
+        dir: &Path,
+        embedder: &EmbedderIdentity,
+        pipeline: &str,
+        mode: OpenMode,
+    ) -> Result<Option<Index>, IndexError> {
+        let layout = IndexLayout::new(dir);
+        match mode {
+            OpenMode::Write => {
+                std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+                let lock_path = layout.lock();
+                match WriterLock::try_acquire(&lock_path).map_err(io_err(&lock_path))? {
+                    Some(lock) => Index::open_writable(layout, lock, embedder, pipeline).map(Some),
+                    None => Ok(None),
+                }
+            }
+            OpenMode::ReadOnly => Index::open_read_only(layout, embedder, pipeline).map(Some),
+        }
+    }
+
+    fn open_writable(
+        layout: IndexLayout,
+        lock: WriterLock,
+        embedder: &EmbedderIdentity,
+        pipeline: &str,
+    ) -> Result<Index, IndexError> {
+        let mut notes = Vec::new();
+        let has_contents = layout.tantivy().exists() || layout.manifest().exists();
+        let wipe = match files::read_json::<FormatRecord>(&layout.meta()) {
+            Ok(Some(r)) if r.format == FORMAT_VERSION => false,
+            Ok(Some(r)) => {
+                notes.push(format!("index format {} is not {FORMAT_VERSION}: rebuilt", r.format));
+                true
+            }
+            Ok(None) => {
+                if has_contents {
+                    notes.push("index format record missing: rebuilt".to_string());
+                }
+                true
+            }
+            Err(e) => {
+                notes.push(format!("index format record unreadable ({e}): rebuilt"));
+                true
+            }
+        };
+        if wipe {
+            clear_index_files(&layout)?;
+            files::write_json(&layout.meta(), &FormatRecord { format: FORMAT_VERSION })
+                .map_err(io_err(&layout.meta()))?;
+        }
+
+        let (store, fields) = match open_store(&layout, true) {
+            Ok(s) => s,
+            Err(e) => {
+                notes.push(format!("chunk store unreadable ({e}): rebuilt"));
+                clear_index_files(&layout)?;
+                files::write_json(&layout.meta(), &FormatRecord { format: FORMAT_VERSION })
+                    .map_err(io_err(&layout.meta()))?;
+                open_store(&layout, true)?
+            }
+        };
+        let tantivy_dir = layout.tantivy();
+        let payload = read_payload(&store);
+        let reader = store
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(store_err(&tantivy_dir))?;
+        let writer: IndexWriter =
+            store.writer_with_num_threads(1, WRITER_HEAP_BYTES).map_err(store_err(&tantivy_dir))?;
+
+        let mut index = Index {
+            vectors: VectorIndex::create(embedder.dimensions)?,
+            layout,
+            fields,
+            reader,
+            writer: Some(writer),
+            manifest: Manifest::default(),
+            embedder: embedder.clone(),
+            pipeline: pipeline.to_string(),
+            committed_generation: payload.generation,
+            store_dirty: false,
+            vectors_dirty: false,
+            pending_removals: Vec::new(),
+            vectors_incomplete: false,
+            notes,
+            _lock: Some(lock),
+        };
+        index.load_manifest(&payload)?;
+        index.load_vectors(true)?;
+        if !payload.pipeline.is_empty() && payload.pipeline != pipeline {
+            index.notes.push("chunking or context settings changed: files are re-chunked".to_string());
+            // Forgetting the content hashes makes the next reconcile re-chunk every file,
+            // while vectors of unchanged embedded texts are still reused.
+            for entry in index.manifest.files.values_mut() {
+                entry.content_hash = 0;
+            }
+        }
+        for note in &index.notes {
+            tracing::warn!(index = %index.layout.dir.display(), "{note}");
+        }
+        Ok(index)
+    }
+
+    fn open_read_only(
+        layout: IndexLayout,
+        embedder: &EmbedderIdentity,
+        pipeline: &str,
+    ) -> Result<Index, IndexError> {
+        if !layout.tantivy().join("meta.json").exists() {
+            return Err(IndexError::Missing { path: layout.dir.display().to_string() });
+        }
+        let (store, fields) = open_store(&layout, false)?;
+        let tantivy_dir = layout.tantivy();
+        let payload = read_payload(&store);
+        let reader = store
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(store_err(&tantivy_dir))?;
+        let mut index = Index {
+            vectors: VectorIndex::create(embedder.dimensions)?,
+            layout,
+            fields,
+            reader,
+            writer: None,
+            manifest: Manifest::default(),
+            embedder: embedder.clone(),
+            pipeline: pipeline.to_string(),
+            committed_generation: payload.generation,
+            store_dirty: false,
+            vectors_dirty: false,
+            pending_removals: Vec::new(),
+            vectors_incomplete: false,
+            notes: Vec::new(),
+            _lock: None,
+        };
+        index.load_manifest(&payload)?;
+        index.load_vectors(false)?;
+        Ok(index)
+    }
+
+    fn load_manifest(&mut self, payload: &CommitPayload) -> Result<(), IndexError> {
+        let path = self.layout.manifest();
+        let loaded = match files::read_json::<Manifest>(&path) {
+            Ok(Some(m)) if m.generation == payload.generation => Some(m),
+            Ok(Some(m)) => {
+                self.notes.push(format!(
+                    "manifest is from commit {} but the chunk store from {}: rebuilt from the chunk store",
+                    m.generation, payload.generation
+                ));
+                None
+            }
+            Ok(None) if payload.generation == 0 => Some(Manifest::default()),
+            Ok(None) => {
+                self.notes.push("manifest missing: rebuilt from the chunk store".to_string());
+                None
+            }
+            Err(e) => {
+                self.notes.push(format!("manifest unreadable ({e}): rebuilt from the chunk store"));
+                None
+            }
+        };
+        self.manifest = match loaded {
+            Some(m) => m,
+            None => self.manifest_from_store(payload.generation)?,
+        };
+        Ok(())
+    }
+
+    fn load_vectors(&mut self, writable: bool) -> Result<(), IndexError> {
+        let path = self.layout.vectors();
+        let meta = files::read_json::<VectorsMeta>(&self.layout.vectors_meta()).ok().flatten();
+        let expected = self.manifest.chunk_count();
+        match meta {
+            Some(m) if m.embedder == self.embedder => match VectorIndex::open(&path, self.embedder.dimensions, writable) {
+                Ok(v) => {
+                    self.vectors = v;
+                    if m.generation != self.committed_generation {
+                        self.notes.push(format!(
+                            "vectors are from commit {} but the chunk store from {}: missing vectors are re-embedded",
+                            m.generation, self.committed_generation
+                        ));
+                        self.vectors_incomplete = true;
+                    }
+                }
+                Err(e) => {
+                    self.notes.push(format!("{e}: vectors are re-embedded from stored texts"));
+                    self.vectors_incomplete = expected > 0;
+                }
+            },
+            Some(m) => {
+                self.notes.push(format!(
+                    "embedding model changed from {}/{} to {}/{}: vectors are rebuilt from stored texts",
+                    m.embedder.provider, m.embedder.model, self.embedder.provider, self.embedder.model
+                ));
+                self.vectors_incomplete = expected > 0;
+                if writable {
+                    // Vectors of another model must never be read as this model's.
+                    let _ = std::fs::remove_file(&path);
+                    let _ = std::fs::remove_file(self.layout.vectors_meta());
+                }
+            }
+            None => {
+                if expected > 0 {
+                    self.notes.push("vector record missing: vectors are re-embedded from stored texts".to_string());
+                    self.vectors_incomplete = true;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the manifest from the stored chunks.
+    fn manifest_from_store(&self, generation: u64) -> Result<Manifest, IndexError> {
+        let mut manifest = Manifest { generation, ..Manifest::default() };
+        let mut by_file: BTreeMap<String, Vec<(u32, ChunkRef)>> = BTreeMap::new();
+        let mut max_id = None::<u64>;
+        for (record, file) in self.all_records_with_file_meta()? {
+            max_id = Some(max_id.map_or(record.id, |m| m.max(record.id)));
+            manifest.files.entry(record.path.clone()).or_insert_with(|| FileEntry {
+                size: file.0,
+                mtime_ns: file.1,
+                content_hash: file.2,
+                chunks: Vec::new(),
+                lossy: false,
+                warnings: Vec::new(),
+            });
+            by_file
+                .entry(record.path)
+                .or_default()
+                .push((record.ordinal, ChunkRef { id: record.id, embed_hash: record.embed_hash }));
+        }
+        for (path, mut chunks) in by_file {
+            chunks.sort_by_key(|(ordinal, _)| *ordinal);
+            if let Some(entry) = manifest.files.get_mut(&path) {
+                entry.chunks = chunks.into_iter().map(|(_, c)| c).collect();
+            }
+        }
+        manifest.next_chunk_id = max_id.map_or(0, |m| m + 1);
+        Ok(manifest)
+    }
+
+    /// The folder this index lives in.
+    pub fn dir(&self) -> &Path {
+        &self.layout.dir
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.writer.is_none()
+    }
+
+    /// Why parts of the index were rebuilt or repaired when it was opened.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// Files left out at the last reconcile.
+    pub fn set_skipped(&mut self, skipped: Vec<crate::workspace::Skipped>) {
+        if self.manifest.skipped != skipped {
+            self.manifest.skipped = skipped;
+            self.vectors_dirty = true;
+        }
+    }
+
+    pub fn embedder(&self) -> &EmbedderIdentity {
+        &self.embedder
+    }
+
+    /// Live vectors.
+    pub fn vector_count(&self) -> usize {
+        self.vectors.len()
+    }
+
+    /// Some chunks may lack vectors until [`Index::fill_missing_vectors`] runs.
+    pub fn vectors_incomplete(&self) -> bool {
+        self.vectors_incomplete
+    }
+
+    /// Size of the index folder in bytes.
+    pub fn disk_bytes(&self) -> u64 {
+        fn walk(p: &Path) -> u64 {
+            std::fs::read_dir(p)
+                .map(|rd| {
+                    rd.flatten()
+                        .map(|e| match e.metadata() {
+                            Ok(m) if m.is_dir() => walk(&e.path()),
+                            Ok(m) => m.len(),
+                            Err(_) => 0,
+                        })
+                        .sum()
+                })
+                .unwrap_or(0)
+        }
+        walk(&self.layout.dir)
+    }
+
+    /// Applies file changes to the uncommitted state: chunk store, vectors and manifest.
+    /// Vectors of texts already embedded anywhere in the index are reused.
+    pub fn apply(&mut self, changes: Vec<FileChange>, embedder: &dyn Embedder) -> Result<ApplyStats, IndexError> {
+        if self.writer.is_none() {
+            return Err(IndexError::ReadOnly);
+        }
+        let mut stats = ApplyStats::default();
+        let reusable = self.manifest.ids_by_embed_hash();
+        // Vectors first: if embedding fails, nothing of this batch has been written.
+        let mut upserts = Vec::new();
+        for change in changes {
+            match change {
+                FileChange::Touch { path, size, mtime_ns } => {
+                    if let Some(entry) = self.manifest.files.get_mut(&path) {
+                        entry.size = size;
+                        entry.mtime_ns = mtime_ns;
+                        self.vectors_dirty = true;
+                    }
+                }
+                FileChange::Remove { path } => {
+                    if let Some(entry) = self.manifest.files.remove(&path) {
+                        self.delete_file_docs(&path);
+                        self.pending_removals.extend(entry.chunks.iter().map(|c| c.id));
+                        stats.files_removed += 1;
+                    }
+                }
+                FileChange::Upsert(file) => upserts.push(file),
+            }
+        }
+        let mut new_vectors: Vec<(u64, Vec<f32>)> = Vec::new();
+        let mut to_embed: Vec<(u64, String)> = Vec::new();
+        let mut staged: Vec<(PreparedFile, Vec<ChunkRef>)> = Vec::new();
+        for file in upserts {
+            let mut refs = Vec::with_capacity(file.chunks.len());
+            for prepared in &file.chunks {
+                let embed_text = context::embedding_text(&prepared.context, &prepared.chunk.text);
+                let embed_hash = xxhash_rust::xxh3::xxh3_64(embed_text.as_bytes());
+                let id = self.manifest.allocate_id();
+                match reusable.get(&embed_hash).and_then(|old| self.vectors.get(*old)) {
+                    Some(v) => {
+                        new_vectors.push((id, v));
+                        stats.vectors_reused += 1;
+                    }
+                    None => to_embed.push((id, embed_text)),
+                }
+                refs.push(ChunkRef { id, embed_hash });
+            }
+            staged.push((file, refs));
+        }
+        for batch in to_embed.chunks(EMBED_BATCH) {
+            let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
+            let vectors = embedder.embed(&texts)?;
+            if vectors.len() != batch.len() {
+                return Err(EmbedError::Failed(format!(
+                    "asked for {} vectors, got {}",
+                    batch.len(),
+                    vectors.len()
+                ))
+                .into());
+            }
+            stats.vectors_embedded += batch.len();
+            new_vectors.extend(batch.iter().map(|(id, _)| *id).zip(vectors));
+        }
+        for (id, v) in &new_vectors {
+            self.vectors.add(*id, v)?;
+        }
+        for (file, refs) in staged {
+            self.delete_file_docs(&file.path);
+            if let Some(old) = self.manifest.files.get(&file.path) {
+                self.pending_removals.extend(old.chunks.iter().map(|c| c.id));
+            }
+            for (prepared, r) in file.chunks.iter().zip(&refs) {
+                let doc = self.document(&file, prepared, *r);
+                let writer = self.writer.as_ref().ok_or(IndexError::ReadOnly)?;
+                writer.add_document(doc).map_err(store_err(&self.layout.tantivy()))?;
+            }
+            stats.files_written += 1;
+            stats.chunks_written += refs.len();
+            self.manifest.files.insert(
+                file.path.clone(),
+                FileEntry {
+                    size: file.size,
+                    mtime_ns: file.mtime_ns,
+                    content_hash: file.content_hash,
+                    chunks: refs,
+                    lossy: file.lossy,
+                    warnings: file.warnings,
+                },
+            );
+        }
+        if stats.files_written + stats.files_removed > 0 {
+            self.store_dirty = true;
+        }
+        Ok(stats)
+    }
+
+    fn delete_file_docs(&mut self, path: &str) {
+        if let Some(writer) = &self.writer {
+            writer.delete_term(Term::from_field_text(self.fields.path, path));
+            self.store_dirty = true;
+        }
+    }
+
+    fn document(&self, file: &PreparedFile, prepared: &PreparedChunk, r: ChunkRef) -> TantivyDocument {
+        let f = &self.fields;
+        let c = &prepared.chunk;
+        let mut doc = TantivyDocument::default();
+        doc.add_u64(f.id, r.id);
+        doc.add_text(f.path, &file.path);
+        doc.add_text(f.path_text, path_words(&file.path));
+        doc.add_u64(f.ordinal, c.ordinal as u64);
+        doc.add_u64(f.start_line, c.start_line as u64);
+        doc.add_u64(f.end_line, c.end_line as u64);
+        doc.add_u64(f.start_byte, c.byte_range.start as u64);
+        doc.add_u64(f.end_byte, c.byte_range.end as u64);
+        doc.add_text(f.title, &file.title);
+        doc.add_text(f.headings, context::context_headings(&file.title, &c.heading_path).join(" > "));
+        doc.add_text(f.heading_path, serde_json::to_string(&c.heading_path).unwrap_or_default());
+        doc.add_text(f.text, &c.text);
+        doc.add_text(f.context, &prepared.context);
+        doc.add_u64(f.token_count, c.token_count as u64);
+        doc.add_u64(f.content_hash, c.content_hash);
+        doc.add_u64(f.embed_hash, r.embed_hash);
+        doc.add_u64(f.file_size, file.size);
+        doc.add_u64(f.file_mtime, file.mtime_ns);
+        doc.add_u64(f.file_hash, file.content_hash);
+        doc
+    }
+
+    /// Embeds the stored texts of chunks that have no vector (after a crash, a corrupt
+    /// vector file or a model change). Returns how many were embedded.
+    pub fn fill_missing_vectors(&mut self, embedder: &dyn Embedder) -> Result<usize, IndexError> {
+        if !self.vectors_incomplete {
+            return Ok(0);
+        }
+        if self.writer.is_none() {
+            return Err(IndexError::ReadOnly);
+        }
+        let missing: Vec<ChunkRecord> =
+            self.all_records()?.into_iter().filter(|r| !self.vectors.contains(r.id)).collect();
+        for batch in missing.chunks(EMBED_BATCH) {
+            let texts: Vec<String> = batch.iter().map(ChunkRecord::embedding_text).collect();
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let vectors = embedder.embed(&refs)?;
+            for (record, v) in batch.iter().zip(vectors) {
+                self.vectors.add(record.id, &v)?;
+            }
+        }
+        self.vectors_incomplete = false;
+        self.vectors_dirty = true;
+        Ok(missing.len())
+    }
+
+    /// Makes all applied changes durable and visible to new searchers.
+    pub fn commit(&mut self) -> Result<(), IndexError> {
+        let Some(writer) = self.writer.as_mut() else { return Err(IndexError::ReadOnly) };
+        let tantivy_dir = self.layout.tantivy();
+        let store_changed = self.store_dirty;
+        if store_changed {
+            let generation = self.committed_generation + 1;
+            let payload = serde_json::to_string(&CommitPayload { generation, pipeline: self.pipeline.clone() })
+                .unwrap_or_default();
+            let mut prepared = writer.prepare_commit().map_err(store_err(&tantivy_dir))?;
+            prepared.set_payload(&payload);
+            prepared.commit().map_err(store_err(&tantivy_dir))?;
+            self.committed_generation = generation;
+            self.store_dirty = false;
+            self.reader.reload().map_err(store_err(&tantivy_dir))?;
+        } else if !self.vectors_dirty && self.pending_removals.is_empty() {
+            return Ok(());
+        }
+        for id in std::mem::take(&mut self.pending_removals) {
+            self.vectors.remove(id)?;
+        }
+        if self.vectors.removed() > self.vectors.len().max(1024) {
+            let live: Vec<u64> =
+                self.manifest.files.values().flat_map(|f| f.chunks.iter().map(|c| c.id)).collect();
+            self.vectors = self.vectors.compacted(live)?;
+        }
+        self.vectors.save(&self.layout.vectors())?;
+        let vectors_meta = VectorsMeta { generation: self.committed_generation, embedder: self.embedder.clone() };
+        files::write_json(&self.layout.vectors_meta(), &vectors_meta)
+            .map_err(io_err(&self.layout.vectors_meta()))?;
+        self.manifest.generation = self.committed_generation;
+        if store_changed {
+            self.manifest.committed_at = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+        }
+        files::write_json(&self.layout.manifest(), &self.manifest).map_err(io_err(&self.layout.manifest()))?;
+        self.vectors_dirty = false;
+        Ok(())
+    }
+
+    /// A snapshot of the committed chunk store.
+    pub fn searcher(&self) -> Searcher {
+        self.reader.searcher()
+    }
+
+    /// BM25 over text, title, headings and path: the ids and scores of the best `limit`
+    /// chunks. `terms` are analysed terms (see [`tokenizer::query_terms`]).
+    pub fn bm25(
+        &self,
+        searcher: &Searcher,
+        terms: &[String],
+        boosts: FieldBoosts,
+        limit: usize,
+    ) -> Result<Vec<(u64, f32)>, IndexError> {
+        if terms.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let f = &self.fields;
+        let fields = [(f.text, 1.0), (f.title, boosts.title), (f.headings, boosts.headings), (f.path_text, boosts.path)];
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for term in terms {
+            for (field, boost) in fields {
+                if boost <= 0.0 {
+                    continue;
+                }
+                let q = TermQuery::new(Term::from_field_text(field, term), IndexRecordOption::WithFreqs);
+                clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), boost))));
+            }
+        }
+        let query = BooleanQuery::new(clauses);
+        let top = searcher
+            .search(&query, &TopDocs::with_limit(limit).order_by_score())
+            .map_err(store_err(&self.layout.tantivy()))?;
+        let mut out = Vec::with_capacity(top.len());
+        for (score, address) in top {
+            if let Some(id) = self.id_at(searcher, address) {
+                out.push((id, score));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The `limit` chunks nearest to `query`, with cosine distances.
+    pub fn nearest(&self, query: &[f32], limit: usize) -> Result<Vec<(u64, f32)>, IndexError> {
+        Ok(self.vectors.search(query, limit)?)
+    }
+
+    fn id_at(&self, searcher: &Searcher, address: DocAddress) -> Option<u64> {
+        let segment = searcher.segment_reader(address.segment_ord);
+        let ids = segment.fast_fields().u64("id").ok()?;
+        ids.first(address.doc_id)
+    }
+
+    /// The stored chunks with these ids (those that exist in the snapshot).
+    pub fn records(&self, searcher: &Searcher, ids: &[u64]) -> Result<HashMap<u64, ChunkRecord>, IndexError> {
+        let mut out = HashMap::with_capacity(ids.len());
+        for &id in ids {
+            let q = TermQuery::new(Term::from_field_u64(self.fields.id, id), IndexRecordOption::Basic);
+            let top = searcher
+                .search(&q, &TopDocs::with_limit(1).order_by_score())
+                .map_err(store_err(&self.layout.tantivy()))?;
+            if let Some((_, address)) = top.first() {
+                let doc: TantivyDocument = searcher.doc(*address).map_err(store_err(&self.layout.tantivy()))?;
+                if let Some(r) = self.record_of(&doc) {
+                    out.insert(id, r);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// All stored chunks of one file, in order.
+    pub fn file_records(&self, searcher: &Searcher, path: &str) -> Result<Vec<ChunkRecord>, IndexError> {
+        let q = TermQuery::new(Term::from_field_text(self.fields.path, path), IndexRecordOption::Basic);
+        let limit = (searcher.num_docs() as usize).max(1);
+        let top = searcher
+            .search(&q, &TopDocs::with_limit(limit).order_by_score())
+            .map_err(store_err(&self.layout.tantivy()))?;
+        let mut out = Vec::with_capacity(top.len());
+        for (_, address) in top {
+            let doc: TantivyDocument = searcher.doc(address).map_err(store_err(&self.layout.tantivy()))?;
+            out.extend(self.record_of(&doc));
+        }
+        out.sort_by_key(|r| r.ordinal);
+        Ok(out)
+    }
+
+    fn all_records(&self) -> Result<Vec<ChunkRecord>, IndexError> {
+        Ok(self.all_records_with_file_meta()?.into_iter().map(|(r, _)| r).collect())
+    }
+
+    fn all_records_with_file_meta(&self) -> Result<Vec<(ChunkRecord, (u64, u64, u64))>, IndexError> {
+        let searcher = self.reader.searcher();
+        let mut out = Vec::new();
+        for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+            for doc_id in segment.doc_ids_alive() {
+                let doc: TantivyDocument = searcher
+                    .doc(DocAddress::new(ord as u32, doc_id))
+                    .map_err(store_err(&self.layout.tantivy()))?;
+                let f = &self.fields;
+                let file = (u64_of(&doc, f.file_size), u64_of(&doc, f.file_mtime), u64_of(&doc, f.file_hash));
+                out.extend(self.record_of(&doc).map(|r| (r, file)));
+            }
+        }
+        Ok(out)
+    }
+
+    fn record_of(&self, doc: &TantivyDocument) -> Option<ChunkRecord> {
+        let f = &self.fields;
+        let text = |field| doc.get_first(field).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+        Some(ChunkRecord {
+            id: doc.get_first(f.id)?.as_u64()?,
+            path: text(f.path),
+            ordinal: u64_of(doc, f.ordinal) as u32,
+            start_line: u64_of(doc, f.start_line) as u32,
+            end_line: u64_of(doc, f.end_line) as u32,
+            start_byte: u64_of(doc, f.start_byte),
+            end_byte: u64_of(doc, f.end_byte),
+            title: text(f.title),
+            heading_path: serde_json::from_str(&text(f.heading_path)).unwrap_or_default(),
+            text: text(f.text),
+            context: text(f.context),
+            token_count: u64_of(doc, f.token_count) as u32,
+            content_hash: u64_of(doc, f.content_hash),
+            embed_hash: u64_of(doc, f.embed_hash),
+        })
+    }
+
+    /// Ids of every chunk in the manifest (for consistency checks).
+    pub fn chunk_ids(&self) -> HashSet<u64> {
+        self.manifest.files.values().flat_map(|f| f.chunks.iter().map(|c| c.id)).collect()
+    }
+
+    /// Whether a vector is stored for this chunk id.
+    pub fn has_vector(&self, id: u64) -> bool {
+        self.vectors.contains(id)
+    }
+}
+
+fn u64_of(doc: &TantivyDocument, field: tantivy::schema::Field) -> u64 {
+    doc.get_first(field).and_then(|v| v.as_u64()).unwrap_or(0)
+}
+
+/// The words of a path, for BM25: `ops/backup-policy.md` → `ops backup-policy`.
+fn path_words(path: &str) -> String {
+    let without_ext = path.rsplit_once('.').map_or(path, |(stem, _)| stem);
+    without_ext.replace('/', " ")
+}
+
+fn open_store(layout: &IndexLayout, create: bool) -> Result<(tantivy::Index, Fields), IndexError> {
+    let dir = layout.tantivy();
+    if create {
+        std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+    }
+    let (schema, fields) = schema::build();
+    let directory = MmapDirectory::open(&dir).map_err(|e| IndexError::Store {
+        path: dir.display().to_string(),
+        source: tantivy::TantivyError::from(e),
+    })?;
+    let store = if create {
+        tantivy::Index::open_or_create(directory, schema.clone()).map_err(store_err(&dir))?
+    } else {
+        tantivy::Index::open(directory).map_err(store_err(&dir))?
+    };
+    if store.schema() != schema {
+        return Err(IndexError::Store {
+            path: dir.display().to_string(),
+            source: tantivy::TantivyError::SchemaError("stored schema differs from this version's".into()),
+        });
+    }
+    tokenizer::register(&store);
+    Ok((store, fields))
+}
+
+fn read_payload(store: &tantivy::Index) -> CommitPayload {
+    store
+        .load_metas()
+        .ok()
+        .and_then(|m| m.payload)
+        .and_then(|p| serde_json::from_str(&p).ok())
+        .unwrap_or_default()
+}
+
+fn clear_index_files(layout: &IndexLayout) -> Result<(), IndexError> {
+    let tantivy = layout.tantivy();
+    if tantivy.exists() {
+        std::fs::remove_dir_all(&tantivy).map_err(io_err(&tantivy))?;
+    }
+    for p in [layout.vectors(), layout.vectors_meta(), layout.manifest(), layout.meta()] {
+        match std::fs::remove_file(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err(&p)(e)),
+        }
+    }
+    Ok(())
+}
+
+/// The default index folder of a workspace: `<cache dir>/situate/<name>-<hash of the path>`.
+pub fn default_dir(root: &Path) -> PathBuf {
+    let canonical = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let hash = xxhash_rust::xxh3::xxh3_64(canonical.to_string_lossy().as_bytes());
+    let name: String = canonical
+        .file_name()
+        .map(|n| n.to_string_lossy().chars().filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_')).collect())
+        .unwrap_or_default();
+    let base = dirs::cache_dir().unwrap_or_else(std::env::temp_dir);
+    base.join("situate").join(format!("{name}-{hash:016x}"))
+}

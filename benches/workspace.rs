@@ -1,0 +1,145 @@
+//! Indexing and search benchmark on a real corpus: cold index, no-op reconcile, one-file
+//! reindex, search latency, index size and peak memory.
+//!
+//! `cargo bench --bench workspace [-- DIR [QUERIES.jsonl]]`. Without arguments it uses the
+//! Traefik documentation and dev queries from `../shared/data` when present, and skips
+//! with a message otherwise. The corpus is copied to a temporary folder first, so the
+//! source is never modified.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use situate::config::{Config, SearchMode};
+use situate::engine::{Engine, embedder_for};
+use situate::eval;
+use situate::index::OpenMode;
+use situate::search::SearchRequest;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
+    let dir = args.first().map(PathBuf::from).unwrap_or_else(|| shared.join("traefik-docs"));
+    let queries = args.get(1).map(PathBuf::from).unwrap_or_else(|| shared.join("traefik-dev-queries.jsonl"));
+    if !dir.is_dir() {
+        println!("skipped: no corpus at {} (pass a folder: cargo bench --bench workspace -- DIR)", dir.display());
+        return;
+    }
+    let work = tempfile::tempdir().expect("temp dir");
+    let root = work.path().join("corpus");
+    copy_dir(&dir, &root);
+    let config = Config { index_dir: Some(work.path().join("index")), ..Config::default() };
+
+    let t = Instant::now();
+    let embedder = embedder_for(&config.embedding).expect("built-in model");
+    let model_load = t.elapsed();
+
+    let t = Instant::now();
+    let mut engine = Engine::open_with(&root, config.clone(), Vec::new(), embedder.clone(), OpenMode::Write)
+        .expect("open");
+    let cold = engine.reconcile(&mut |_| {}).expect("cold index");
+    let cold_time = t.elapsed();
+
+    let t = Instant::now();
+    let noop = engine.reconcile(&mut |_| {}).expect("no-op reconcile");
+    let noop_time = t.elapsed();
+
+    // Append a paragraph to one file, as a save would.
+    let target = largest_file(&root);
+    let mut text = std::fs::read_to_string(&target).unwrap_or_default();
+    text.push_str("\n\nA new paragraph written by the benchmark about rotating certificates.\n");
+    std::fs::write(&target, text).expect("write");
+    let t = Instant::now();
+    let one = engine.reconcile(&mut |_| {}).expect("one-file reindex");
+    let one_time = t.elapsed();
+
+    drop(engine);
+    let t = Instant::now();
+    let engine =
+        Engine::open_with(&root, config, Vec::new(), embedder, OpenMode::Write).expect("reopen");
+    let reopen_time = t.elapsed();
+
+    println!("corpus:            {} ({} files)", dir.display(), cold.files_seen);
+    println!("model load:        {:.1} ms", ms(model_load));
+    println!(
+        "cold index:        {:.2} s  ({} chunks, {} skipped)",
+        cold_time.as_secs_f64(),
+        cold.chunks_written,
+        cold.skipped.len()
+    );
+    println!("no-op reconcile:   {:.1} ms  ({} files unchanged)", ms(noop_time), noop.files_unchanged);
+    println!(
+        "one-file reindex:  {:.1} ms  ({} chunks written, {} embedded, {} reused)",
+        ms(one_time),
+        one.chunks_written,
+        one.vectors_embedded,
+        one.vectors_reused
+    );
+    println!("reopen:            {:.1} ms", ms(reopen_time));
+    println!("index on disk:     {:.2} MiB", engine.index().disk_bytes() as f64 / 1048576.0);
+
+    if let Ok(queries) = eval::load_queries(&queries) {
+        for mode in [SearchMode::Bm25, SearchMode::Vector, SearchMode::Hybrid] {
+            let mut times: Vec<f64> = Vec::new();
+            for q in &queries {
+                let request = SearchRequest { query: q.query.clone(), limit: 10, mode, paths: Vec::new() };
+                let t = Instant::now();
+                engine.search(&request).expect("search");
+                times.push(ms(t.elapsed()));
+            }
+            times.sort_by(f64::total_cmp);
+            let median = times[times.len() / 2];
+            let p95 = times[(times.len() * 95 / 100).min(times.len() - 1)];
+            println!("search {mode:<7}     median {median:.2} ms, p95 {p95:.2} ms over {} queries", times.len());
+        }
+    }
+    if let Some(kib) = peak_rss_kib() {
+        println!("peak RSS:          {:.0} MiB", kib as f64 / 1024.0);
+    }
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read dir").flatten() {
+        let target = to.join(entry.file_name());
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+            // Copies are read-only when the source is; the benchmark edits one.
+            let mut perms = std::fs::metadata(&target).expect("stat").permissions();
+            #[allow(clippy::permissions_set_readonly_false)]
+            perms.set_readonly(false);
+            std::fs::set_permissions(&target, perms).expect("chmod");
+        }
+    }
+}
+
+fn largest_file(root: &Path) -> PathBuf {
+    let mut best = (0, root.to_path_buf());
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|e| e == "md")
+                && let Ok(m) = entry.metadata()
+                && m.len() > best.0
+            {
+                best = (m.len(), p);
+            }
+        }
+    }
+    best.1
+}
+
+/// Peak resident memory of this process (Linux), in KiB.
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}

@@ -1,0 +1,291 @@
+//! The command line: `situate index|search|show|status`. The only module that prints.
+//!
+//! stdout carries the data (results, summaries, JSON); progress, warnings and logs go to
+//! stderr, so that `situate search … --json | jq` always works.
+
+mod progress;
+mod render;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+
+use crate::config::SearchMode;
+use crate::eval;
+use crate::engine::{Engine, ReconcileReport};
+use crate::index::OpenMode;
+use crate::search::SearchRequest;
+
+/// Contextual semantic search over the markdown and text files of a folder.
+#[derive(Debug, Parser)]
+#[command(name = "situate", version, about, long_about = None)]
+struct Cli {
+    /// Read settings from this file instead of `situate.toml` in the workspace.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Index a folder (only what changed since the last run).
+    Index {
+        /// The workspace folder.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search the index (brought up to date first).
+    Search {
+        /// What to look for, in plain words.
+        query: String,
+        /// The workspace folder.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        /// How many hits.
+        #[arg(short = 'k', long = "limit")]
+        limit: Option<usize>,
+        /// Which retrieval to use.
+        #[arg(long, value_enum)]
+        mode: Option<ModeArg>,
+        /// Only hits under these workspace-relative paths (repeatable).
+        #[arg(long = "path")]
+        paths: Vec<String>,
+        /// Print hits as a JSON array.
+        #[arg(long)]
+        json: bool,
+        /// Show each arm's rank and score.
+        #[arg(long)]
+        explain: bool,
+        /// Search the index as it is, without reconciling it with the files first.
+        #[arg(long)]
+        no_update: bool,
+    },
+    /// Show how a file, or the chunk at one of its lines, was indexed.
+    Show {
+        /// FILE or FILE:LINE (workspace-relative or absolute).
+        target: String,
+        /// The workspace folder.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure retrieval on queries with known answers (JSON lines: id, query, kind, gold).
+    Eval {
+        /// The query file.
+        queries: PathBuf,
+        /// The workspace folder the gold paths are relative to.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        /// Evaluate one mode only (default: all three).
+        #[arg(long, value_enum)]
+        mode: Option<ModeArg>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// List each query with the rank of its first correct hit.
+        #[arg(long)]
+        per_query: bool,
+        /// Write the results in the run-file format (one JSON line per query).
+        #[arg(long, value_name = "FILE")]
+        run_file: Option<PathBuf>,
+    },
+    /// Show what the index holds and its health.
+    Status {
+        /// The workspace folder.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ModeArg {
+    Hybrid,
+    Bm25,
+    Vector,
+}
+
+impl From<ModeArg> for SearchMode {
+    fn from(m: ModeArg) -> Self {
+        match m {
+            ModeArg::Hybrid => SearchMode::Hybrid,
+            ModeArg::Bm25 => SearchMode::Bm25,
+            ModeArg::Vector => SearchMode::Vector,
+        }
+    }
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    init_logging();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("situate: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SITUATE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+fn run(cli: Cli) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    let config = cli.config.as_deref();
+    match cli.command {
+        Command::Index { dir, json } => {
+            let mut engine = open(&dir, config, OpenMode::Write)?;
+            if engine.is_read_only() {
+                bail!("another situate process is writing the index of {}; try again when it is done", dir.display());
+            }
+            let report = reconcile(&mut engine, true)?;
+            if json {
+                serde_json::to_writer_pretty(&mut out, &report)?;
+                writeln!(out)?;
+            } else {
+                render::index_summary(&mut out, &engine, &report)?;
+            }
+        }
+        Command::Search { query, dir, limit, mode, paths, json, explain, no_update } => {
+            let mut engine = open(&dir, config, if no_update { OpenMode::ReadOnly } else { OpenMode::Write })?;
+            if !no_update {
+                if engine.is_read_only() {
+                    eprintln!("situate: another process is updating the index; searching it as it is");
+                } else {
+                    let report = reconcile(&mut engine, false)?;
+                    warn_skips(&report);
+                }
+            }
+            let request = SearchRequest {
+                query,
+                limit: limit.unwrap_or(engine.config().search.limit).max(1),
+                mode: mode.map_or(engine.config().search.mode, Into::into),
+                paths,
+            };
+            let hits = engine.search(&request)?;
+            if json {
+                serde_json::to_writer_pretty(&mut out, &hits)?;
+                writeln!(out)?;
+            } else {
+                render::hits(&mut out, &hits, explain)?;
+            }
+        }
+        Command::Show { target, dir, json } => {
+            let engine = open(&dir, config, OpenMode::ReadOnly)?;
+            let (file, line) = split_target(&target);
+            let chunks = engine.chunks_at(file, line)?;
+            if json {
+                serde_json::to_writer_pretty(&mut out, &chunks)?;
+                writeln!(out)?;
+            } else {
+                render::chunks(&mut out, &chunks)?;
+            }
+        }
+        Command::Eval { queries, dir, mode, json, per_query, run_file } => {
+            let queries = eval::load_queries(&queries)?;
+            let mut engine = open(&dir, config, OpenMode::Write)?;
+            if !engine.is_read_only() {
+                warn_skips(&reconcile(&mut engine, true)?);
+            }
+            let modes = match mode {
+                Some(m) => vec![m.into()],
+                None => vec![SearchMode::Bm25, SearchMode::Vector, SearchMode::Hybrid],
+            };
+            let reports =
+                modes.into_iter().map(|m| eval::evaluate(&engine, &queries, m)).collect::<Result<Vec<_>, _>>()?;
+            if let Some(path) = run_file
+                && let Some(last) = reports.last()
+            {
+                render::write_run_file(&path, last).with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            if json {
+                serde_json::to_writer_pretty(&mut out, &reports)?;
+                writeln!(out)?;
+            } else {
+                render::eval(&mut out, &reports, per_query)?;
+            }
+        }
+        Command::Status { dir, json } => {
+            let engine = open(&dir, config, OpenMode::ReadOnly)?;
+            let status = engine.status();
+            if json {
+                serde_json::to_writer_pretty(&mut out, &status)?;
+                writeln!(out)?;
+            } else {
+                render::status(&mut out, &status)?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn open(dir: &Path, config: Option<&Path>, mode: OpenMode) -> Result<Engine> {
+    let engine =
+        Engine::open(dir, config, mode).with_context(|| format!("cannot open the index of {}", dir.display()))?;
+    for problem in engine.config_problems() {
+        eprintln!("situate: {problem} (using the default)");
+    }
+    for note in engine.index().notes() {
+        eprintln!("situate: {note}");
+    }
+    Ok(engine)
+}
+
+fn reconcile(engine: &mut Engine, announce: bool) -> Result<ReconcileReport> {
+    let mut bar = progress::Bar::new(announce);
+    let report = engine.reconcile(&mut |p| bar.update(&p))?;
+    bar.finish();
+    Ok(report)
+}
+
+fn warn_skips(report: &ReconcileReport) {
+    for s in &report.skipped {
+        eprintln!("situate: skipped {}: {}", s.path, s.reason);
+    }
+}
+
+/// `notes/a.md:12` → (`notes/a.md`, 12). A suffix that is not a line number stays part of
+/// the path.
+fn split_target(target: &str) -> (&str, Option<u32>) {
+    match target.rsplit_once(':') {
+        Some((file, line)) if !file.is_empty() => match line.parse::<u32>() {
+            Ok(n) => (file, Some(n)),
+            Err(_) => (target, None),
+        },
+        _ => (target, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_split_at_a_trailing_line_number() {
+        assert_eq!(split_target("a.md:12"), ("a.md", Some(12)));
+        assert_eq!(split_target("a.md"), ("a.md", None));
+        assert_eq!(split_target("dir:x/a.md"), ("dir:x/a.md", None));
+        assert_eq!(split_target(":3"), (":3", None));
+    }
+
+    #[test]
+    fn the_command_line_parses() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,173 @@
+//! Human-readable output of the CLI.
+
+use std::io::{Result, Write};
+
+use crate::engine::{Engine, ReconcileReport, Status};
+use crate::eval::{EvalReport, Metrics};
+use crate::index::ChunkRecord;
+use crate::search::Hit;
+
+/// Characters of chunk text shown under a hit.
+const PREVIEW_CHARS: usize = 240;
+
+pub fn index_summary(out: &mut impl Write, engine: &Engine, r: &ReconcileReport) -> Result<()> {
+    let status = engine.status();
+    writeln!(
+        out,
+        "indexed {} in {:.2}s: {} files seen, {} new or changed, {} removed, {} unchanged",
+        engine.root().display(),
+        r.seconds,
+        r.files_seen,
+        r.files_indexed,
+        r.files_removed,
+        r.files_unchanged + r.files_touched,
+    )?;
+    writeln!(
+        out,
+        "{} chunks written ({} vectors embedded, {} reused); the index holds {} files, {} chunks",
+        r.chunks_written, r.vectors_embedded, r.vectors_reused, status.files, status.chunks
+    )?;
+    if r.vectors_refilled > 0 {
+        writeln!(out, "{} vectors re-embedded from stored texts", r.vectors_refilled)?;
+    }
+    writeln!(out, "index: {}", status.index_dir)?;
+    for path in &r.lossy {
+        writeln!(out, "warning: {path} is not valid UTF-8; decoded with replacement characters")?;
+    }
+    if !r.skipped.is_empty() {
+        writeln!(out, "skipped {} files:", r.skipped.len())?;
+        for s in &r.skipped {
+            writeln!(out, "  {}: {}", s.path, s.reason)?;
+        }
+    }
+    Ok(())
+}
+
+pub fn hits(out: &mut impl Write, hits: &[Hit], explain: bool) -> Result<()> {
+    if hits.is_empty() {
+        writeln!(out, "no results")?;
+    }
+    for (i, h) in hits.iter().enumerate() {
+        let c = &h.chunk;
+        writeln!(out, "{}. {}:{}-{}  {}", i + 1, c.path, c.start_line, c.end_line, breadcrumb(c))?;
+        if explain {
+            let arm = |rank: Option<u32>, score: Option<f32>| match (rank, score) {
+                (Some(r), Some(s)) => format!("#{r} ({s:.3})"),
+                _ => "-".to_string(),
+            };
+            writeln!(
+                out,
+                "   score {:.4}  bm25 {}  vector {}",
+                h.score,
+                arm(h.bm25_rank, h.bm25_score),
+                arm(h.vector_rank, h.vector_similarity)
+            )?;
+        }
+        writeln!(out, "   {}", preview(&c.text))?;
+    }
+    Ok(())
+}
+
+pub fn chunks(out: &mut impl Write, chunks: &[ChunkRecord]) -> Result<()> {
+    for c in chunks {
+        writeln!(out, "{}:{}-{}  chunk {} ({} tokens)", c.path, c.start_line, c.end_line, c.ordinal, c.token_count)?;
+        writeln!(out, "  context: {}", c.context)?;
+        writeln!(out, "  headings: {}", if c.heading_path.is_empty() { "-".into() } else { c.heading_path.join(" > ") })?;
+        for line in c.text.lines() {
+            writeln!(out, "  | {line}")?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+pub fn status(out: &mut impl Write, s: &Status) -> Result<()> {
+    writeln!(out, "workspace: {}", s.workspace)?;
+    writeln!(out, "index:     {}{}", s.index_dir, if s.read_only { " (another process is writing it)" } else { "" })?;
+    writeln!(out, "files:     {}", s.files)?;
+    writeln!(out, "chunks:    {} ({} with vectors)", s.chunks, s.vectors)?;
+    writeln!(out, "embedder:  {} {} ({} dimensions)", s.embedder.provider, s.embedder.model, s.embedder.dimensions)?;
+    writeln!(out, "size:      {:.1} MiB", s.disk_bytes as f64 / (1024.0 * 1024.0))?;
+    writeln!(out, "committed: {}", if s.last_commit == 0 { "never".to_string() } else { ago(s.last_commit) })?;
+    for p in &s.config_problems {
+        writeln!(out, "config:    {p}")?;
+    }
+    for n in &s.notes {
+        writeln!(out, "note:      {n}")?;
+    }
+    if !s.skipped.is_empty() {
+        writeln!(out, "skipped:   {} files", s.skipped.len())?;
+        for k in &s.skipped {
+            writeln!(out, "  {}: {}", k.path, k.reason)?;
+        }
+    }
+    Ok(())
+}
+
+fn breadcrumb(c: &ChunkRecord) -> String {
+    let headings = crate::context::context_headings(&c.title, &c.heading_path);
+    std::iter::once(c.title.as_str()).chain(headings.iter().map(String::as_str)).collect::<Vec<_>>().join(" › ")
+}
+
+fn preview(text: &str) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= PREVIEW_CHARS {
+        flat
+    } else {
+        let cut: String = flat.chars().take(PREVIEW_CHARS).collect();
+        format!("{cut}…")
+    }
+}
+
+fn ago(unix_secs: u64) -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let d = now.saturating_sub(unix_secs);
+    match d {
+        0..=59 => format!("{d}s ago"),
+        60..=3599 => format!("{}m ago", d / 60),
+        3600..=86_399 => format!("{}h ago", d / 3600),
+        _ => format!("{}d ago", d / 86_400),
+    }
+}
+
+pub fn eval(out: &mut impl Write, reports: &[EvalReport], per_query: bool) -> Result<()> {
+    writeln!(out, "{:<28} {:>4} {:>6} {:>6} {:>6} {:>6} {:>7}", "mode / kind", "n", "R@1", "R@5", "R@10", "R@20", "MRR@10")?;
+    let row = |out: &mut dyn Write, label: &str, m: &Metrics| {
+        writeln!(
+            out,
+            "{:<28} {:>4} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>7.3}",
+            label, m.queries, m.recall[0], m.recall[1], m.recall[2], m.recall[3], m.mrr_at_10
+        )
+    };
+    for r in reports {
+        row(out, &r.mode.to_string(), &r.overall)?;
+        if r.by_kind.len() > 1 {
+            for (kind, m) in &r.by_kind {
+                row(out, &format!("  {kind}"), m)?;
+            }
+        }
+    }
+    if per_query && let Some(r) = reports.last() {
+        writeln!(out)?;
+        for q in &r.queries {
+            let rank = q.first_hit.map_or("-".to_string(), |n| n.to_string());
+            writeln!(out, "{:>3}  {:<8} {:<18} {}", rank, q.id, q.kind, q.query)?;
+        }
+    }
+    Ok(())
+}
+
+/// One JSON line per query: `{"id", "results": [{"path", "start_line", "end_line"}]}`.
+pub fn write_run_file(path: &std::path::Path, report: &EvalReport) -> std::io::Result<()> {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for q in &report.queries {
+        let results: Vec<serde_json::Value> = q
+            .results
+            .iter()
+            .map(|(p, s, e)| serde_json::json!({"path": p, "start_line": s, "end_line": e}))
+            .collect();
+        serde_json::to_writer(&mut f, &serde_json::json!({"id": q.id, "results": results}))?;
+        writeln!(f)?;
+    }
+    f.flush()
+}

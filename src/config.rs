@@ -1,0 +1,577 @@
+//! Configuration in two stages: a raw, all-optional form read from `situate.toml` (or, later,
+//! from an editor's settings) and the validated [`Config`] the engine runs on.
+//!
+//! A bad value never stops anything: it is reported as a [`ConfigProblem`] naming the key,
+//! and the default is used in its place. Unknown keys are reported the same way.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use crate::chunk::{ChunkConfig, ChunkStrategy};
+
+/// The file name of the per-workspace configuration.
+pub const CONFIG_FILE: &str = "situate.toml";
+
+/// Everything the engine needs to know, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Where the index lives; `None` means the per-workspace folder in the user's cache dir.
+    pub index_dir: Option<PathBuf>,
+    pub walk: WalkConfig,
+    pub chunk: ChunkConfig,
+    pub context: ContextConfig,
+    pub search: SearchConfig,
+    pub embedding: EmbeddingConfig,
+}
+
+/// Which files are indexed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WalkConfig {
+    /// File name extensions, lowercase, without the dot.
+    pub extensions: Vec<String>,
+    /// Glob patterns (workspace-relative); when non-empty a file must match one of them.
+    pub include: Vec<String>,
+    /// Glob patterns (workspace-relative) of files and folders to leave out.
+    pub exclude: Vec<String>,
+    /// Files larger than this are skipped with a warning.
+    pub max_file_bytes: u64,
+}
+
+/// How the context that a chunk loses when cut out of its document is put back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextConfig {
+    /// The header prefix; `{title}`, `{path}` and `{headings}` are filled in. Segments between
+    /// ` > ` separators that end up empty are dropped.
+    pub header_template: String,
+}
+
+/// Which retrieval arms a search uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchMode {
+    Hybrid,
+    Bm25,
+    Vector,
+}
+
+impl fmt::Display for SearchMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SearchMode::Hybrid => "hybrid",
+            SearchMode::Bm25 => "bm25",
+            SearchMode::Vector => "vector",
+        })
+    }
+}
+
+/// Ranking parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchConfig {
+    pub mode: SearchMode,
+    /// Hits returned when the caller does not say.
+    pub limit: usize,
+    /// Candidates taken from each arm before fusion.
+    pub candidates: usize,
+    /// The `k` of reciprocal-rank fusion.
+    pub rrf_k: f32,
+    pub bm25_weight: f32,
+    pub vector_weight: f32,
+    /// BM25 boost of the document title field.
+    pub title_boost: f32,
+    /// BM25 boost of the heading path field.
+    pub headings_boost: f32,
+    /// BM25 boost of the file path field.
+    pub path_boost: f32,
+}
+
+/// Which model turns text into vectors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EmbeddingConfig {
+    /// The static model: the built-in one, or a model2vec-format folder.
+    Static { model_path: Option<PathBuf> },
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            index_dir: None,
+            walk: WalkConfig {
+                extensions: vec!["md".into(), "markdown".into(), "txt".into()],
+                include: Vec::new(),
+                exclude: Vec::new(),
+                max_file_bytes: 4 * 1024 * 1024,
+            },
+            chunk: ChunkConfig::default(),
+            context: ContextConfig { header_template: DEFAULT_HEADER_TEMPLATE.to_string() },
+            search: SearchConfig {
+                mode: SearchMode::Hybrid,
+                limit: 10,
+                candidates: 100,
+                rrf_k: 60.0,
+                bm25_weight: 1.0,
+                vector_weight: 1.0,
+                title_boost: 2.0,
+                headings_boost: 2.0,
+                path_boost: 1.0,
+            },
+            embedding: EmbeddingConfig::Static { model_path: None },
+        }
+    }
+}
+
+/// The default header: "Document: Title > H1 > H2".
+pub const DEFAULT_HEADER_TEMPLATE: &str = "Document: {title} > {headings}";
+
+/// A problem with one configuration key; the default was used instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigProblem {
+    /// Dotted key, e.g. `chunk.max_tokens`.
+    pub key: String,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "config key `{}`: {}", self.key, self.message)
+    }
+}
+
+/// A configuration and the problems met while reading it.
+#[derive(Debug, Clone, Default)]
+pub struct LoadedConfig {
+    pub config: Config,
+    pub problems: Vec<ConfigProblem>,
+    /// The file it was read from, if any.
+    pub source: Option<PathBuf>,
+}
+
+/// A value as written by the user: absent, well-typed, or of the wrong type (kept as the
+/// error message so that the validator can name the key).
+#[derive(Debug, Clone, Default)]
+enum Setting<T> {
+    #[default]
+    Unset,
+    Set(T),
+    Invalid(String),
+}
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Setting<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // Buffer the value so that a type error stays local to this key instead of failing
+        // the whole document.
+        let value = serde_json::Value::deserialize(deserializer)?;
+        Ok(match serde_json::from_value::<T>(value.clone()) {
+            Ok(v) => Setting::Set(v),
+            Err(e) => Setting::Invalid(format!("{e} (got {value})")),
+        })
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawConfig {
+    index_dir: Setting<PathBuf>,
+    extensions: Setting<Vec<String>>,
+    include: Setting<Vec<String>>,
+    exclude: Setting<Vec<String>>,
+    max_file_bytes: Setting<u64>,
+    chunk: RawChunk,
+    context: RawContext,
+    search: RawSearch,
+    embedding: RawEmbedding,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawChunk {
+    strategy: Setting<ChunkStrategy>,
+    max_tokens: Setting<usize>,
+    overlap_tokens: Setting<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawContext {
+    header_template: Setting<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawSearch {
+    mode: Setting<SearchMode>,
+    limit: Setting<usize>,
+    candidates: Setting<usize>,
+    rrf_k: Setting<f32>,
+    bm25_weight: Setting<f32>,
+    vector_weight: Setting<f32>,
+    title_boost: Setting<f32>,
+    headings_boost: Setting<f32>,
+    path_boost: Setting<f32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawEmbedding {
+    provider: Setting<String>,
+    model_path: Setting<PathBuf>,
+}
+
+/// Collects problems while raw settings are turned into validated values.
+struct Validator {
+    problems: Vec<ConfigProblem>,
+}
+
+impl Validator {
+    /// The user's value for `key` if present, well-typed and accepted by `check`; otherwise
+    /// the default, with a problem recorded.
+    fn take<T>(
+        &mut self,
+        key: &str,
+        setting: Setting<T>,
+        default: T,
+        check: impl FnOnce(&T) -> Result<(), String>,
+    ) -> T {
+        match setting {
+            Setting::Unset => default,
+            Setting::Set(v) => match check(&v) {
+                Ok(()) => v,
+                Err(message) => {
+                    self.problem(key, message);
+                    default
+                }
+            },
+            Setting::Invalid(message) => {
+                self.problem(key, message);
+                default
+            }
+        }
+    }
+
+    fn problem(&mut self, key: &str, message: impl Into<String>) {
+        self.problems.push(ConfigProblem { key: key.to_string(), message: message.into() });
+    }
+}
+
+fn any<T>(_: &T) -> Result<(), String> {
+    Ok(())
+}
+
+fn at_least<T: PartialOrd + fmt::Display + Copy>(min: T) -> impl FnOnce(&T) -> Result<(), String> {
+    move |v| if *v >= min { Ok(()) } else { Err(format!("must be at least {min}, got {v}")) }
+}
+
+fn non_negative_finite(v: &f32) -> Result<(), String> {
+    if v.is_finite() && *v >= 0.0 {
+        Ok(())
+    } else {
+        Err(format!("must be a finite number ≥ 0, got {v}"))
+    }
+}
+
+fn valid_globs(patterns: &Vec<String>) -> Result<(), String> {
+    for p in patterns {
+        globset::Glob::new(p).map_err(|e| format!("bad glob `{p}`: {e}"))?;
+    }
+    Ok(())
+}
+
+impl Config {
+    /// Reads `situate.toml` from `root` if it exists. A missing file is not a problem; an
+    /// unreadable or unparsable one is reported and the defaults are used.
+    pub fn load(root: &Path) -> LoadedConfig {
+        let path = root.join(CONFIG_FILE);
+        if !path.exists() {
+            return LoadedConfig::default();
+        }
+        Config::load_file(&path)
+    }
+
+    /// Reads a settings file; a missing or unreadable one is reported and the defaults used.
+    pub fn load_file(path: &Path) -> LoadedConfig {
+        let path = path.to_path_buf();
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                let mut loaded = Config::from_toml(&text);
+                loaded.source = Some(path);
+                loaded
+            }
+            Err(e) => LoadedConfig {
+                config: Config::default(),
+                problems: vec![ConfigProblem {
+                    key: CONFIG_FILE.to_string(),
+                    message: format!("cannot read {}: {e}", path.display()),
+                }],
+                source: Some(path),
+            },
+        }
+    }
+
+    /// Validates a TOML document.
+    pub fn from_toml(text: &str) -> LoadedConfig {
+        let deserializer = toml::Deserializer::parse(text);
+        match deserializer {
+            Ok(de) => Config::from_deserializer(de),
+            Err(e) => LoadedConfig {
+                config: Config::default(),
+                problems: vec![ConfigProblem {
+                    key: CONFIG_FILE.to_string(),
+                    message: format!("not valid TOML: {}", e.message()),
+                }],
+                source: None,
+            },
+        }
+    }
+
+    /// Validates a JSON object with the same keys (editor settings).
+    pub fn from_json(value: serde_json::Value) -> LoadedConfig {
+        Config::from_deserializer(value)
+    }
+
+    fn from_deserializer<'de, D: serde::Deserializer<'de>>(de: D) -> LoadedConfig
+    where
+        D::Error: fmt::Display,
+    {
+        let mut unknown = Vec::new();
+        let raw: Result<RawConfig, _> =
+            serde_ignored::deserialize(de, |path| unknown.push(path.to_string()));
+        let mut v = Validator { problems: Vec::new() };
+        for key in unknown {
+            v.problem(&key, "unknown key (ignored)");
+        }
+        let raw = match raw {
+            Ok(raw) => raw,
+            Err(e) => {
+                // Only the shape of a whole table can fail here (e.g. `chunk = 3`).
+                v.problem("(document)", format!("{e}"));
+                RawConfig::default()
+            }
+        };
+        let config = Config::validate(raw, &mut v);
+        LoadedConfig { config, problems: v.problems, source: None }
+    }
+
+    fn validate(raw: RawConfig, v: &mut Validator) -> Config {
+        let d = Config::default();
+        let walk = WalkConfig {
+            extensions: v
+                .take("extensions", raw.extensions, d.walk.extensions, |exts| {
+                    if exts.is_empty() { Err("must name at least one extension".into()) } else { Ok(()) }
+                })
+                .into_iter()
+                .map(|e| e.trim_start_matches('.').to_ascii_lowercase())
+                .collect(),
+            include: v.take("include", raw.include, d.walk.include, valid_globs),
+            exclude: v.take("exclude", raw.exclude, d.walk.exclude, valid_globs),
+            max_file_bytes: v.take("max_file_bytes", raw.max_file_bytes, d.walk.max_file_bytes, at_least(1)),
+        };
+        let max_tokens = v.take("chunk.max_tokens", raw.chunk.max_tokens, d.chunk.max_tokens, |n| {
+            if (16..=8192).contains(n) { Ok(()) } else { Err(format!("must be between 16 and 8192, got {n}")) }
+        });
+        let overlap_tokens =
+            v.take("chunk.overlap_tokens", raw.chunk.overlap_tokens, d.chunk.overlap_tokens, |n| {
+                if *n < max_tokens / 2 {
+                    Ok(())
+                } else {
+                    Err(format!("must be less than half of chunk.max_tokens ({max_tokens}), got {n}"))
+                }
+            });
+        let chunk = ChunkConfig {
+            strategy: v.take("chunk.strategy", raw.chunk.strategy, d.chunk.strategy, any),
+            max_tokens,
+            overlap_tokens,
+        };
+        let context = ContextConfig {
+            header_template: v.take(
+                "context.header_template",
+                raw.context.header_template,
+                d.context.header_template,
+                |t| check_template(t),
+            ),
+        };
+        let s = raw.search;
+        let search = SearchConfig {
+            mode: v.take("search.mode", s.mode, d.search.mode, any),
+            limit: v.take("search.limit", s.limit, d.search.limit, at_least(1)),
+            candidates: v.take("search.candidates", s.candidates, d.search.candidates, at_least(1)),
+            rrf_k: v.take("search.rrf_k", s.rrf_k, d.search.rrf_k, non_negative_finite),
+            bm25_weight: v.take("search.bm25_weight", s.bm25_weight, d.search.bm25_weight, non_negative_finite),
+            vector_weight: v.take(
+                "search.vector_weight",
+                s.vector_weight,
+                d.search.vector_weight,
+                non_negative_finite,
+            ),
+            title_boost: v.take("search.title_boost", s.title_boost, d.search.title_boost, non_negative_finite),
+            headings_boost: v.take(
+                "search.headings_boost",
+                s.headings_boost,
+                d.search.headings_boost,
+                non_negative_finite,
+            ),
+            path_boost: v.take("search.path_boost", s.path_boost, d.search.path_boost, non_negative_finite),
+        };
+        let provider = v.take("embedding.provider", raw.embedding.provider, "static".to_string(), |p| {
+            if p == "static" {
+                Ok(())
+            } else {
+                Err(format!("unknown provider `{p}`; this build supports `static`"))
+            }
+        });
+        debug_assert_eq!(provider, "static");
+        let embedding = EmbeddingConfig::Static {
+            model_path: match raw.embedding.model_path {
+                Setting::Set(p) => Some(p),
+                Setting::Unset => None,
+                Setting::Invalid(message) => {
+                    v.problem("embedding.model_path", message);
+                    None
+                }
+            },
+        };
+        let index_dir = match raw.index_dir {
+            Setting::Set(p) => Some(p),
+            Setting::Unset => None,
+            Setting::Invalid(message) => {
+                v.problem("index_dir", message);
+                None
+            }
+        };
+        Config { index_dir, walk, chunk, context, search, embedding }
+    }
+}
+
+fn check_template(template: &str) -> Result<(), String> {
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}') else {
+            return Err("unclosed `{` in template".into());
+        };
+        let name = &rest[open + 1..open + close];
+        if !matches!(name, "title" | "path" | "headings") {
+            return Err(format!("unknown placeholder `{{{name}}}`; use {{title}}, {{path}} or {{headings}}"));
+        }
+        rest = &rest[open + close + 1..];
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(loaded: &LoadedConfig) -> Vec<&str> {
+        loaded.problems.iter().map(|p| p.key.as_str()).collect()
+    }
+
+    #[test]
+    fn empty_document_gives_defaults_and_no_problems() {
+        let loaded = Config::from_toml("");
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+        assert_eq!(loaded.config, Config::default());
+    }
+
+    #[test]
+    fn valid_values_are_taken() {
+        let loaded = Config::from_toml(
+            r#"
+            exclude = ["drafts/**"]
+            [chunk]
+            strategy = "fixed"
+            max_tokens = 256
+            overlap_tokens = 32
+            [search]
+            mode = "bm25"
+            rrf_k = 20
+            "#,
+        );
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+        let c = loaded.config;
+        assert_eq!(c.chunk.strategy, ChunkStrategy::Fixed);
+        assert_eq!(c.chunk.max_tokens, 256);
+        assert_eq!(c.chunk.overlap_tokens, 32);
+        assert_eq!(c.search.mode, SearchMode::Bm25);
+        assert_eq!(c.search.rrf_k, 20.0);
+        assert_eq!(c.walk.exclude, vec!["drafts/**".to_string()]);
+    }
+
+    #[test]
+    fn bad_values_name_their_key_and_fall_back_to_the_default() {
+        let loaded = Config::from_toml(
+            r#"
+            max_file_bytes = "big"
+            [chunk]
+            max_tokens = 3
+            strategy = "paragraphs"
+            [search]
+            mode = "fuzzy"
+            bm25_weight = -1.0
+            limit = 5
+            "#,
+        );
+        let mut k = keys(&loaded);
+        k.sort();
+        assert_eq!(
+            k,
+            ["chunk.max_tokens", "chunk.strategy", "max_file_bytes", "search.bm25_weight", "search.mode"]
+        );
+        let d = Config::default();
+        assert_eq!(loaded.config.chunk.max_tokens, d.chunk.max_tokens);
+        assert_eq!(loaded.config.search.mode, d.search.mode);
+        assert_eq!(loaded.config.walk.max_file_bytes, d.walk.max_file_bytes);
+        // A good value next to bad ones is still taken.
+        assert_eq!(loaded.config.search.limit, 5);
+        let shown = loaded.problems.iter().find(|p| p.key == "search.mode").unwrap().to_string();
+        assert!(shown.contains("search.mode") && shown.contains("fuzzy"), "{shown}");
+    }
+
+    #[test]
+    fn unknown_keys_are_reported() {
+        let loaded = Config::from_toml("[chunk]\nmax_token = 200\n[colour]\nred = 1\n");
+        let k = keys(&loaded);
+        assert!(k.contains(&"chunk.max_token"), "{k:?}");
+        assert!(k.contains(&"colour"), "{k:?}");
+    }
+
+    #[test]
+    fn broken_toml_is_a_problem_not_a_failure() {
+        let loaded = Config::from_toml("[chunk\nmax_tokens = ");
+        assert_eq!(keys(&loaded), [CONFIG_FILE]);
+        assert_eq!(loaded.config, Config::default());
+    }
+
+    #[test]
+    fn bad_template_and_glob_are_rejected() {
+        let loaded = Config::from_toml(
+            "include = [\"a/[\"]\n[context]\nheader_template = \"Doc {name}\"\n",
+        );
+        let mut k = keys(&loaded);
+        k.sort();
+        assert_eq!(k, ["context.header_template", "include"]);
+    }
+
+    #[test]
+    fn overlap_must_stay_below_half_the_budget() {
+        let loaded = Config::from_toml("[chunk]\nmax_tokens = 100\noverlap_tokens = 60\n");
+        assert_eq!(keys(&loaded), ["chunk.overlap_tokens"]);
+        assert_eq!(loaded.config.chunk.max_tokens, 100);
+    }
+
+    #[test]
+    fn json_settings_use_the_same_keys() {
+        let loaded = Config::from_json(serde_json::json!({
+            "search": {"mode": "vector", "limit": "ten"},
+            "embedding": {"provider": "static"}
+        }));
+        assert_eq!(keys(&loaded), ["search.limit"]);
+        assert_eq!(loaded.config.search.mode, SearchMode::Vector);
+    }
+
+    #[test]
+    fn unknown_provider_is_reported() {
+        let loaded = Config::from_toml("[embedding]\nprovider = \"magic\"\n");
+        assert_eq!(keys(&loaded), ["embedding.provider"]);
+    }
+}

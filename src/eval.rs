@@ -1,0 +1,165 @@
+//! Retrieval evaluation: run queries with known answer locations through the same search
+//! path as the CLI and editors, and measure Recall@k and MRR@10.
+//!
+//! Query file: one JSON object per line, `{"id", "query", "kind"?, "gold": [{"path",
+//! "start_line", "end_line"}]}`. A hit counts when its path equals a gold path and its line
+//! range overlaps the gold range.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::SearchMode;
+use crate::engine::{Engine, EngineError};
+use crate::search::{Hit, SearchRequest};
+
+/// The cut-offs reported.
+pub const RECALL_AT: [usize; 4] = [1, 5, 10, 20];
+
+/// One query with its answers.
+#[derive(Debug, Clone, Deserialize)]
+pub struct EvalQuery {
+    pub id: String,
+    pub query: String,
+    #[serde(default)]
+    pub kind: Option<String>,
+    pub gold: Vec<Gold>,
+}
+
+/// Where an answer lies.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Gold {
+    pub path: String,
+    pub start_line: u32,
+    pub end_line: u32,
+}
+
+/// Recall at each cut-off and MRR@10 over a set of queries.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Metrics {
+    pub queries: usize,
+    /// Share of queries with a hit in the top k, for k in [`RECALL_AT`].
+    pub recall: [f64; 4],
+    pub mrr_at_10: f64,
+}
+
+/// How one query went.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueryOutcome {
+    pub id: String,
+    pub kind: String,
+    pub query: String,
+    /// 1-based rank of the first hit within the top 20.
+    pub first_hit: Option<usize>,
+    /// Where the hits lay (path and lines), for the run file.
+    pub results: Vec<(String, u32, u32)>,
+}
+
+/// The evaluation of one configuration.
+#[derive(Debug, Clone, Serialize)]
+pub struct EvalReport {
+    pub mode: SearchMode,
+    pub overall: Metrics,
+    pub by_kind: BTreeMap<String, Metrics>,
+    pub queries: Vec<QueryOutcome>,
+}
+
+/// An evaluation failure.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    #[error("{path}: {reason}")]
+    Queries { path: String, reason: String },
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+/// Reads a query file.
+pub fn load_queries(path: &Path) -> Result<Vec<EvalQuery>, EvalError> {
+    let err = |reason: String| EvalError::Queries { path: path.display().to_string(), reason };
+    let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+    let mut queries = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let q: EvalQuery = serde_json::from_str(line).map_err(|e| err(format!("line {}: {e}", n + 1)))?;
+        queries.push(q);
+    }
+    if queries.is_empty() {
+        return Err(err("no queries".to_string()));
+    }
+    Ok(queries)
+}
+
+/// Runs every query and scores the hits.
+pub fn evaluate(engine: &Engine, queries: &[EvalQuery], mode: SearchMode) -> Result<EvalReport, EvalError> {
+    let depth = *RECALL_AT.last().unwrap_or(&20);
+    let mut outcomes = Vec::with_capacity(queries.len());
+    for q in queries {
+        let request = SearchRequest { query: q.query.clone(), limit: depth, mode, paths: Vec::new() };
+        let hits = engine.search(&request)?;
+        outcomes.push(QueryOutcome {
+            id: q.id.clone(),
+            kind: q.kind.clone().unwrap_or_else(|| "all".to_string()),
+            query: q.query.clone(),
+            first_hit: first_hit(&hits, &q.gold),
+            results: hits.iter().map(|h| (h.chunk.path.clone(), h.chunk.start_line, h.chunk.end_line)).collect(),
+        });
+    }
+    let overall = metrics(outcomes.iter());
+    let mut kinds: Vec<&str> = outcomes.iter().map(|o| o.kind.as_str()).collect();
+    kinds.sort();
+    kinds.dedup();
+    let by_kind =
+        kinds.iter().map(|k| (k.to_string(), metrics(outcomes.iter().filter(|o| o.kind == *k)))).collect();
+    Ok(EvalReport { mode, overall, by_kind, queries: outcomes })
+}
+
+/// 1-based rank of the first hit that overlaps a gold location.
+pub fn first_hit(hits: &[Hit], gold: &[Gold]) -> Option<usize> {
+    hits.iter().position(|h| gold.iter().any(|g| overlaps(&h.chunk.path, h.chunk.start_line, h.chunk.end_line, g))).map(|i| i + 1)
+}
+
+fn overlaps(path: &str, start: u32, end: u32, gold: &Gold) -> bool {
+    path == gold.path && start <= gold.end_line && gold.start_line <= end
+}
+
+/// Recall@k and MRR@10 from first-hit ranks.
+pub fn metrics<'a>(outcomes: impl Iterator<Item = &'a QueryOutcome>) -> Metrics {
+    let ranks: Vec<Option<usize>> = outcomes.map(|o| o.first_hit).collect();
+    let n = ranks.len();
+    if n == 0 {
+        return Metrics::default();
+    }
+    let share = |k: usize| ranks.iter().filter(|r| r.is_some_and(|r| r <= k)).count() as f64 / n as f64;
+    let mrr = ranks.iter().map(|r| r.filter(|r| *r <= 10).map_or(0.0, |r| 1.0 / r as f64)).sum::<f64>() / n as f64;
+    Metrics { queries: n, recall: RECALL_AT.map(share), mrr_at_10: mrr }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(first_hit: Option<usize>) -> QueryOutcome {
+        QueryOutcome { id: String::new(), kind: "k".into(), query: String::new(), first_hit, results: Vec::new() }
+    }
+
+    #[test]
+    fn metrics_follow_their_definitions() {
+        let o = [outcome(Some(1)), outcome(Some(3)), outcome(Some(12)), outcome(None)];
+        let m = metrics(o.iter());
+        assert_eq!(m.queries, 4);
+        assert_eq!(m.recall, [0.25, 0.5, 0.5, 0.75]);
+        assert!((m.mrr_at_10 - (1.0 + 1.0 / 3.0) / 4.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn overlap_needs_the_same_path_and_touching_lines() {
+        let g = Gold { path: "a.md".into(), start_line: 10, end_line: 20 };
+        assert!(overlaps("a.md", 20, 30, &g));
+        assert!(overlaps("a.md", 1, 10, &g));
+        assert!(!overlaps("a.md", 21, 30, &g));
+        assert!(!overlaps("b.md", 10, 20, &g));
+    }
+}

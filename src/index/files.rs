@@ -1,0 +1,124 @@
+//! The index folder's layout, its format record, and crash-safe file writes.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::providers::EmbedderIdentity;
+
+/// Bumped whenever the on-disk layout or the meaning of a stored field changes; an index
+/// of another version is rebuilt.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Paths inside one index folder.
+#[derive(Debug, Clone)]
+pub struct IndexLayout {
+    pub dir: PathBuf,
+}
+
+impl IndexLayout {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        IndexLayout { dir: dir.into() }
+    }
+    /// The format and embedder record.
+    pub fn meta(&self) -> PathBuf {
+        self.dir.join("situate.json")
+    }
+    pub fn tantivy(&self) -> PathBuf {
+        self.dir.join("tantivy")
+    }
+    pub fn vectors(&self) -> PathBuf {
+        self.dir.join("vectors.usearch")
+    }
+    pub fn vectors_meta(&self) -> PathBuf {
+        self.dir.join("vectors.json")
+    }
+    pub fn manifest(&self) -> PathBuf {
+        self.dir.join("manifest.json")
+    }
+    pub fn lock(&self) -> PathBuf {
+        self.dir.join("writer.lock")
+    }
+}
+
+/// What an index was built with. A different format rebuilds everything; a different
+/// embedder rebuilds the vectors from stored texts; a different pipeline (chunking, header)
+/// re-chunks the files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexMeta {
+    pub format: u32,
+    pub embedder: EmbedderIdentity,
+    /// Fingerprint of the settings that shape chunks and their stored context.
+    pub pipeline: String,
+}
+
+/// Writes `bytes` to `path` so that a crash leaves either the old or the new file: a
+/// temporary sibling is written, flushed to disk and renamed over the target.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = temp_sibling(path);
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    sync_parent(path);
+    Ok(())
+}
+
+/// A temporary name next to `path`, for writers that produce the file themselves.
+pub fn temp_sibling(path: &Path) -> PathBuf {
+    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(format!(".tmp-{}", std::process::id()));
+    path.with_file_name(name)
+}
+
+/// Makes a rename durable. Best effort: not every platform can open a folder.
+pub fn sync_parent(path: &Path) {
+    if let Some(parent) = path.parent()
+        && let Ok(dir) = std::fs::File::open(parent)
+    {
+        let _ = dir.sync_all();
+    }
+}
+
+/// Reads a JSON file; `Ok(None)` when it does not exist.
+pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, String> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| format!("{}: {e}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// Writes a JSON file atomically.
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec(value).map_err(std::io::Error::other)?;
+    write_atomic(path, &bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("m.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+    }
+
+    #[test]
+    fn read_json_tells_missing_from_broken() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("m.json");
+        assert_eq!(read_json::<u32>(&p).unwrap(), None);
+        std::fs::write(&p, b"{not json").unwrap();
+        assert!(read_json::<u32>(&p).unwrap_err().contains("m.json"));
+    }
+}

@@ -1,0 +1,65 @@
+//! The manifest: what the index knows of each file (size, mtime, content hash, chunk ids),
+//! so that a reconcile reads only what changed.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use crate::workspace::Skipped;
+
+/// One indexed chunk as the manifest sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkRef {
+    pub id: u64,
+    /// xxh3 of the text that was embedded (header + text): equal hashes share a vector.
+    pub embed_hash: u64,
+}
+
+/// One indexed file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    pub size: u64,
+    pub mtime_ns: u64,
+    pub content_hash: u64,
+    pub chunks: Vec<ChunkRef>,
+    /// The file was not valid UTF-8 and was decoded lossily.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lossy: bool,
+    /// Chunker warnings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// The manifest of one index.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Matches the tantivy commit and the vector file it was written with.
+    pub generation: u64,
+    /// The next unused chunk id; ids are never reused.
+    pub next_chunk_id: u64,
+    /// Unix seconds of the last commit.
+    pub committed_at: u64,
+    pub files: BTreeMap<String, FileEntry>,
+    /// Files left out at the last reconcile, with reasons.
+    #[serde(default)]
+    pub skipped: Vec<Skipped>,
+}
+
+impl Manifest {
+    /// Number of chunks over all files.
+    pub fn chunk_count(&self) -> usize {
+        self.files.values().map(|f| f.chunks.len()).sum()
+    }
+
+    /// Chunk id by embedded-text hash, for reusing vectors of texts already embedded.
+    pub fn ids_by_embed_hash(&self) -> HashMap<u64, u64> {
+        self.files.values().flat_map(|f| f.chunks.iter()).map(|c| (c.embed_hash, c.id)).collect()
+    }
+
+    /// Hands out a fresh chunk id.
+    pub fn allocate_id(&mut self) -> u64 {
+        let id = self.next_chunk_id;
+        self.next_chunk_id += 1;
+        id
+    }
+}

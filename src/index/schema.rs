@@ -1,0 +1,74 @@
+//! The tantivy schema of the chunk store: one document per chunk, holding its text, its
+//! context, where it lies in its file, and what the manifest needs to be rebuilt.
+
+use tantivy::schema::{
+    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
+};
+
+use super::tokenizer::TEXT_ANALYZER;
+
+/// Handles of the schema's fields.
+#[derive(Debug, Clone, Copy)]
+pub struct Fields {
+    /// Chunk id (u64), the key shared with the vector index.
+    pub id: Field,
+    /// Workspace-relative path, untokenised: deletes and filters go by it.
+    pub path: Field,
+    /// The path as words, for BM25.
+    pub path_text: Field,
+    pub ordinal: Field,
+    pub start_line: Field,
+    pub end_line: Field,
+    pub start_byte: Field,
+    pub end_byte: Field,
+    /// Document title: searched and stored.
+    pub title: Field,
+    /// Heading path joined with " > ": searched.
+    pub headings: Field,
+    /// Heading path as a JSON array: stored.
+    pub heading_path: Field,
+    /// The original text: searched and stored.
+    pub text: Field,
+    /// The header context: stored (its words are searched through `title` and `headings`).
+    pub context: Field,
+    pub token_count: Field,
+    pub content_hash: Field,
+    pub embed_hash: Field,
+    pub file_size: Field,
+    pub file_mtime: Field,
+    pub file_hash: Field,
+}
+
+/// Builds the schema and its field handles.
+pub fn build() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let searched = |stored: bool| {
+        let indexing = TextFieldIndexing::default()
+            .set_tokenizer(TEXT_ANALYZER)
+            .set_index_option(IndexRecordOption::WithFreqsAndPositions);
+        let options = TextOptions::default().set_indexing_options(indexing);
+        if stored { options.set_stored() } else { options }
+    };
+    let fields = Fields {
+        id: b.add_u64_field("id", INDEXED | STORED | FAST),
+        path: b.add_text_field("path", STRING | STORED),
+        path_text: b.add_text_field("path_text", searched(false)),
+        ordinal: b.add_u64_field("ordinal", STORED),
+        start_line: b.add_u64_field("start_line", STORED),
+        end_line: b.add_u64_field("end_line", STORED),
+        start_byte: b.add_u64_field("start_byte", STORED),
+        end_byte: b.add_u64_field("end_byte", STORED),
+        title: b.add_text_field("title", searched(true)),
+        headings: b.add_text_field("headings", searched(false)),
+        heading_path: b.add_text_field("heading_path", STORED),
+        text: b.add_text_field("text", searched(true)),
+        context: b.add_text_field("context", STORED),
+        token_count: b.add_u64_field("token_count", STORED),
+        content_hash: b.add_u64_field("content_hash", STORED),
+        embed_hash: b.add_u64_field("embed_hash", STORED),
+        file_size: b.add_u64_field("file_size", STORED),
+        file_mtime: b.add_u64_field("file_mtime", STORED),
+        file_hash: b.add_u64_field("file_hash", STORED),
+    };
+    (b.build(), fields)
+}

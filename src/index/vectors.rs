@@ -1,0 +1,234 @@
+//! The vector index: one unit vector per chunk id in a usearch HNSW graph, cosine metric,
+//! stored as f16.
+
+use std::path::Path;
+
+use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
+
+use super::files;
+
+/// Below this many vectors a search scans them all: exact, and still well under a
+/// millisecond.
+const EXACT_SEARCH_LIMIT: usize = 20_000;
+
+/// A usearch failure, with the file involved when there is one.
+#[derive(Debug, thiserror::Error)]
+#[error("vector index{}: {message}", path.as_ref().map(|p| format!(" {p}")).unwrap_or_default())]
+pub struct VectorError {
+    pub path: Option<String>,
+    pub message: String,
+}
+
+impl VectorError {
+    fn new(message: impl ToString) -> Self {
+        VectorError { path: None, message: message.to_string() }
+    }
+    fn at(path: &Path, message: impl ToString) -> Self {
+        VectorError { path: Some(path.display().to_string()), message: message.to_string() }
+    }
+}
+
+/// The vectors of one index.
+pub struct VectorIndex {
+    index: Index,
+    dimensions: usize,
+    /// Removed entries still holding slots; when they outnumber live ones the owner rebuilds.
+    removed: usize,
+}
+
+impl std::fmt::Debug for VectorIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VectorIndex").field("len", &self.len()).field("dimensions", &self.dimensions).finish()
+    }
+}
+
+fn options(dimensions: usize) -> IndexOptions {
+    IndexOptions {
+        dimensions,
+        metric: MetricKind::Cos,
+        quantization: ScalarKind::F16,
+        connectivity: 0,
+        expansion_add: 0,
+        expansion_search: 0,
+        multi: false,
+    }
+}
+
+impl VectorIndex {
+    /// An empty index for vectors of `dimensions` floats.
+    pub fn create(dimensions: usize) -> Result<Self, VectorError> {
+        let index = Index::new(&options(dimensions)).map_err(VectorError::new)?;
+        index.reserve(64).map_err(VectorError::new)?;
+        Ok(VectorIndex { index, dimensions, removed: 0 })
+    }
+
+    /// Loads a saved index. `writable = false` memory-maps the file instead of copying it
+    /// in. The file must hold vectors of `dimensions` floats.
+    pub fn open(path: &Path, dimensions: usize, writable: bool) -> Result<Self, VectorError> {
+        let p = path.to_str().ok_or_else(|| VectorError::at(path, "path is not UTF-8"))?;
+        let meta = Index::metadata(p).map_err(|e| VectorError::at(path, e))?;
+        if meta.dimensions as usize != dimensions {
+            return Err(VectorError::at(
+                path,
+                format!("holds vectors of {} dimensions, expected {dimensions}", meta.dimensions),
+            ));
+        }
+        let index = if writable { Index::restore(p) } else { Index::restore_view(p) }
+            .map_err(|e| VectorError::at(path, e))?;
+        Ok(VectorIndex { index, dimensions, removed: meta.count_deleted as usize })
+    }
+
+    pub fn dimensions(&self) -> usize {
+        self.dimensions
+    }
+
+    /// Number of live vectors.
+    pub fn len(&self) -> usize {
+        self.index.size()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Removed entries that still take space.
+    pub fn removed(&self) -> usize {
+        self.removed
+    }
+
+    pub fn contains(&self, id: u64) -> bool {
+        self.index.contains(id)
+    }
+
+    /// Adds (or replaces) the vector of `id`.
+    pub fn add(&mut self, id: u64, vector: &[f32]) -> Result<(), VectorError> {
+        if vector.len() != self.dimensions {
+            return Err(VectorError::new(format!(
+                "vector of {} dimensions for an index of {}",
+                vector.len(),
+                self.dimensions
+            )));
+        }
+        if self.index.contains(id) {
+            self.remove(id)?;
+        }
+        let needed = self.index.size() + self.removed + 1;
+        if needed > self.index.capacity() {
+            self.index.reserve((needed * 2).max(64)).map_err(VectorError::new)?;
+        }
+        self.index.add(id, vector).map_err(VectorError::new)
+    }
+
+    pub fn remove(&mut self, id: u64) -> Result<(), VectorError> {
+        let n = self.index.remove(id).map_err(VectorError::new)?;
+        self.removed += n;
+        Ok(())
+    }
+
+    /// The stored vector of `id` (as stored: f16 precision).
+    pub fn get(&self, id: u64) -> Option<Vec<f32>> {
+        let mut v = vec![0.0f32; self.dimensions];
+        match self.index.get(id, &mut v) {
+            Ok(n) if n > 0 => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The `count` nearest chunk ids with their cosine distance (0 = same direction).
+    pub fn search(&self, query: &[f32], count: usize) -> Result<Vec<(u64, f32)>, VectorError> {
+        if self.is_empty() || count == 0 {
+            return Ok(Vec::new());
+        }
+        let matches = if self.len() <= EXACT_SEARCH_LIMIT {
+            self.index.exact_search(query, count)
+        } else {
+            self.index.change_expansion_search(count.max(64) * 2);
+            self.index.search(query, count)
+        }
+        .map_err(VectorError::new)?;
+        Ok(matches.keys.into_iter().zip(matches.distances).collect())
+    }
+
+    /// Writes the index to `path` atomically.
+    pub fn save(&self, path: &Path) -> Result<(), VectorError> {
+        let tmp = files::temp_sibling(path);
+        let t = tmp.to_str().ok_or_else(|| VectorError::at(path, "path is not UTF-8"))?;
+        self.index.save(t).map_err(|e| VectorError::at(path, e))?;
+        std::fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(|e| VectorError::at(path, e))?;
+        std::fs::rename(&tmp, path).map_err(|e| VectorError::at(path, e))?;
+        files::sync_parent(path);
+        Ok(())
+    }
+
+    /// A fresh index holding only the vectors of `ids`, without the space of removed ones.
+    pub fn compacted(&self, ids: impl IntoIterator<Item = u64>) -> Result<VectorIndex, VectorError> {
+        let mut fresh = VectorIndex::create(self.dimensions)?;
+        fresh.index.reserve(self.len().max(64)).map_err(VectorError::new)?;
+        for id in ids {
+            if let Some(v) = self.get(id) {
+                fresh.add(id, &v)?;
+            }
+        }
+        Ok(fresh)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(dims: usize, hot: usize) -> Vec<f32> {
+        let mut v = vec![0.0; dims];
+        v[hot] = 1.0;
+        v
+    }
+
+    #[test]
+    fn add_search_remove_save_and_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v.usearch");
+        let mut idx = VectorIndex::create(8).unwrap();
+        for i in 0..8u64 {
+            idx.add(100 + i, &unit(8, i as usize)).unwrap();
+        }
+        assert_eq!(idx.search(&unit(8, 3), 1).unwrap()[0].0, 103);
+        idx.remove(103).unwrap();
+        assert!(!idx.contains(103));
+        assert_ne!(idx.search(&unit(8, 3), 1).unwrap()[0].0, 103);
+        idx.save(&path).unwrap();
+
+        let back = VectorIndex::open(&path, 8, true).unwrap();
+        assert_eq!(back.len(), 7);
+        assert_eq!(back.search(&unit(8, 5), 1).unwrap()[0].0, 105);
+        assert_eq!(back.get(105).unwrap(), unit(8, 5));
+        let view = VectorIndex::open(&path, 8, false).unwrap();
+        assert_eq!(view.search(&unit(8, 6), 1).unwrap()[0].0, 106);
+    }
+
+    #[test]
+    fn wrong_dimensions_and_corrupt_files_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v.usearch");
+        let mut idx = VectorIndex::create(4).unwrap();
+        assert!(idx.add(1, &[1.0, 0.0]).is_err());
+        idx.add(1, &[1.0, 0.0, 0.0, 0.0]).unwrap();
+        idx.save(&path).unwrap();
+        assert!(VectorIndex::open(&path, 8, true).unwrap_err().to_string().contains("dimensions"));
+        std::fs::write(&path, b"garbage").unwrap();
+        assert!(VectorIndex::open(&path, 4, true).is_err());
+    }
+
+    #[test]
+    fn compaction_keeps_only_live_vectors() {
+        let mut idx = VectorIndex::create(4).unwrap();
+        for i in 0..4u64 {
+            idx.add(i, &unit(4, i as usize)).unwrap();
+        }
+        idx.remove(0).unwrap();
+        assert_eq!(idx.removed(), 1);
+        let fresh = idx.compacted([1, 2, 3]).unwrap();
+        assert_eq!(fresh.len(), 3);
+        assert_eq!(fresh.removed(), 0);
+        assert_eq!(fresh.search(&unit(4, 2), 1).unwrap()[0].0, 2);
+    }
+}

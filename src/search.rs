@@ -1,0 +1,225 @@
+//! Search: BM25 and vector candidates fused by weighted reciprocal rank.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::config::{SearchConfig, SearchMode};
+use crate::index::{ChunkRecord, FieldBoosts, Index, IndexError, tokenizer};
+use crate::providers::Embedder;
+
+/// A query and how to run it.
+#[derive(Debug, Clone)]
+pub struct SearchRequest {
+    pub query: String,
+    pub limit: usize,
+    pub mode: SearchMode,
+    /// Workspace-relative path prefixes; when non-empty, hits must lie under one of them.
+    pub paths: Vec<String>,
+}
+
+/// One result.
+#[derive(Debug, Clone, Serialize)]
+pub struct Hit {
+    #[serde(flatten)]
+    pub chunk: ChunkRecord,
+    /// Fused score (higher is better).
+    pub score: f32,
+    /// 1-based rank in the BM25 arm, when the chunk was among its candidates.
+    pub bm25_rank: Option<u32>,
+    /// 1-based rank in the vector arm, when the chunk was among its candidates.
+    pub vector_rank: Option<u32>,
+    pub bm25_score: Option<f32>,
+    /// Cosine similarity to the query.
+    pub vector_similarity: Option<f32>,
+}
+
+/// One arm's ranked candidates.
+#[derive(Debug, Clone)]
+pub struct Ranked {
+    pub weight: f32,
+    /// Chunk ids with the arm's own score, best first.
+    pub ids: Vec<(u64, f32)>,
+}
+
+/// A fused candidate: its id, fused score and 1-based rank in each arm.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fused {
+    pub id: u64,
+    pub score: f32,
+    pub ranks: Vec<Option<u32>>,
+}
+
+/// Weighted reciprocal-rank fusion: score(d) = Σ weight / (k + rank(d)). Ties keep the
+/// order of first appearance (arm order, then rank), so results are deterministic.
+pub fn fuse(arms: &[Ranked], k: f32) -> Vec<Fused> {
+    let mut by_id: HashMap<u64, usize> = HashMap::new();
+    let mut fused: Vec<Fused> = Vec::new();
+    for (a, arm) in arms.iter().enumerate() {
+        for (r, (id, _)) in arm.ids.iter().enumerate() {
+            let rank = r as u32 + 1;
+            let i = *by_id.entry(*id).or_insert_with(|| {
+                fused.push(Fused { id: *id, score: 0.0, ranks: vec![None; arms.len()] });
+                fused.len() - 1
+            });
+            if fused[i].ranks[a].is_none() {
+                fused[i].ranks[a] = Some(rank);
+                fused[i].score += arm.weight / (k + rank as f32);
+            }
+        }
+    }
+    // A stable sort keeps first-appearance order among equal scores.
+    fused.sort_by(|a, b| b.score.total_cmp(&a.score));
+    fused
+}
+
+/// Runs a search on the committed snapshot of `index`.
+pub fn search(
+    index: &Index,
+    embedder: &dyn Embedder,
+    config: &SearchConfig,
+    request: &SearchRequest,
+) -> Result<Vec<Hit>, SearchError> {
+    let searcher = index.searcher();
+    // With a path filter, take more candidates so that enough survive it.
+    let candidates = if request.paths.is_empty() { config.candidates } else { config.candidates * 4 }
+        .max(request.limit);
+    let use_bm25 = request.mode != SearchMode::Vector;
+    let use_vector = request.mode != SearchMode::Bm25;
+
+    let mut arms = Vec::new();
+    if use_bm25 {
+        let terms = tokenizer::query_terms(&request.query);
+        let boosts =
+            FieldBoosts { title: config.title_boost, headings: config.headings_boost, path: config.path_boost };
+        let ids = index.bm25(&searcher, &terms, boosts, candidates)?;
+        arms.push(Ranked { weight: config.bm25_weight, ids });
+    }
+    if use_vector && !request.query.trim().is_empty() {
+        let query_vector = embedder
+            .embed(&[request.query.as_str()])
+            .map_err(|e| SearchError::Index(e.into()))?
+            .pop()
+            .unwrap_or_default();
+        // A query of only unknown tokens embeds to nothing useful: leave the arm out.
+        if query_vector.iter().any(|x| *x != 0.0) {
+            let ids = index.nearest(&query_vector, candidates)?.into_iter().map(|(id, d)| (id, 1.0 - d)).collect();
+            arms.push(Ranked { weight: config.vector_weight, ids });
+        }
+    }
+    let fused = fuse(&arms, config.rrf_k);
+
+    // Load records best-first until enough pass the path filter.
+    let arm_kinds: Vec<bool> = {
+        let mut kinds = Vec::new();
+        if use_bm25 {
+            kinds.push(true);
+        }
+        if use_vector && arms.len() > kinds.len() {
+            kinds.push(false);
+        }
+        kinds
+    };
+    let scores: Vec<HashMap<u64, f32>> = arms.iter().map(|a| a.ids.iter().copied().collect()).collect();
+    let mut hits = Vec::with_capacity(request.limit);
+    for window in fused.chunks(request.limit.max(16)) {
+        let ids: Vec<u64> = window.iter().map(|f| f.id).collect();
+        let records = index.records(&searcher, &ids)?;
+        for f in window {
+            // A vector may outlive its chunk for a moment (or after a crash); skip it.
+            let Some(record) = records.get(&f.id) else { continue };
+            if !request.paths.is_empty() && !request.paths.iter().any(|p| under(&record.path, p)) {
+                continue;
+            }
+            let mut hit = Hit {
+                chunk: record.clone(),
+                score: f.score,
+                bm25_rank: None,
+                vector_rank: None,
+                bm25_score: None,
+                vector_similarity: None,
+            };
+            for (a, is_bm25) in arm_kinds.iter().enumerate() {
+                let score = scores[a].get(&f.id).copied();
+                if *is_bm25 {
+                    hit.bm25_rank = f.ranks[a];
+                    hit.bm25_score = score;
+                } else {
+                    hit.vector_rank = f.ranks[a];
+                    hit.vector_similarity = score;
+                }
+            }
+            hits.push(hit);
+            if hits.len() == request.limit {
+                return Ok(hits);
+            }
+        }
+    }
+    Ok(hits)
+}
+
+/// Whether `path` lies under the prefix `prefix` (a folder or a file).
+fn under(path: &str, prefix: &str) -> bool {
+    let prefix = prefix.trim_end_matches('/');
+    prefix.is_empty() || path == prefix || path.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// A search failure.
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    #[error(transparent)]
+    Index(#[from] IndexError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arm(weight: f32, ids: &[u64]) -> Ranked {
+        Ranked { weight, ids: ids.iter().map(|&i| (i, 0.0)).collect() }
+    }
+
+    #[test]
+    fn fusion_rewards_agreement_between_arms() {
+        let fused = fuse(&[arm(1.0, &[1, 2, 3]), arm(1.0, &[3, 4, 1])], 60.0);
+        let order: Vec<u64> = fused.iter().map(|f| f.id).collect();
+        assert_eq!(order, [1, 3, 2, 4]);
+        assert_eq!(fused[0].ranks, [Some(1), Some(3)]);
+        assert_eq!(fused[2].ranks, [Some(2), None]);
+        let expected = 1.0 / 61.0 + 1.0 / 63.0;
+        assert!((fused[0].score - expected).abs() < 1e-7);
+    }
+
+    #[test]
+    fn weights_tip_the_balance() {
+        let fused = fuse(&[arm(3.0, &[1, 2]), arm(1.0, &[2, 1])], 60.0);
+        assert_eq!(fused[0].id, 1);
+        let fused = fuse(&[arm(1.0, &[1, 2]), arm(3.0, &[2, 1])], 60.0);
+        assert_eq!(fused[0].id, 2);
+    }
+
+    #[test]
+    fn small_k_favours_top_ranks() {
+        // With k = 0 the first of one arm beats the second of both.
+        let fused = fuse(&[arm(1.0, &[1, 2]), arm(1.0, &[3, 2])], 0.0);
+        assert_eq!(fused[0].id, 1);
+        let fused = fuse(&[arm(1.0, &[1, 2]), arm(1.0, &[3, 2])], 60.0);
+        assert_eq!(fused[0].id, 2);
+    }
+
+    #[test]
+    fn an_empty_arm_changes_nothing() {
+        let fused = fuse(&[arm(1.0, &[]), arm(1.0, &[5, 6])], 60.0);
+        assert_eq!(fused.iter().map(|f| f.id).collect::<Vec<_>>(), [5, 6]);
+        assert_eq!(fused[0].ranks, [None, Some(1)]);
+    }
+
+    #[test]
+    fn path_prefixes_match_whole_segments() {
+        assert!(under("docs/a.md", "docs"));
+        assert!(under("docs/a.md", "docs/"));
+        assert!(under("docs/a.md", "docs/a.md"));
+        assert!(!under("docsx/a.md", "docs"));
+        assert!(under("x.md", ""));
+    }
+}

@@ -1,0 +1,348 @@
+//! Finding and reading the workspace's files: ignore rules, globs, size cap, binary and
+//! UTF-8 checks. One bad file never stops a run; every skip carries its reason.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use ignore::WalkBuilder;
+
+use crate::chunk::DocKind;
+use crate::config::WalkConfig;
+
+/// A file the walk found: where it is and what the file system says about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceFile {
+    /// Workspace-relative, `/`-separated.
+    pub rel_path: String,
+    pub abs_path: PathBuf,
+    pub size: u64,
+    /// Modification time in nanoseconds since the epoch (0 when unknown).
+    pub mtime_ns: u64,
+}
+
+/// Why a file was left out.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum SkipReason {
+    TooLarge { size: u64, limit: u64 },
+    Binary,
+    Unreadable { error: String },
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SkipReason::TooLarge { size, limit } => {
+                write!(f, "too large ({size} bytes; the limit is {limit}, see max_file_bytes)")
+            }
+            SkipReason::Binary => f.write_str("binary file (contains a NUL byte)"),
+            SkipReason::Unreadable { error } => write!(f, "unreadable: {error}"),
+        }
+    }
+}
+
+/// A file that was left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Skipped {
+    pub path: String,
+    #[serde(flatten)]
+    pub reason: SkipReason,
+}
+
+/// The text of a file that passed the checks.
+#[derive(Debug, Clone)]
+pub struct FileText {
+    pub text: String,
+    /// xxh3 of the raw bytes.
+    pub content_hash: u64,
+    /// The file was not valid UTF-8 and was decoded with replacement characters.
+    pub lossy: bool,
+}
+
+/// The outcome of a walk.
+#[derive(Debug, Default)]
+pub struct WalkResult {
+    pub files: Vec<SourceFile>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// Lists the files of `root` that the configuration selects, sorted by path. `index_dir` is
+/// never walked, even when it lies inside the workspace.
+pub fn walk(root: &Path, config: &WalkConfig, index_dir: Option<&Path>) -> WalkResult {
+    let include = build_globs(&config.include);
+    let exclude = build_globs(&config.exclude);
+    let index_dir = index_dir.and_then(|d| d.canonicalize().ok());
+    let mut result = WalkResult::default();
+    let walker = WalkBuilder::new(root)
+        .hidden(true)
+        .git_ignore(true)
+        .git_global(false)
+        .git_exclude(true)
+        .ignore(true)
+        .parents(false)
+        .require_git(false)
+        .follow_links(false)
+        .build();
+    for entry in walker {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                result.skipped.push(Skipped {
+                    path: error_path(&e, root),
+                    reason: SkipReason::Unreadable { error: e.to_string() },
+                });
+                continue;
+            }
+        };
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let path = entry.path();
+        if let Some(dir) = &index_dir
+            && path.canonicalize().is_ok_and(|p| p.starts_with(dir))
+        {
+            continue;
+        }
+        let Some(rel_path) = relative_path(root, path) else { continue };
+        if !has_extension(&rel_path, &config.extensions) {
+            continue;
+        }
+        if include.as_ref().is_some_and(|g| !g.is_match(&rel_path)) {
+            continue;
+        }
+        if exclude.as_ref().is_some_and(|g| is_excluded(g, &rel_path)) {
+            continue;
+        }
+        match entry.metadata() {
+            Ok(meta) => result.files.push(SourceFile {
+                rel_path,
+                abs_path: path.to_path_buf(),
+                size: meta.len(),
+                mtime_ns: mtime_ns(&meta),
+            }),
+            Err(e) => result.skipped.push(Skipped {
+                path: rel_path,
+                reason: SkipReason::Unreadable { error: e.to_string() },
+            }),
+        }
+    }
+    result.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    result
+}
+
+/// Whether `rel_path` is a file the configuration selects (for single-file updates, which do
+/// not walk). Ignore files are not consulted here.
+pub fn is_candidate(rel_path: &str, config: &WalkConfig) -> bool {
+    if !has_extension(rel_path, &config.extensions) {
+        return false;
+    }
+    if rel_path.split('/').any(|part| part.starts_with('.')) {
+        return false;
+    }
+    if build_globs(&config.include).is_some_and(|g| !g.is_match(rel_path)) {
+        return false;
+    }
+    !build_globs(&config.exclude).is_some_and(|g| is_excluded(&g, rel_path))
+}
+
+/// Reads one file, applying the size cap and the binary check and decoding invalid UTF-8
+/// lossily.
+pub fn read(file: &SourceFile, max_bytes: u64) -> Result<FileText, SkipReason> {
+    if file.size > max_bytes {
+        return Err(SkipReason::TooLarge { size: file.size, limit: max_bytes });
+    }
+    let bytes = std::fs::read(&file.abs_path).map_err(|e| SkipReason::Unreadable { error: e.to_string() })?;
+    // The file may have grown between the walk and the read.
+    if bytes.len() as u64 > max_bytes {
+        return Err(SkipReason::TooLarge { size: bytes.len() as u64, limit: max_bytes });
+    }
+    decode(&bytes)
+}
+
+/// Checks and decodes file contents.
+pub fn decode(bytes: &[u8]) -> Result<FileText, SkipReason> {
+    if bytes.contains(&0) {
+        return Err(SkipReason::Binary);
+    }
+    let content_hash = xxhash_rust::xxh3::xxh3_64(bytes);
+    // A byte-order mark is not text; dropping it keeps byte offsets of the rest aligned with
+    // what an editor shows.
+    let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    Ok(match std::str::from_utf8(body) {
+        Ok(s) => FileText { text: s.to_string(), content_hash, lossy: false },
+        Err(_) => FileText { text: String::from_utf8_lossy(body).into_owned(), content_hash, lossy: true },
+    })
+}
+
+/// How a file is parsed, by its extension.
+pub fn doc_kind(rel_path: &str) -> DocKind {
+    let ext = rel_path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("txt" | "text") => DocKind::Text,
+        _ => DocKind::Markdown,
+    }
+}
+
+/// The workspace-relative, `/`-separated form of `path`, if it lies inside `root`.
+pub fn relative_path(root: &Path, path: &Path) -> Option<String> {
+    let rel = path.strip_prefix(root).ok()?;
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| match c {
+            std::path::Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    if parts.is_empty() { None } else { Some(parts.join("/")) }
+}
+
+/// Metadata of one file, in the form the walk gives (for single-file updates).
+pub fn stat(root: &Path, rel_path: &str) -> std::io::Result<SourceFile> {
+    let abs_path = root.join(rel_path);
+    let meta = std::fs::metadata(&abs_path)?;
+    Ok(SourceFile { rel_path: rel_path.to_string(), abs_path, size: meta.len(), mtime_ns: mtime_ns(&meta) })
+}
+
+fn mtime_ns(meta: &std::fs::Metadata) -> u64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos().min(u64::MAX as u128) as u64)
+}
+
+fn has_extension(rel_path: &str, extensions: &[String]) -> bool {
+    let name = rel_path.rsplit('/').next().unwrap_or(rel_path);
+    match name.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() => extensions.iter().any(|e| e.eq_ignore_ascii_case(ext)),
+        _ => false,
+    }
+}
+
+fn build_globs(patterns: &[String]) -> Option<GlobSet> {
+    if patterns.is_empty() {
+        return None;
+    }
+    let mut builder = GlobSetBuilder::new();
+    for p in patterns {
+        // Patterns were validated with the config; a bad one is simply not used.
+        if let Ok(g) = Glob::new(p) {
+            builder.add(g);
+        }
+    }
+    builder.build().ok()
+}
+
+/// A path is excluded when it or any of its parent folders matches, so `drafts` and
+/// `drafts/**` both leave out everything below `drafts/`.
+fn is_excluded(globs: &GlobSet, rel_path: &str) -> bool {
+    if globs.is_match(rel_path) {
+        return true;
+    }
+    rel_path.match_indices('/').any(|(i, _)| globs.is_match(&rel_path[..i]))
+}
+
+fn error_path(error: &ignore::Error, root: &Path) -> String {
+    fn find(error: &ignore::Error) -> Option<&Path> {
+        match error {
+            ignore::Error::WithPath { path, .. } => Some(path),
+            ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => find(err),
+            _ => None,
+        }
+    }
+    find(error).and_then(|p| relative_path(root, p)).unwrap_or_else(|| root.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> WalkConfig {
+        crate::config::Config::default().walk
+    }
+
+    fn write(root: &Path, rel: &str, bytes: &[u8]) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    }
+
+    fn paths(result: &WalkResult) -> Vec<&str> {
+        result.files.iter().map(|f| f.rel_path.as_str()).collect()
+    }
+
+    #[test]
+    fn walk_selects_by_extension_and_honours_ignore_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "a.md", b"# A");
+        write(root, "b.MARKDOWN", b"b");
+        write(root, "notes/c.txt", b"c");
+        write(root, "notes/d.rs", b"fn main() {}");
+        write(root, ".hidden/e.md", b"e");
+        write(root, "build/f.md", b"f");
+        write(root, ".gitignore", b"build/\n");
+        write(root, ".md", b"only an extension");
+        let result = walk(root, &config(), None);
+        assert_eq!(paths(&result), ["a.md", "b.MARKDOWN", "notes/c.txt"]);
+    }
+
+    #[test]
+    fn include_and_exclude_globs_apply_to_relative_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "docs/a.md", b"a");
+        write(root, "docs/drafts/b.md", b"b");
+        write(root, "c.md", b"c");
+        let mut cfg = config();
+        cfg.include = vec!["docs/**".into()];
+        cfg.exclude = vec!["docs/drafts".into()];
+        assert_eq!(paths(&walk(root, &cfg, None)), ["docs/a.md"]);
+    }
+
+    #[test]
+    fn the_index_folder_is_never_walked() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "a.md", b"a");
+        write(root, "idx/x.md", b"x");
+        assert_eq!(paths(&walk(root, &config(), Some(&root.join("idx")))), ["a.md"]);
+    }
+
+    #[test]
+    fn read_applies_size_cap_binary_and_lossy_checks() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "big.md", &vec![b'a'; 100]);
+        write(root, "bin.md", b"abc\0def");
+        write(root, "latin1.txt", b"caf\xe9 au lait");
+        write(root, "bom.md", b"\xEF\xBB\xBF# Title");
+        let result = walk(root, &config(), None);
+        let file = |name: &str| result.files.iter().find(|f| f.rel_path == name).unwrap().clone();
+        assert!(matches!(read(&file("big.md"), 50), Err(SkipReason::TooLarge { size: 100, limit: 50 })));
+        assert_eq!(read(&file("bin.md"), 1000).unwrap_err(), SkipReason::Binary);
+        let latin = read(&file("latin1.txt"), 1000).unwrap();
+        assert!(latin.lossy);
+        assert_eq!(latin.text, "caf\u{FFFD} au lait");
+        let bom = read(&file("bom.md"), 1000).unwrap();
+        assert_eq!(bom.text, "# Title");
+        assert!(!bom.lossy);
+    }
+
+    #[test]
+    fn candidates_follow_the_same_rules_as_the_walk() {
+        let mut cfg = config();
+        cfg.exclude = vec!["drafts/**".into()];
+        assert!(is_candidate("notes/a.md", &cfg));
+        assert!(!is_candidate("notes/a.rs", &cfg));
+        assert!(!is_candidate(".obsidian/a.md", &cfg));
+        assert!(!is_candidate("drafts/x/a.md", &cfg));
+    }
+
+    #[test]
+    fn doc_kind_follows_the_extension() {
+        assert_eq!(doc_kind("a/b.TXT"), DocKind::Text);
+        assert_eq!(doc_kind("a/b.md"), DocKind::Markdown);
+    }
+}

@@ -1,0 +1,132 @@
+//! Command-line tests: the real `situate` binary on a fixture workspace, with its cache
+//! folder in a temporary directory.
+
+mod common;
+
+use std::process::{Command, Output};
+
+use common::Fixture;
+
+struct Cli {
+    fixture: Fixture,
+}
+
+impl Cli {
+    fn new() -> Cli {
+        Cli { fixture: Fixture::standard() }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_situate"))
+            .args(args)
+            .current_dir(self.fixture.root())
+            .env("XDG_CACHE_HOME", self.fixture.index.path())
+            .env_remove("SITUATE_LOG")
+            .output()
+            .unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> (String, String) {
+        let out = self.run(args);
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(out.status.success(), "{args:?} failed\nstdout: {stdout}\nstderr: {stderr}");
+        (stdout, stderr)
+    }
+}
+
+#[test]
+fn index_then_search_finds_the_answer() {
+    let cli = Cli::new();
+    let (out, _) = cli.ok(&["index"]);
+    assert!(out.contains("4 files seen, 4 new or changed"), "{out}");
+    let (out, _) = cli.ok(&["index", "."]);
+    assert!(out.contains("0 new or changed") && out.contains("4 unchanged"), "{out}");
+
+    let (out, _) = cli.ok(&["search", "how long are backups kept", "-k", "3"]);
+    let first = out.lines().next().unwrap();
+    assert!(first.starts_with("1. ops/backup.md:10-13"), "{out}");
+    assert!(first.contains("Backup policy › Backups › Retention"), "{out}");
+}
+
+#[test]
+fn search_json_has_the_stable_fields() {
+    let cli = Cli::new();
+    let (out, err) = cli.ok(&["search", "sourdough starter", "--json", "-k", "2", "--mode", "hybrid"]);
+    let hits: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    let hits = hits.as_array().unwrap();
+    assert_eq!(hits.len(), 2);
+    let h = &hits[0];
+    for key in ["path", "start_line", "end_line", "title", "heading_path", "score", "text", "context"] {
+        assert!(h.get(key).is_some(), "missing {key}: {h}");
+    }
+    assert_eq!(h["path"], "kitchen/bread.md");
+    assert_eq!(h["title"], "Sourdough");
+    assert!(h["heading_path"].is_array());
+}
+
+#[test]
+fn explain_shows_both_arms() {
+    let cli = Cli::new();
+    let (out, _) = cli.ok(&["search", "rollback traffic", "--explain", "-k", "1"]);
+    assert!(out.contains("bm25 #1") && out.contains("vector #"), "{out}");
+}
+
+#[test]
+fn search_brings_the_index_up_to_date_first() {
+    let cli = Cli::new();
+    cli.ok(&["index"]);
+    cli.fixture.write("ops/oncall.md", "# On-call\n\nThe pager rotation changes every Monday at noon.\n");
+    let (out, _) = cli.ok(&["search", "pager rotation", "-k", "1", "--mode", "bm25"]);
+    assert!(out.starts_with("1. ops/oncall.md:1-3"), "{out}");
+    std::fs::remove_file(cli.fixture.root().join("ops/oncall.md")).unwrap();
+    let (out, _) = cli.ok(&["search", "pager rotation", "-k", "1", "--mode", "bm25"]);
+    assert_eq!(out.trim(), "no results");
+}
+
+#[test]
+fn show_prints_context_and_status_reports_the_index() {
+    let cli = Cli::new();
+    cli.ok(&["index"]);
+    let (out, _) = cli.ok(&["show", "ops/backup.md:12"]);
+    assert!(out.contains("context: Document: Backup policy > Backups > Retention"), "{out}");
+    assert!(out.contains("| Snapshots are kept for thirty days."), "{out}");
+
+    let (out, _) = cli.ok(&["status", "--json"]);
+    let s: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(s["files"], 4);
+    assert_eq!(s["chunks"], s["vectors"]);
+    assert_eq!(s["embedder"]["provider"], "static");
+    let (out, _) = cli.ok(&["status"]);
+    assert!(out.contains("files:     4"), "{out}");
+}
+
+#[test]
+fn problems_are_reported_on_stderr_and_stdout_stays_data() {
+    let cli = Cli::new();
+    cli.fixture.write("situate.toml", "[search]\nmode = \"psychic\"\n");
+    cli.fixture.write("blob.md", b"\0binary");
+    let (out, err) = cli.ok(&["search", "herons", "--json"]);
+    serde_json::from_str::<serde_json::Value>(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert!(err.contains("search.mode"), "{err}");
+    assert!(err.contains("skipped blob.md: binary"), "{err}");
+}
+
+#[test]
+fn errors_are_clear_and_exit_non_zero() {
+    let cli = Cli::new();
+    let out = cli.run(&["index", "/definitely/not/here"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("/definitely/not/here"), "{err}");
+
+    let out = cli.run(&["show", "ops/backup.md"]);
+    assert!(!out.status.success(), "no index yet");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("situate index"), "{err}");
+
+    cli.ok(&["index"]);
+    let out = cli.run(&["show", "missing.md:3"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8(out.stderr).unwrap().contains("missing.md is not an indexed file"));
+}

@@ -1,0 +1,402 @@
+//! Engine tests on temporary workspaces: indexing, incremental updates, persistence,
+//! repair after damage, and search that finds paragraphs through their context.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{Counting, Failing, Fixture};
+use situate::config::{Config, SearchMode};
+use situate::engine::Engine;
+use situate::index::OpenMode;
+use situate::search::{Hit, SearchRequest};
+
+fn request(query: &str, mode: SearchMode) -> SearchRequest {
+    SearchRequest { query: query.to_string(), limit: 5, mode, paths: Vec::new() }
+}
+
+fn top_paths(hits: &[Hit]) -> Vec<String> {
+    hits.iter().map(|h| format!("{}:{}", h.chunk.path, h.chunk.start_line)).collect()
+}
+
+fn reconcile(engine: &mut Engine) -> situate::engine::ReconcileReport {
+    engine.reconcile(&mut |_| {}).unwrap()
+}
+
+#[test]
+fn a_paragraph_that_never_names_its_topic_is_found_through_its_header() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    // "Snapshots are kept for thirty days" never says "backup": only its title and the
+    // heading above its section do.
+    let is_retention = |h: &Hit| h.chunk.path == "ops/backup.md" && h.chunk.text.contains("thirty days");
+    for mode in [SearchMode::Bm25, SearchMode::Hybrid] {
+        let hits = engine.search(&request("backup retention", mode)).unwrap();
+        assert!(is_retention(&hits[0]), "{mode}: {:?}", top_paths(&hits));
+        let top = &hits[0].chunk;
+        assert_eq!((top.start_line, top.end_line), (10, 13));
+        assert_eq!(top.context, "Document: Backup policy > Backups > Retention");
+        assert_eq!(top.heading_path, ["Backups", "Retention"]);
+        let hits = engine.search(&request("backup", mode)).unwrap();
+        assert!(hits.iter().any(is_retention), "{mode}: {:?}", top_paths(&hits));
+    }
+    // Without the title and heading fields, BM25 cannot see the topic at all.
+    let mut config = f.config();
+    config.search.title_boost = 0.0;
+    config.search.headings_boost = 0.0;
+    config.search.path_boost = 0.0;
+    drop(engine);
+    let engine = f.engine_with(config, Counting::new());
+    let hits = engine.search(&request("backup", SearchMode::Bm25)).unwrap();
+    assert!(!hits.is_empty() && !hits.iter().any(is_retention), "{:?}", top_paths(&hits));
+}
+
+#[test]
+fn the_vector_arm_finds_a_paraphrase() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    let hits = engine.search(&request("bread dough folding and shaping", SearchMode::Vector)).unwrap();
+    assert_eq!(hits[0].chunk.path, "kitchen/bread.md", "{:?}", top_paths(&hits));
+    assert!(hits[0].vector_rank == Some(1) && hits[0].bm25_rank.is_none());
+}
+
+#[test]
+fn hits_carry_ranges_context_and_ranks() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    let hits = engine.search(&request("traffic back to the previous image", SearchMode::Hybrid)).unwrap();
+    let h = &hits[0];
+    assert_eq!(h.chunk.path, "ops/deploy.md");
+    assert_eq!(h.chunk.heading_path, ["Deployment", "Rollback"]);
+    assert_eq!((h.chunk.start_line, h.chunk.end_line), (6, 9));
+    let raw = std::fs::read_to_string(f.root().join("ops/deploy.md")).unwrap();
+    assert_eq!(&raw[h.chunk.start_byte as usize..h.chunk.end_byte as usize], h.chunk.text);
+    assert!(h.bm25_rank.is_some() && h.vector_rank.is_some());
+    assert!(h.score > 0.0);
+}
+
+#[test]
+fn path_filters_restrict_hits() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    let mut req = request("the", SearchMode::Hybrid);
+    req.query = "evening morning kitchen traffic".into();
+    req.paths = vec!["kitchen".into()];
+    let hits = engine.search(&req).unwrap();
+    assert!(!hits.is_empty());
+    assert!(hits.iter().all(|h| h.chunk.path.starts_with("kitchen/")), "{:?}", top_paths(&hits));
+}
+
+#[test]
+fn a_changed_file_is_rechunked_alone_and_unchanged_vectors_are_reused() {
+    let f = Fixture::standard();
+    let embedder = Counting::new();
+    let mut engine = f.engine(embedder.clone());
+    let first = reconcile(&mut engine);
+    assert_eq!(first.files_indexed, 4);
+    let before = engine.index().manifest().clone();
+
+    // Change one paragraph of one file.
+    let path = f.root().join("ops/backup.md");
+    let text = std::fs::read_to_string(&path).unwrap().replace("thirty days", "ninety days");
+    std::fs::write(&path, text).unwrap();
+    let embedded_before = embedder.count();
+    let report = reconcile(&mut engine);
+    assert_eq!((report.files_indexed, report.files_unchanged, report.files_removed), (1, 3, 0));
+    assert_eq!(report.vectors_embedded, 1, "only the changed chunk is embedded: {report:?}");
+    assert_eq!(report.vectors_reused, before.files["ops/backup.md"].chunks.len() - 1);
+    assert_eq!(embedder.count() - embedded_before, 1);
+    let after = engine.index().manifest();
+    for other in ["ops/deploy.md", "kitchen/bread.md", "journal/2026-03-02.txt"] {
+        assert_eq!(before.files[other], after.files[other], "{other} was touched");
+    }
+    let hits = engine.search(&request("ninety days", SearchMode::Bm25)).unwrap();
+    assert_eq!(hits[0].chunk.path, "ops/backup.md");
+    assert!(engine.search(&request("thirty", SearchMode::Bm25)).unwrap().is_empty());
+}
+
+#[test]
+fn a_noop_reconcile_reads_nothing_and_a_touched_file_is_not_rechunked() {
+    let f = Fixture::standard();
+    let embedder = Counting::new();
+    let mut engine = f.engine(embedder.clone());
+    reconcile(&mut engine);
+    let n = embedder.count();
+    let report = reconcile(&mut engine);
+    assert_eq!((report.files_indexed, report.files_unchanged, report.chunks_written), (0, 4, 0));
+    // Same contents, new mtime: only the manifest changes.
+    let p = f.root().join("kitchen/bread.md");
+    let contents = std::fs::read(&p).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&p, &contents).unwrap();
+    let report = reconcile(&mut engine);
+    assert_eq!((report.files_indexed, report.files_touched), (0, 1), "{report:?}");
+    assert_eq!(embedder.count(), n);
+}
+
+#[test]
+fn a_deleted_file_leaves_both_indexes() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    let ids: Vec<u64> = engine.index().manifest().files["kitchen/bread.md"].chunks.iter().map(|c| c.id).collect();
+    assert!(ids.iter().all(|id| engine.index().has_vector(*id)));
+    std::fs::remove_file(f.root().join("kitchen/bread.md")).unwrap();
+    let report = reconcile(&mut engine);
+    assert_eq!(report.files_removed, 1);
+    assert!(!engine.index().manifest().files.contains_key("kitchen/bread.md"));
+    assert!(ids.iter().all(|id| !engine.index().has_vector(*id)));
+    assert_eq!(engine.index().vector_count(), engine.index().manifest().chunk_count());
+    for mode in [SearchMode::Bm25, SearchMode::Vector, SearchMode::Hybrid] {
+        let hits = engine.search(&request("sourdough starter dough", mode)).unwrap();
+        assert!(hits.iter().all(|h| h.chunk.path != "kitchen/bread.md"), "{mode}");
+    }
+}
+
+#[test]
+fn a_restart_reopens_the_index_without_embedding_again() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    let chunks = engine.index().manifest().chunk_count();
+    drop(engine);
+
+    let embedder = Counting::new();
+    let mut engine = f.engine(embedder.clone());
+    assert!(engine.index().notes().is_empty(), "{:?}", engine.index().notes());
+    assert_eq!(engine.index().vector_count(), chunks);
+    let report = reconcile(&mut engine);
+    assert_eq!((report.files_indexed, report.vectors_embedded, report.vectors_refilled), (0, 0, 0));
+    assert_eq!(embedder.count(), 0);
+    let hits = engine.search(&request("herons canal", SearchMode::Hybrid)).unwrap();
+    assert_eq!(hits[0].chunk.path, "journal/2026-03-02.txt");
+}
+
+#[test]
+fn a_corrupt_vector_file_is_rebuilt_from_stored_texts() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    let chunks = engine.index().manifest().chunk_count();
+    drop(engine);
+    std::fs::write(f.index_dir().join("vectors.usearch"), b"not a usearch file").unwrap();
+
+    let embedder = Counting::new();
+    let mut engine = f.engine(embedder.clone());
+    assert!(engine.index().notes().iter().any(|n| n.contains("re-embedded")), "{:?}", engine.index().notes());
+    let report = reconcile(&mut engine);
+    assert_eq!(report.vectors_refilled, chunks);
+    assert_eq!(report.files_indexed, 0, "re-chunking is not needed");
+    assert_eq!(engine.index().vector_count(), chunks);
+    let hits = engine.search(&request("herons canal", SearchMode::Vector)).unwrap();
+    assert_eq!(hits[0].chunk.path, "journal/2026-03-02.txt");
+}
+
+#[test]
+fn a_corrupt_manifest_is_rebuilt_from_the_chunk_store() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    let files = engine.index().manifest().files.clone();
+    drop(engine);
+    std::fs::write(f.index_dir().join("manifest.json"), b"{\"generation\": tru").unwrap();
+
+    let embedder = Counting::new();
+    let mut engine = f.engine(embedder.clone());
+    assert!(engine.index().notes().iter().any(|n| n.contains("manifest")), "{:?}", engine.index().notes());
+    assert_eq!(engine.index().manifest().files.len(), files.len());
+    for (path, entry) in &files {
+        assert_eq!(engine.index().manifest().files[path].chunks, entry.chunks, "{path}");
+    }
+    let report = reconcile(&mut engine);
+    assert_eq!((report.files_indexed, report.vectors_embedded), (0, 0));
+}
+
+#[test]
+fn a_corrupt_chunk_store_leads_to_a_full_rebuild() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    drop(engine);
+    std::fs::write(f.index_dir().join("tantivy/meta.json"), b"garbage").unwrap();
+
+    let mut engine = f.engine(Counting::new());
+    assert!(engine.index().notes().iter().any(|n| n.contains("rebuilt")), "{:?}", engine.index().notes());
+    let report = reconcile(&mut engine);
+    assert_eq!(report.files_indexed, 4);
+    let hits = engine.search(&request("herons canal", SearchMode::Hybrid)).unwrap();
+    assert_eq!(hits[0].chunk.path, "journal/2026-03-02.txt");
+}
+
+#[test]
+fn a_crash_between_commit_and_manifest_is_repaired() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    let old_manifest = std::fs::read(f.index_dir().join("manifest.json")).unwrap();
+    let old_vectors = std::fs::read(f.index_dir().join("vectors.usearch")).unwrap();
+    let old_vectors_meta = std::fs::read(f.index_dir().join("vectors.json")).unwrap();
+    f.write("ops/new.md", "# Incidents\n\nPage the on-call engineer through the pager rotation.\n");
+    reconcile(&mut engine);
+    drop(engine);
+    // Put back the files written after the chunk store commit, as a crash would have
+    // left them.
+    std::fs::write(f.index_dir().join("manifest.json"), old_manifest).unwrap();
+    std::fs::write(f.index_dir().join("vectors.usearch"), old_vectors).unwrap();
+    std::fs::write(f.index_dir().join("vectors.json"), old_vectors_meta).unwrap();
+
+    let mut engine = f.engine(Counting::new());
+    assert!(!engine.index().notes().is_empty());
+    assert!(engine.index().manifest().files.contains_key("ops/new.md"));
+    let report = reconcile(&mut engine);
+    assert_eq!(report.vectors_refilled, 1, "{report:?}");
+    assert_eq!(engine.index().vector_count(), engine.index().manifest().chunk_count());
+    let hits = engine.search(&request("pager rotation on-call", SearchMode::Vector)).unwrap();
+    assert_eq!(hits[0].chunk.path, "ops/new.md");
+}
+
+#[test]
+fn a_model_change_rebuilds_vectors_without_rechunking() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    let chunks = engine.index().manifest().chunk_count();
+    drop(engine);
+
+    let other = Counting::renamed("another-model");
+    let mut engine = f.engine(other.clone());
+    assert!(engine.index().notes().iter().any(|n| n.contains("embedding model changed")));
+    let report = reconcile(&mut engine);
+    assert_eq!((report.files_indexed, report.vectors_refilled), (0, chunks));
+    assert_eq!(other.count(), chunks);
+    drop(engine);
+    // And the new identity sticks.
+    let mut engine = f.engine(Counting::renamed("another-model"));
+    assert!(engine.index().notes().is_empty(), "{:?}", engine.index().notes());
+    assert_eq!(reconcile(&mut engine).vectors_refilled, 0);
+}
+
+#[test]
+fn a_settings_change_rechunks_every_file() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    drop(engine);
+    let mut config = f.config();
+    config.context.header_template = "{path} > {headings}".into();
+    let mut engine = f.engine_with(config, Counting::new());
+    let report = reconcile(&mut engine);
+    assert_eq!(report.files_indexed, 4);
+    let hits = engine.search(&request("backup retention", SearchMode::Bm25)).unwrap();
+    assert_eq!(hits[0].chunk.context, "ops/backup.md > Backups > Retention");
+}
+
+#[test]
+fn bad_files_are_skipped_with_reasons_and_the_rest_is_indexed() {
+    let f = Fixture::standard();
+    f.write("bin.md", b"PK\x03\x04\0\0binary");
+    f.write("latin1.txt", b"Cr\xe8me br\xfbl\xe9e needs a blowtorch.\n");
+    f.write("huge.md", vec![b'a'; 2048]);
+    f.write("broken.md", "# Title\n\n```rust\nfn unterminated() {\n\n| a | b\n|--\n<div>\n");
+    let mut config = f.config();
+    config.walk.max_file_bytes = 1024;
+    let mut engine = f.engine_with(config, Counting::new());
+    let report = reconcile(&mut engine);
+    let reasons: Vec<String> = report.skipped.iter().map(|s| format!("{}: {}", s.path, s.reason)).collect();
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert!(reasons[0].starts_with("bin.md: binary"), "{reasons:?}");
+    assert!(reasons[1].starts_with("huge.md: too large"), "{reasons:?}");
+    assert_eq!(report.lossy, ["latin1.txt"]);
+    assert_eq!(report.files_indexed, 6);
+    let hits = engine.search(&request("blowtorch", SearchMode::Bm25)).unwrap();
+    assert_eq!(hits[0].chunk.path, "latin1.txt");
+    assert_eq!(engine.status().skipped.len(), 2);
+}
+
+#[test]
+fn a_file_that_turns_binary_loses_its_chunks() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    f.write("kitchen/bread.md", b"\0\0\0");
+    let report = reconcile(&mut engine);
+    assert_eq!(report.files_removed, 1);
+    assert!(!engine.index().manifest().files.contains_key("kitchen/bread.md"));
+}
+
+#[test]
+fn a_failed_embedding_batch_writes_nothing() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Arc::new(Failing));
+    assert!(engine.reconcile(&mut |_| {}).is_err());
+    drop(engine);
+    let mut engine = f.engine(Counting::new());
+    assert_eq!(engine.index().manifest().files.len(), 0);
+    assert_eq!(reconcile(&mut engine).files_indexed, 4);
+}
+
+#[test]
+fn a_second_writer_gets_a_read_only_engine_that_still_searches() {
+    let f = Fixture::standard();
+    let mut first = f.engine(Counting::new());
+    reconcile(&mut first);
+    let mut second = f.engine(Counting::new());
+    assert!(second.is_read_only());
+    assert!(second.reconcile(&mut |_| {}).is_err());
+    let hits = second.search(&request("herons canal", SearchMode::Hybrid)).unwrap();
+    assert_eq!(hits[0].chunk.path, "journal/2026-03-02.txt");
+    assert!(second.status().read_only);
+    drop(first);
+    let third = f.engine(Counting::new());
+    assert!(!third.is_read_only());
+}
+
+#[test]
+fn bad_config_values_are_reported_by_key_and_defaults_used() {
+    let f = Fixture::standard();
+    f.write(
+        "situate.toml",
+        format!(
+            "index_dir = {:?}\n[chunk]\nmax_tokens = \"lots\"\n[search]\nmode = \"psychic\"\nlimit = 3\n",
+            f.index_dir()
+        ),
+    );
+    let engine = Engine::open(f.root(), None, OpenMode::Write).unwrap();
+    let keys: Vec<&str> = engine.config_problems().iter().map(|p| p.key.as_str()).collect();
+    assert_eq!(keys, ["chunk.max_tokens", "search.mode"]);
+    assert_eq!(engine.config().search.limit, 3);
+    assert_eq!(engine.config().chunk.max_tokens, Config::default().chunk.max_tokens);
+    assert_eq!(engine.status().config_problems.len(), 2);
+}
+
+#[test]
+fn show_finds_the_chunk_at_a_line() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    let at = engine.chunks_at("ops/backup.md", Some(12)).unwrap();
+    assert_eq!(at.len(), 1);
+    assert_eq!(at[0].heading_path, ["Backups", "Retention"]);
+    let abs = f.root().join("ops/backup.md");
+    let all = engine.chunks_at(abs.to_str().unwrap(), None).unwrap();
+    assert_eq!(all.len(), 3);
+    assert!(all.windows(2).all(|w| w[0].ordinal < w[1].ordinal));
+    assert!(engine.chunks_at("nope.md", None).is_err());
+    assert!(engine.chunks_at("../outside.md", None).is_err());
+}
+
+#[test]
+fn odd_queries_are_never_errors() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    for q in ["", "   ", "\"unbalanced", "title:", "(((", "AND OR NOT", "*", "🦀", "a:b:c \\"] {
+        for mode in [SearchMode::Bm25, SearchMode::Vector, SearchMode::Hybrid] {
+            engine.search(&request(q, mode)).unwrap_or_else(|e| panic!("{q:?} {mode}: {e}"));
+        }
+    }
+}
