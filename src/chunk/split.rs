@@ -80,23 +80,22 @@ impl<'a> Splitter<'a> {
         if blocks.is_empty() {
             return Vec::new();
         }
+        // Most sections fit the budget: then they are one chunk, and counting the section
+        // once is all the tokenizing they need. The count stops early for the others.
+        let Some(whole) = trim(self.text, section.range.clone()) else {
+            return Vec::new();
+        };
+        let count = tokens::count_capped(&self.text[whole.clone()], self.max_tokens);
+        if count <= self.max_tokens {
+            return vec![RawChunk {
+                range: whole,
+                tokens: count,
+            }];
+        }
         let counts: Vec<usize> = blocks
             .iter()
             .map(|(range, _)| tokens::count_capped(&self.text[range.clone()], self.max_tokens))
             .collect();
-        // Most sections fit: one chunk, measured once more as a whole because block counts
-        // only add up to about the count of the joined text.
-        if counts.iter().sum::<usize>() <= self.max_tokens
-            && let Some(range) = trim(self.text, section.range.clone())
-        {
-            let count = tokens::count(&self.text[range.clone()]);
-            if count <= self.max_tokens {
-                return vec![RawChunk {
-                    range,
-                    tokens: count,
-                }];
-            }
-        }
         let mut pieces = Vec::new();
         for (i, ((range, kind), count)) in blocks.into_iter().zip(counts).enumerate() {
             if count <= self.max_tokens {
@@ -164,7 +163,8 @@ impl<'a> Splitter<'a> {
             BlockKind::Prose | BlockKind::ListItem => Grain::Sentence,
             BlockKind::Lines => Grain::Line,
         };
-        let mut cut_hard = false;
+        // Where the first unit that had to be cut between tokens starts, for the warning.
+        let mut cut_hard: Option<usize> = None;
         for unit in units_of(self.text, range.clone(), kind) {
             let budget = if pieces.len() == first_piece {
                 first_budget
@@ -182,15 +182,17 @@ impl<'a> Splitter<'a> {
             } else {
                 // A unit that only misses the room a heading leaves is no surprise; one over
                 // the whole budget is worth a warning.
-                cut_hard |= count > self.max_tokens;
+                if count > self.max_tokens && cut_hard.is_none() {
+                    cut_hard = Some(unit.start);
+                }
                 self.hard_split(unit, budget, grain, pieces);
             }
         }
         if let Some(first) = pieces.get_mut(first_piece) {
             first.starts_chunk = fresh;
         }
-        if cut_hard {
-            let line = self.lines.line_of(range.start);
+        if let Some(start) = cut_hard {
+            let line = self.lines.line_of(start);
             self.warnings.push(format!(
                 "line {line}: text with no sentence or line break within {} tokens was cut between tokens",
                 self.max_tokens
