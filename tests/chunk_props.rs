@@ -8,8 +8,9 @@ use proptest::prelude::*;
 use pulldown_cmark::{Event, Options, Parser, Tag};
 use situate::chunk::{ChunkConfig, ChunkStrategy, ChunkedDocument, DocKind, chunk_document};
 
-/// The body of a markdown file: after a byte order mark and after front matter closed by
-/// a matching fence line (`---`/`...` for YAML, `+++` for TOML).
+/// The body of a markdown file: after a byte order mark and after front matter, which opens
+/// with a fence line directly followed by a non-blank line and closes with a matching fence
+/// line (`---`/`...` for YAML, `+++` for TOML).
 fn markdown_body_start(text: &str) -> usize {
     let bom = if text.starts_with('\u{feff}') { 3 } else { 0 };
     let fence = |line: &str| line.trim_end_matches(['\n', '\r', ' ', '\t']).to_string();
@@ -23,6 +24,10 @@ fn markdown_body_start(text: &str) -> usize {
         _ => return bom,
     };
     let mut offset = bom + first.len();
+    // A blank line right after the opener makes it a thematic break, not front matter.
+    if text[offset..].lines().next().unwrap_or("").trim().is_empty() {
+        return bom;
+    }
     for line in lines {
         offset += line.len();
         if closers.contains(&fence(line).as_str()) {

@@ -47,6 +47,13 @@ pub(crate) fn detect(text: &str) -> Detection {
         _ => return Detection::Absent,
     };
     let content_start = lines.pos;
+    // Like pulldown-cmark, front matter never starts with a blank line: `---` followed by a
+    // blank line is a thematic break, and reading it as an opener would hide all the text
+    // up to the next `---` from the index.
+    let first_content = text[content_start..].lines().next().unwrap_or("");
+    if first_content.trim().is_empty() {
+        return Detection::Absent;
+    }
     for (line_start, line) in lines.by_ref() {
         let closes = match syntax {
             Syntax::Yaml => matches!(fence(line), "---" | "..."),
@@ -277,5 +284,7 @@ mod tests {
         assert_eq!(detect("# Title\n---\n"), Detection::Absent);
         assert_eq!(detect(""), Detection::Absent);
         assert_eq!(detect("----\n----\n"), Detection::Absent);
+        assert_eq!(detect("---\n\ntext\n\n---\nmore"), Detection::Absent);
+        assert_eq!(detect("---"), Detection::Absent);
     }
 }
