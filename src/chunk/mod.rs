@@ -5,9 +5,24 @@
 //! included), and the heading path above it, so that the context it loses when cut out of
 //! its document can be put back at index time.
 
+mod boundaries;
+mod fixed;
+mod front_matter;
+mod lines;
+mod markdown;
+mod outline;
+mod split;
+mod text;
+mod tokens;
+
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
+use xxhash_rust::xxh3::xxh3_64;
+
+use front_matter::Detection;
+use lines::LineIndex;
+use split::{RawChunk, Splitter};
 
 /// How a document is cut into chunks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,7 +38,9 @@ pub enum ChunkStrategy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DocKind {
+    /// CommonMark with tables, footnotes and front matter: sections follow its headings.
     Markdown,
+    /// Plain text: no headings; paragraphs are separated by blank lines.
     Text,
 }
 
@@ -39,7 +56,11 @@ pub struct ChunkConfig {
 
 impl Default for ChunkConfig {
     fn default() -> Self {
-        ChunkConfig { strategy: ChunkStrategy::Section, max_tokens: 400, overlap_tokens: 40 }
+        ChunkConfig {
+            strategy: ChunkStrategy::Section,
+            max_tokens: 400,
+            overlap_tokens: 40,
+        }
     }
 }
 
@@ -69,18 +90,106 @@ pub struct Chunk {
 pub struct ChunkedDocument {
     /// Front matter `title:`, else the first H1, else the file name.
     pub title: String,
+    /// The chunks, in document order.
     pub chunks: Vec<Chunk>,
     /// Problems noticed on the way (broken front matter, an oversized block split hard, …).
     pub warnings: Vec<String>,
 }
 
 /// Cuts `text` into chunks. `file_name` is the fallback title.
+///
+/// Never fails and never panics: problems (unclosed front matter, text cut between tokens)
+/// come back as warnings next to the chunks.
 pub fn chunk_document(
     file_name: &str,
     text: &str,
     kind: DocKind,
     config: &ChunkConfig,
 ) -> ChunkedDocument {
-    let _ = (file_name, text, kind, config);
-    unimplemented!("chunker")
+    let mut warnings = Vec::new();
+    let lines = LineIndex::new(text);
+    // A byte order mark is an encoding artefact, not content: it would hide a heading on the
+    // first line from the parser.
+    let bom = if text.starts_with('\u{feff}') {
+        '\u{feff}'.len_utf8()
+    } else {
+        0
+    };
+    let (body_start, front_title) = match kind {
+        DocKind::Text => (bom, None),
+        DocKind::Markdown => match front_matter::detect(text) {
+            Detection::Absent => (bom, None),
+            Detection::Unclosed => {
+                warnings.push(
+                    "line 1: front matter is opened but never closed; it is read as markdown"
+                        .to_string(),
+                );
+                (bom, None)
+            }
+            Detection::Found(front_matter) => (front_matter.body_start, front_matter.title),
+        },
+    };
+    let body = body_start..text.len();
+    let outline = match kind {
+        DocKind::Markdown => markdown::parse(text, body.clone()),
+        DocKind::Text => text::parse(text, body.clone()),
+    };
+    let title = front_title
+        .or_else(|| outline.first_h1.clone())
+        .unwrap_or_else(|| file_name.to_string());
+
+    let raw_chunks: Vec<(RawChunk, Vec<String>)> = match config.strategy {
+        ChunkStrategy::Section => {
+            let mut splitter = Splitter::new(
+                text,
+                &lines,
+                config.max_tokens,
+                config.overlap_tokens,
+                &mut warnings,
+            );
+            outline
+                .sections
+                .iter()
+                .flat_map(|section| {
+                    splitter
+                        .split_section(section)
+                        .into_iter()
+                        .map(|chunk| (chunk, section.heading_path.clone()))
+                        .collect::<Vec<_>>()
+                })
+                .collect()
+        }
+        ChunkStrategy::Fixed => fixed::fixed_chunks(
+            text,
+            body,
+            &outline,
+            config.max_tokens,
+            config.overlap_tokens,
+        ),
+    };
+
+    let chunks = raw_chunks
+        .into_iter()
+        .enumerate()
+        .map(|(ordinal, (raw, heading_path))| {
+            let chunk_text = &text[raw.range.clone()];
+            Chunk {
+                ordinal: u32::try_from(ordinal).unwrap_or(u32::MAX),
+                start_line: lines.line_of(raw.range.start),
+                // Ranges are trimmed, so never empty: the last byte is `end - 1`.
+                end_line: lines.line_of(raw.range.end.saturating_sub(1)),
+                byte_range: raw.range,
+                heading_path,
+                text: chunk_text.to_string(),
+                token_count: u32::try_from(raw.tokens).unwrap_or(u32::MAX),
+                content_hash: xxh3_64(chunk_text.as_bytes()),
+            }
+        })
+        .collect();
+
+    ChunkedDocument {
+        title,
+        chunks,
+        warnings,
+    }
 }

@@ -1,0 +1,197 @@
+//! Where a block that is too long may be cut: after sentences in prose, after lines in code,
+//! tables and lists.
+//!
+//! Each function returns the start offsets of the units after the first one, so the units
+//! tile the range they were cut from: a unit runs from its start to the next unit's start
+//! and keeps its trailing whitespace.
+
+use std::ops::Range;
+
+/// Words that end with a period without ending a sentence.
+const ABBREVIATIONS: &[&str] = &[
+    "e.g", "i.e", "eg", "ie", "etc", "vs", "cf", "al", "approx", "mr", "mrs", "ms", "dr", "st",
+    "no", "fig", "vol", "resp",
+];
+
+/// Start offsets of the lines of `text[range]` after its first line. A line ends at `\n`, or
+/// at a lone `\r` (old Mac line endings), and keeps its line break.
+pub(crate) fn line_starts(text: &str, range: Range<usize>) -> Vec<usize> {
+    let bytes = text.as_bytes();
+    let mut starts = Vec::new();
+    for i in range.clone() {
+        let ends_line = match bytes[i] {
+            b'\n' => true,
+            b'\r' => bytes.get(i + 1) != Some(&b'\n'),
+            _ => false,
+        };
+        if ends_line && i + 1 < range.end {
+            starts.push(i + 1);
+        }
+    }
+    starts
+}
+
+/// Like [`line_starts`], but a blank line joins the line before it instead of starting a
+/// unit of its own: a unit of nothing but whitespace would make an empty chunk.
+pub(crate) fn content_line_starts(text: &str, range: Range<usize>) -> Vec<usize> {
+    let starts = line_starts(text, range.clone());
+    units(range, &starts)
+        .into_iter()
+        .skip(1)
+        .filter(|line| !text[line.clone()].trim().is_empty())
+        .map(|line| line.start)
+        .collect()
+}
+
+/// Start offsets of the sentences of `text[range]` after its first sentence.
+///
+/// A sentence ends after `.`, `!` or `?` (and any closing quotes, brackets or emphasis
+/// markers) followed by whitespace, after a CJK full stop, or at a blank line. The next
+/// sentence starts at the first non-blank character after that.
+pub(crate) fn sentence_starts(text: &str, range: Range<usize>) -> Vec<usize> {
+    let slice = &text[range.clone()];
+    let base = range.start;
+    let mut starts = Vec::new();
+    let mut chars = slice.char_indices().peekable();
+    // Set when a sentence has ended and the next one starts at the next non-blank character.
+    let mut ended = false;
+    let mut newlines_in_gap = 0;
+    while let Some((i, c)) = chars.next() {
+        if ended {
+            if c.is_whitespace() {
+                continue;
+            }
+            starts.push(base + i);
+            ended = false;
+        }
+        match c {
+            '.' | '!' | '?' => {
+                // Swallow runs like `?!` or `...` and closing marks like `."` or `.)**`.
+                while let Some(&(_, next)) = chars.peek() {
+                    if matches!(
+                        next,
+                        '.' | '!' | '?' | '"' | '\'' | ')' | ']' | '*' | '_' | '”' | '’' | '»'
+                    ) {
+                        chars.next();
+                    } else {
+                        break;
+                    }
+                }
+                let followed_by_space = chars.peek().is_some_and(|&(_, next)| next.is_whitespace());
+                if followed_by_space && !(c == '.' && is_abbreviation(&slice[..i])) {
+                    ended = true;
+                }
+            }
+            '。' | '！' | '？' => ended = true,
+            '\n' => {
+                // A blank line (only whitespace between two line breaks) ends a sentence too.
+                newlines_in_gap += 1;
+                if newlines_in_gap >= 2 {
+                    ended = true;
+                }
+                continue;
+            }
+            c if c.is_whitespace() => continue,
+            _ => {}
+        }
+        newlines_in_gap = 0;
+    }
+    starts
+}
+
+/// Whether the word right before a period is an abbreviation or an initial ("J. Doe").
+fn is_abbreviation(before: &str) -> bool {
+    let word = before
+        .rsplit(|c: char| c.is_whitespace() || c == '(')
+        .next()
+        .unwrap_or("");
+    let mut letters = word.chars();
+    if let (Some(first), None) = (letters.next(), letters.next()) {
+        return first.is_alphabetic() && first.is_uppercase();
+    }
+    let lower = word.to_lowercase();
+    ABBREVIATIONS.contains(&lower.as_str())
+}
+
+/// Turns a range and the start offsets inside it into the units they delimit.
+pub(crate) fn units(range: Range<usize>, starts: &[usize]) -> Vec<Range<usize>> {
+    let mut out = Vec::with_capacity(starts.len() + 1);
+    let mut start = range.start;
+    for &next in starts {
+        if next > start && next < range.end {
+            out.push(start..next);
+            start = next;
+        }
+    }
+    out.push(start..range.end);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sentences(text: &str) -> Vec<&str> {
+        let starts = sentence_starts(text, 0..text.len());
+        units(0..text.len(), &starts)
+            .into_iter()
+            .map(|r| &text[r])
+            .collect()
+    }
+
+    fn lines(text: &str) -> Vec<&str> {
+        let starts = line_starts(text, 0..text.len());
+        units(0..text.len(), &starts)
+            .into_iter()
+            .map(|r| &text[r])
+            .collect()
+    }
+
+    #[test]
+    fn sentences_end_at_terminal_punctuation_before_whitespace() {
+        assert_eq!(
+            sentences("One. Two? \"Three!\" Four…\nstill four. Version 2.0 is out."),
+            vec![
+                "One. ",
+                "Two? ",
+                "\"Three!\" ",
+                "Four…\nstill four. ",
+                "Version 2.0 is out."
+            ]
+        );
+    }
+
+    #[test]
+    fn abbreviations_and_initials_do_not_end_sentences() {
+        assert_eq!(
+            sentences("Use a tool, e.g. this one. J. Doe wrote it (cf. the notes)."),
+            vec![
+                "Use a tool, e.g. this one. ",
+                "J. Doe wrote it (cf. the notes)."
+            ]
+        );
+    }
+
+    #[test]
+    fn blank_lines_and_cjk_stops_end_sentences() {
+        assert_eq!(sentences("no stop\n\nnext"), vec!["no stop\n\n", "next"]);
+        assert_eq!(sentences("一。二！三"), vec!["一。", "二！", "三"]);
+    }
+
+    #[test]
+    fn blank_lines_join_the_line_before_them() {
+        let text = "a\n\n  \nb\n\n";
+        let starts = content_line_starts(text, 0..text.len());
+        let lines: Vec<&str> = units(0..text.len(), &starts)
+            .into_iter()
+            .map(|r| &text[r])
+            .collect();
+        assert_eq!(lines, vec!["a\n\n  \n", "b\n\n"]);
+    }
+
+    #[test]
+    fn lines_keep_their_breaks_including_lone_carriage_returns() {
+        assert_eq!(lines("a\r\nb\rc\n"), vec!["a\r\n", "b\r", "c\n"]);
+        assert_eq!(lines(""), vec![""]);
+    }
+}

@@ -1,0 +1,229 @@
+//! Token windows: the `fixed` strategy (windows with overlap over the whole body, blind to
+//! structure) and the hard cut of a sentence or line that alone exceeds the budget.
+
+use std::ops::Range;
+
+use super::outline::Outline;
+use super::split::{RawChunk, trim};
+use super::tokens::{self, ceil_char_boundary, floor_char_boundary};
+
+/// One window of [`token_windows`]: its range relative to the windowed text and the exact
+/// token count of that range's trimmed text.
+pub(crate) struct Window {
+    pub range: Range<usize>,
+    pub tokens: usize,
+}
+
+/// Cuts `text` into windows of at most `first_budget` (the first) and `budget` (the others)
+/// tokens, each starting about `overlap` tokens before the previous one ends.
+///
+/// Windows end at a token boundary, moved back to the end of a word when one lies in the
+/// window's second half, and snapped to a character boundary (cl100k splits some characters
+/// across tokens). With no overlap the windows tile `text`.
+pub(crate) fn token_windows(
+    text: &str,
+    first_budget: usize,
+    budget: usize,
+    overlap: usize,
+) -> Vec<Window> {
+    // Tokenizing the whole text once keeps this linear; each window then takes the next
+    // `budget` tokens by offset.
+    let ends = tokens::token_ends(text);
+    let mut windows: Vec<Window> = Vec::new();
+    let mut pos = 0;
+    while pos < text.len() {
+        let budget = if windows.is_empty() {
+            first_budget
+        } else {
+            budget
+        }
+        .max(1);
+        // Tokens that end after `pos`; the one straddling `pos`, if any, counts whole.
+        let from = ends.partition_point(|&end| end <= pos);
+        let mut take = budget;
+        let mut cut = window_end(text, &ends, pos, from, take);
+        let count = loop {
+            let count = tokens::count(text[pos..cut].trim());
+            if count <= budget {
+                break count;
+            }
+            // Tokens counted in place can differ from the same text counted alone (a trimmed
+            // leading space, a character split across tokens): give back the excess and
+            // measure again, down to a single token, then character by character.
+            if take > 1 {
+                take = take.saturating_sub(count - budget).max(1);
+                cut = window_end(text, &ends, pos, from, take);
+                continue;
+            }
+            let shorter = floor_char_boundary(text, cut - 1);
+            if shorter <= pos || text[pos..shorter].trim().is_empty() {
+                // One character that alone has more tokens than the budget.
+                break count;
+            }
+            cut = shorter;
+        };
+        windows.push(Window {
+            range: pos..cut,
+            tokens: count,
+        });
+        // Trailing blanks would only make a window of nothing: they join this one.
+        if text[cut..].trim_start().is_empty() {
+            if let Some(last) = windows.last_mut() {
+                last.range.end = text.len();
+            }
+            break;
+        }
+        pos = if overlap == 0 {
+            cut
+        } else {
+            // The next window must start after this one's first non-blank byte, or both would
+            // start at the same text once trimmed.
+            let window = &text[pos..cut];
+            let content_start = pos + (window.len() - window.trim_start().len());
+            overlap_start(text, &ends, content_start, cut, overlap)
+        };
+    }
+    windows
+}
+
+/// Where a window starting at `pos` (inside token `from`) ends after `take` tokens: at the
+/// end of the last word that ends in the window's second half, else right after its last
+/// token, on a character boundary and never before `pos`.
+fn window_end(text: &str, ends: &[usize], pos: usize, from: usize, take: usize) -> usize {
+    if ends.len() - from <= take {
+        return text.len();
+    }
+    let bytes = text.as_bytes();
+    let last = from + take - 1;
+    let word_end = (from + take.div_ceil(2)..=last)
+        .rev()
+        .map(|k| ends[k])
+        .find(|&end| {
+            end > 0
+                && bytes.get(end).is_some_and(u8::is_ascii_whitespace)
+                && !bytes[end - 1].is_ascii_whitespace()
+        });
+    let cut = floor_char_boundary(text, word_end.unwrap_or(ends[last]));
+    if cut <= pos {
+        ceil_char_boundary(text, pos + 1)
+    } else {
+        cut
+    }
+}
+
+/// Where the window after `window_start..cut` starts: `overlap` tokens before `cut`, moved
+/// forward to the start of a word when one comes before `cut`.
+fn overlap_start(
+    text: &str,
+    ends: &[usize],
+    window_start: usize,
+    cut: usize,
+    overlap: usize,
+) -> usize {
+    let bytes = text.as_bytes();
+    let after_window = ends.partition_point(|&end| end <= cut);
+    let first_inside = ends.partition_point(|&end| end <= window_start);
+    let start_token = after_window.saturating_sub(overlap).max(first_inside + 1);
+    let candidate = if start_token == 0 {
+        0
+    } else {
+        ends[start_token - 1]
+    };
+    let word = (candidate.max(1)..cut)
+        .find(|&p| bytes[p - 1].is_ascii_whitespace() && !bytes[p].is_ascii_whitespace());
+    let start = ceil_char_boundary(text, word.unwrap_or(candidate));
+    // Every window must move forward, however the snapping went.
+    if start <= window_start || start >= cut {
+        cut
+    } else {
+        start
+    }
+}
+
+/// The `fixed` strategy: windows of `max_tokens` with `overlap_tokens` overlap over the body,
+/// each with the heading path in effect where it starts.
+pub(crate) fn fixed_chunks(
+    text: &str,
+    body: Range<usize>,
+    outline: &Outline,
+    max_tokens: usize,
+    overlap_tokens: usize,
+) -> Vec<(RawChunk, Vec<String>)> {
+    let max_tokens = max_tokens.max(1);
+    let overlap_tokens = overlap_tokens.min(max_tokens / 2);
+    let base = body.start;
+    let mut last_end = 0;
+    token_windows(&text[body], max_tokens, max_tokens, overlap_tokens)
+        .into_iter()
+        .filter_map(|window| {
+            let range = trim(text, base + window.range.start..base + window.range.end)?;
+            // A window shrunk to fit its budget can end inside the previous one; it would
+            // repeat text and add nothing.
+            if range.end <= last_end {
+                return None;
+            }
+            last_end = range.end;
+            let section = outline
+                .sections
+                .partition_point(|s| s.range.start <= range.start)
+                .checked_sub(1);
+            let path = section
+                .map(|i| outline.sections[i].heading_path.clone())
+                .unwrap_or_default();
+            Some((
+                RawChunk {
+                    range,
+                    tokens: window.tokens,
+                },
+                path,
+            ))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_without_overlap_tile_the_text() {
+        let text = "alpha beta gamma delta ".repeat(100);
+        let windows = token_windows(&text, 10, 25, 0);
+        assert!(windows[0].tokens <= 10);
+        assert!(windows.iter().all(|w| w.tokens <= 25));
+        assert!(
+            windows
+                .windows(2)
+                .all(|w| w[0].range.end == w[1].range.start)
+        );
+        assert_eq!(windows.last().map(|w| w.range.end), Some(text.len()));
+        // Cuts fall at the end of a word.
+        assert!(
+            windows
+                .iter()
+                .all(|w| text[w.range.clone()].trim_end().ends_with('a'))
+        );
+    }
+
+    #[test]
+    fn windows_with_overlap_move_forward_and_overlap() {
+        let text = "one two three four five six seven eight nine ten ".repeat(30);
+        let windows = token_windows(&text, 40, 40, 8);
+        for pair in windows.windows(2) {
+            assert!(pair[1].range.start > pair[0].range.start);
+            assert!(pair[1].range.start < pair[0].range.end);
+        }
+    }
+
+    #[test]
+    fn windows_cut_inside_a_word_when_there_is_no_space() {
+        let text = "日本語のテキスト".repeat(50);
+        let windows = token_windows(&text, 20, 20, 0);
+        assert!(windows.len() > 1);
+        assert!(
+            windows
+                .iter()
+                .all(|w| w.tokens <= 20 && !w.range.is_empty())
+        );
+    }
+}

@@ -1,0 +1,263 @@
+//! Markdown parsing with pulldown-cmark: sections bounded by headings, the blocks inside each
+//! section, and heading texts with their markup stripped.
+//!
+//! Only top-level headings bound sections. A heading nested in a block quote or a list item
+//! (`> # Quoted`) is part of that container's text, the same way documentation generators
+//! leave it out of a page's table of contents.
+
+use std::ops::Range;
+
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+
+use super::outline::{Block, BlockKind, Outline, Section};
+
+/// The extensions whose syntax changes block structure or heading text in the documents we
+/// index. Smart punctuation stays off because it would change heading texts; metadata blocks
+/// stay off because front matter is found before the parser runs.
+fn options() -> Options {
+    Options::ENABLE_TABLES
+        | Options::ENABLE_FOOTNOTES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_TASKLISTS
+        | Options::ENABLE_HEADING_ATTRIBUTES
+}
+
+/// Parses the body `text[body.clone()]` into sections. Every offset in the result is an
+/// offset into `text`.
+pub(crate) fn parse(text: &str, body: Range<usize>) -> Outline {
+    let base = body.start;
+    let source = &text[body.clone()];
+    let mut outline = Outline::default();
+    // Open headings, outermost first: (level, text).
+    let mut stack: Vec<(usize, String)> = Vec::new();
+    let mut current = Section {
+        heading_path: Vec::new(),
+        range: body.clone(),
+        heading: None,
+        blocks: Vec::new(),
+    };
+    let mut depth = 0usize;
+    // Inside a top-level list, items are the blocks; inside a top-level heading, text events
+    // make up the heading's text.
+    let mut in_top_list = false;
+    let mut heading: Option<(usize, Range<usize>, String)> = None;
+
+    for (event, range) in Parser::new_ext(source, options()).into_offset_iter() {
+        let range = range.start + base..range.end + base;
+        match event {
+            Event::Start(tag) => {
+                if depth == 0 {
+                    match tag {
+                        Tag::Heading { level, .. } => {
+                            heading = Some((level as usize, range.clone(), String::new()));
+                        }
+                        Tag::List(_) => in_top_list = true,
+                        ref other => current.blocks.push(Block {
+                            start: range.start,
+                            kind: block_kind(other),
+                        }),
+                    }
+                } else if depth == 1 && in_top_list && matches!(tag, Tag::Item) {
+                    current.blocks.push(Block {
+                        start: range.start,
+                        kind: BlockKind::ListItem,
+                    });
+                }
+                depth += 1;
+            }
+            Event::End(tag_end) => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    match tag_end {
+                        TagEnd::Heading(_) => {
+                            if let Some((level, range, raw)) = heading.take() {
+                                let title = collapse_whitespace(&raw);
+                                if level == 1 && outline.first_h1.is_none() && !title.is_empty() {
+                                    outline.first_h1 = Some(title.clone());
+                                }
+                                let next = open_section(&mut stack, level, title, range);
+                                let done = std::mem::replace(&mut current, next);
+                                finish_section(text, done, current.range.start, &mut outline);
+                            }
+                        }
+                        TagEnd::List(_) => in_top_list = false,
+                        _ => {}
+                    }
+                }
+            }
+            Event::Text(t) | Event::Code(t) | Event::InlineMath(t) | Event::DisplayMath(t) => {
+                if let Some((_, _, raw)) = heading.as_mut() {
+                    raw.push_str(&t);
+                } else if depth == 0 {
+                    current.blocks.push(Block {
+                        start: range.start,
+                        kind: BlockKind::Prose,
+                    });
+                }
+            }
+            Event::SoftBreak | Event::HardBreak => {
+                if let Some((_, _, raw)) = heading.as_mut() {
+                    raw.push(' ');
+                }
+            }
+            // Inline HTML (`<a id="x"></a>`) and footnote references are markup, not text.
+            Event::InlineHtml(_) | Event::FootnoteReference(_) | Event::TaskListMarker(_) => {}
+            Event::Html(_) => {
+                if depth == 0 {
+                    current.blocks.push(Block {
+                        start: range.start,
+                        kind: BlockKind::Lines,
+                    });
+                }
+            }
+            Event::Rule => {
+                if depth == 0 {
+                    current.blocks.push(Block {
+                        start: range.start,
+                        kind: BlockKind::Lines,
+                    });
+                }
+            }
+        }
+    }
+    // An unterminated heading cannot happen with a well-behaved parser; if it did, its text
+    // simply stays part of the current section.
+    let end = body.end;
+    finish_section(text, current, end, &mut outline);
+    outline
+}
+
+/// Pops the headings at `level` and below, pushes the new one, and opens its section.
+fn open_section(
+    stack: &mut Vec<(usize, String)>,
+    level: usize,
+    title: String,
+    range: Range<usize>,
+) -> Section {
+    while stack.last().is_some_and(|(open, _)| *open >= level) {
+        stack.pop();
+    }
+    stack.push((level, title));
+    Section {
+        // Empty headings (`#` alone) still bound sections, but add nothing to a path.
+        heading_path: stack
+            .iter()
+            .filter(|(_, t)| !t.is_empty())
+            .map(|(_, t)| t.clone())
+            .collect(),
+        range: range.start..range.start,
+        heading: Some(range),
+        blocks: Vec::new(),
+    }
+}
+
+/// Closes `section` at `end` and keeps it.
+fn finish_section(text: &str, mut section: Section, end: usize, outline: &mut Outline) {
+    section.range.end = end.max(section.range.start);
+    let body_start = section
+        .heading
+        .as_ref()
+        .map_or(section.range.start, |h| h.end.min(section.range.end));
+    section
+        .blocks
+        .retain(|b| b.start >= body_start && b.start < section.range.end);
+    section.blocks.dedup_by_key(|b| b.start);
+    if section.blocks.is_empty() {
+        // Text that produces no block event (link reference definitions) is still content
+        // and must not vanish from the index.
+        let body = &text[body_start..section.range.end];
+        if let Some(offset) = body.find(|c: char| !c.is_whitespace()) {
+            section.blocks.push(Block {
+                start: body_start + offset,
+                kind: BlockKind::Lines,
+            });
+        }
+    }
+    // The preamble before the first heading is kept even when empty so that sections start
+    // at the body's start; it simply yields no chunk.
+    outline.sections.push(section);
+}
+
+fn block_kind(tag: &Tag<'_>) -> BlockKind {
+    match tag {
+        Tag::Paragraph | Tag::BlockQuote(_) | Tag::FootnoteDefinition(_) | Tag::DefinitionList => {
+            BlockKind::Prose
+        }
+        Tag::Item => BlockKind::ListItem,
+        _ => BlockKind::Lines,
+    }
+}
+
+/// Trims and collapses runs of whitespace into single spaces.
+fn collapse_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outline(text: &str) -> Outline {
+        parse(text, 0..text.len())
+    }
+
+    fn paths(text: &str) -> Vec<Vec<String>> {
+        outline(text)
+            .sections
+            .into_iter()
+            .map(|s| s.heading_path)
+            .collect()
+    }
+
+    #[test]
+    fn heading_paths_pop_at_the_same_or_a_higher_level() {
+        let text = "# A\n## B\n### C\n## D\n#### E\n# F\n";
+        assert_eq!(
+            paths(text),
+            vec![
+                vec![],
+                vec!["A"],
+                vec!["A", "B"],
+                vec!["A", "B", "C"],
+                vec!["A", "D"],
+                vec!["A", "D", "E"],
+                vec!["F"],
+            ]
+        );
+    }
+
+    #[test]
+    fn heading_text_loses_its_markup() {
+        let text = "# The `x` <a id=\"y\"></a>[link](http://z) *em*  {#anchor}\n";
+        let o = outline(text);
+        assert_eq!(o.first_h1.as_deref(), Some("The x link em"));
+    }
+
+    #[test]
+    fn setext_headings_and_fenced_hashes() {
+        let text = "Title\n=====\n\n```\n# not a heading\n```\n\nSub\n---\n~~~\n## nor this\n~~~\n";
+        assert_eq!(
+            paths(text),
+            vec![vec![], vec!["Title"], vec!["Title", "Sub"]]
+        );
+    }
+
+    #[test]
+    fn sections_tile_the_body() {
+        let text = "intro\n\n# A\n\npara\n\n- one\n- two\n\n## B\n";
+        let o = outline(text);
+        let ranges: Vec<_> = o.sections.iter().map(|s| s.range.clone()).collect();
+        assert_eq!(ranges.first().map(|r| r.start), Some(0));
+        assert!(ranges.windows(2).all(|w| w[0].end == w[1].start));
+        assert_eq!(ranges.last().map(|r| r.end), Some(text.len()));
+        // The list contributes one block per item.
+        assert_eq!(o.sections[1].blocks.len(), 3);
+        assert!(o.sections[2].blocks.is_empty());
+    }
+
+    #[test]
+    fn link_definitions_alone_still_form_a_block() {
+        let o = outline("# A\n\n[x]: http://example.com\n");
+        assert_eq!(o.sections[1].blocks.len(), 1);
+    }
+}

@@ -1,0 +1,453 @@
+//! The `section` strategy's packing: a section that fits the token budget is one chunk; a
+//! longer one is cut at block boundaries, an oversized block at sentences or lines, an
+//! oversized sentence or line between tokens, and the pieces are packed greedily into chunks
+//! that overlap by about `overlap_tokens`.
+
+use std::ops::Range;
+
+use super::boundaries::{content_line_starts, sentence_starts, units};
+use super::fixed::token_windows;
+use super::lines::LineIndex;
+use super::outline::{BlockKind, Section};
+use super::tokens;
+
+/// A chunk before it becomes a [`super::Chunk`]: its trimmed range and exact token count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RawChunk {
+    pub range: Range<usize>,
+    pub tokens: usize,
+}
+
+/// The smallest thing the packer moves around: a whole block, or a unit of an oversized one.
+#[derive(Debug, Clone)]
+struct Piece {
+    /// The piece with its trailing whitespace; consecutive pieces tile the section.
+    range: Range<usize>,
+    /// Exact token count of `text[range]`; never above the budget.
+    tokens: usize,
+    grain: Grain,
+    /// The first line of an oversized code block, table or HTML block: it opens a new chunk
+    /// rather than fill the end of the previous one with a lone opening fence or header row.
+    starts_chunk: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Grain {
+    /// A whole block, which the overlap may still cut into sentences or lines.
+    Block(BlockKind),
+    /// A sentence (of prose or of a list item), or a piece of one cut between tokens.
+    Sentence,
+    /// A line of code, of a table or of HTML, or a heading.
+    Line,
+}
+
+/// Tokens kept free next to a heading when the first unit after it is measured, because
+/// joining two texts can shift a token or two across the seam.
+const SEAM_TOKENS: usize = 2;
+
+/// Cuts sections into chunks within one document.
+pub(crate) struct Splitter<'a> {
+    text: &'a str,
+    lines: &'a LineIndex,
+    max_tokens: usize,
+    overlap_tokens: usize,
+    warnings: &'a mut Vec<String>,
+}
+
+impl<'a> Splitter<'a> {
+    /// `max_tokens` is raised to 1 and `overlap_tokens` capped at half the budget, so that
+    /// every chunk holds text and consecutive chunks always move forward.
+    pub(crate) fn new(
+        text: &'a str,
+        lines: &'a LineIndex,
+        max_tokens: usize,
+        overlap_tokens: usize,
+        warnings: &'a mut Vec<String>,
+    ) -> Splitter<'a> {
+        let max_tokens = max_tokens.max(1);
+        Splitter {
+            text,
+            lines,
+            max_tokens,
+            overlap_tokens: overlap_tokens.min(max_tokens / 2),
+            warnings,
+        }
+    }
+
+    /// The chunks of one section, in order. A section without body blocks yields none.
+    pub(crate) fn split_section(&mut self, section: &Section) -> Vec<RawChunk> {
+        let blocks = section.block_ranges();
+        if blocks.is_empty() {
+            return Vec::new();
+        }
+        // Most sections fit the budget: then they are one chunk, and counting the section
+        // once is all the tokenizing they need. The count stops early for the others.
+        let Some(whole) = trim(self.text, section.range.clone()) else {
+            return Vec::new();
+        };
+        let count = tokens::count_capped(&self.text[whole.clone()], self.max_tokens);
+        if count <= self.max_tokens {
+            return vec![RawChunk {
+                range: whole,
+                tokens: count,
+            }];
+        }
+        let counts: Vec<usize> = blocks
+            .iter()
+            .map(|(range, _)| tokens::count_capped(&self.text[range.clone()], self.max_tokens))
+            .collect();
+        let mut pieces = Vec::new();
+        for (i, ((range, kind), count)) in blocks.into_iter().zip(counts).enumerate() {
+            if count <= self.max_tokens {
+                pieces.push(Piece {
+                    range,
+                    tokens: count,
+                    grain: Grain::Block(kind),
+                    starts_chunk: false,
+                });
+            } else if i == 0 && section.heading.is_some() {
+                self.split_heading_block(range, kind, section.blocks[0].start, &mut pieces);
+            } else {
+                let fresh = kind == BlockKind::Lines;
+                self.split_block(range, kind, self.max_tokens, fresh, &mut pieces);
+            }
+        }
+        self.pack(&pieces)
+    }
+
+    /// Splits the first block of a section, which starts with the section's heading: the
+    /// heading becomes a unit of its own, and the unit after it is measured against what the
+    /// heading leaves of the budget so that the two always fit in one chunk.
+    fn split_heading_block(
+        &mut self,
+        range: Range<usize>,
+        kind: BlockKind,
+        body_start: usize,
+        pieces: &mut Vec<Piece>,
+    ) {
+        let body_start = body_start.clamp(range.start, range.end);
+        let heading = range.start..body_start;
+        let heading_tokens = tokens::count_capped(&self.text[heading.clone()], self.max_tokens);
+        let first_budget = if heading_tokens + SEAM_TOKENS < self.max_tokens {
+            self.max_tokens - heading_tokens - SEAM_TOKENS
+        } else {
+            self.max_tokens
+        };
+        if heading_tokens <= self.max_tokens {
+            pieces.push(Piece {
+                range: heading,
+                tokens: heading_tokens,
+                grain: Grain::Line,
+                starts_chunk: false,
+            });
+        } else {
+            self.hard_split(heading, self.max_tokens, Grain::Line, pieces);
+        }
+        // The heading already opens a chunk; its first block must stay with it.
+        self.split_block(body_start..range.end, kind, first_budget, false, pieces);
+    }
+
+    /// Cuts an oversized block into units (sentences for prose and list items, lines
+    /// otherwise), cutting any unit still over budget between tokens. `first_budget` applies
+    /// to the first unit only; `fresh` makes that unit open a new chunk.
+    fn split_block(
+        &mut self,
+        range: Range<usize>,
+        kind: BlockKind,
+        first_budget: usize,
+        fresh: bool,
+        pieces: &mut Vec<Piece>,
+    ) {
+        let first_piece = pieces.len();
+        let grain = match kind {
+            BlockKind::Prose | BlockKind::ListItem => Grain::Sentence,
+            BlockKind::Lines => Grain::Line,
+        };
+        // Where the first unit that had to be cut between tokens starts, for the warning.
+        let mut cut_hard: Option<usize> = None;
+        for unit in units_of(self.text, range.clone(), kind) {
+            let budget = if pieces.len() == first_piece {
+                first_budget
+            } else {
+                self.max_tokens
+            };
+            let count = tokens::count_capped(&self.text[unit.clone()], self.max_tokens);
+            if count <= budget {
+                pieces.push(Piece {
+                    range: unit,
+                    tokens: count,
+                    grain,
+                    starts_chunk: false,
+                });
+            } else {
+                // A unit that only misses the room a heading leaves is no surprise; one over
+                // the whole budget is worth a warning.
+                if count > self.max_tokens && cut_hard.is_none() {
+                    cut_hard = Some(unit.start);
+                }
+                self.hard_split(unit, budget, grain, pieces);
+            }
+        }
+        if let Some(first) = pieces.get_mut(first_piece) {
+            first.starts_chunk = fresh;
+        }
+        if let Some(start) = cut_hard {
+            let line = self.lines.line_of(start);
+            self.warnings.push(format!(
+                "line {line}: text with no sentence or line break within {} tokens was cut between tokens",
+                self.max_tokens
+            ));
+        }
+    }
+
+    /// Cuts `range` into pieces of at most `first_budget` (the first) and `max_tokens` (the
+    /// rest) tokens, between tokens, preferring the end of a word.
+    fn hard_split(
+        &mut self,
+        range: Range<usize>,
+        first_budget: usize,
+        grain: Grain,
+        pieces: &mut Vec<Piece>,
+    ) {
+        let slice = &self.text[range.clone()];
+        for window in token_windows(slice, first_budget, self.max_tokens, 0) {
+            pieces.push(Piece {
+                range: range.start + window.range.start..range.start + window.range.end,
+                tokens: window.tokens,
+                grain,
+                starts_chunk: false,
+            });
+        }
+    }
+
+    /// Packs pieces greedily into chunks of at most `max_tokens`, each chunk after the first
+    /// starting with the tail of the previous one as overlap when it fits.
+    fn pack(&mut self, pieces: &[Piece]) -> Vec<RawChunk> {
+        let mut chunks = Vec::new();
+        let mut i = 0;
+        // Where the next chunk starts when it repeats the end of the previous one, and how
+        // many tokens that repeated text holds.
+        let mut overlap: Option<(usize, usize)> = None;
+        while i < pieces.len() {
+            let (mut start, mut used) = match overlap.take() {
+                Some((start, tokens)) if tokens + pieces[i].tokens <= self.max_tokens => {
+                    (start, tokens)
+                }
+                _ => (pieces[i].range.start, 0),
+            };
+            used += pieces[i].tokens;
+            let mut j = i;
+            while j + 1 < pieces.len()
+                && !pieces[j + 1].starts_chunk
+                && used + pieces[j + 1].tokens <= self.max_tokens
+            {
+                j += 1;
+                used += pieces[j].tokens;
+            }
+            // Sums of piece counts are close to the count of the joined text, not equal to it:
+            // measure the real chunk and shed overlap, then pieces, until it fits.
+            let chunk = loop {
+                let range = trim(self.text, start..pieces[j].range.end);
+                let count = range
+                    .as_ref()
+                    .map_or(0, |r| tokens::count(&self.text[r.clone()]));
+                if count <= self.max_tokens {
+                    break Vec::from_iter(range.map(|range| RawChunk {
+                        range,
+                        tokens: count,
+                    }));
+                }
+                if start < pieces[i].range.start {
+                    start = pieces[i].range.start;
+                } else if j > i {
+                    j -= 1;
+                } else {
+                    // A piece measured with its surrounding blanks can count more once
+                    // trimmed; cut it between tokens rather than exceed the budget.
+                    let mut cut = Vec::new();
+                    let piece = &pieces[i];
+                    self.hard_split(piece.range.clone(), self.max_tokens, piece.grain, &mut cut);
+                    break cut
+                        .into_iter()
+                        .filter_map(|piece| {
+                            let range = trim(self.text, piece.range)?;
+                            Some(RawChunk {
+                                range,
+                                tokens: piece.tokens,
+                            })
+                        })
+                        .collect();
+                }
+            };
+            let first = i;
+            i = j + 1;
+            // The overlap must start after the chunk's first non-blank byte, or the next chunk
+            // would start where this one does.
+            let content_start = chunk.last().map_or(start, |chunk| chunk.range.start);
+            for chunk in chunk {
+                // A chunk that ends where the previous one did holds nothing new (only blanks
+                // after the overlap); drop it.
+                if chunks
+                    .last()
+                    .is_none_or(|last: &RawChunk| chunk.range.end > last.range.end)
+                {
+                    chunks.push(chunk);
+                }
+            }
+            if i < pieces.len() && self.overlap_tokens > 0 {
+                overlap = self.overlap_start(&pieces[first..i], content_start);
+            }
+        }
+        chunks
+    }
+
+    /// The start (and token count) of the overlap to repeat from a chunk made of `pieces`
+    /// whose text starts at `chunk_start`: the longest run of whole trailing sentences or lines
+    /// within `overlap_tokens`. When even the last sentence or line is longer, it is taken
+    /// whole if it is at most half as long again, else the last words of a sentence are taken
+    /// (a cut line of code or table row would only confuse).
+    fn overlap_start(&self, pieces: &[Piece], chunk_start: usize) -> Option<(usize, usize)> {
+        let tolerance = self.overlap_tokens + self.overlap_tokens / 2;
+        let mut start = None;
+        let mut total = 0;
+        for piece in pieces.iter().rev() {
+            let tail_units = match piece.grain {
+                Grain::Block(kind) => units_of(self.text, piece.range.clone(), kind),
+                Grain::Sentence | Grain::Line => vec![piece.range.clone()],
+            };
+            let prose = matches!(
+                piece.grain,
+                Grain::Sentence | Grain::Block(BlockKind::Prose | BlockKind::ListItem)
+            );
+            for unit in tail_units.into_iter().rev() {
+                // Repeating the whole chunk would make no progress.
+                let inside = unit.start > chunk_start;
+                let count = tokens::count_capped(&self.text[unit.clone()], tolerance);
+                if inside && total + count <= self.overlap_tokens {
+                    total += count;
+                    start = Some(unit.start);
+                    continue;
+                }
+                if start.is_some() {
+                    return start.map(|s| (s, total));
+                }
+                if inside && count <= tolerance {
+                    return Some((unit.start, count));
+                }
+                return if prose {
+                    self.words_tail(unit, chunk_start)
+                } else {
+                    None
+                };
+            }
+        }
+        start.map(|s| (s, total))
+    }
+
+    /// About `overlap_tokens` tokens from the end of `unit`, starting at a word after
+    /// `chunk_start`.
+    fn words_tail(&self, unit: Range<usize>, chunk_start: usize) -> Option<(usize, usize)> {
+        let slice = &self.text[unit.clone()];
+        let ends = tokens::token_ends(slice.trim_end());
+        if ends.len() <= self.overlap_tokens {
+            return None;
+        }
+        let from = ends[ends.len() - self.overlap_tokens - 1];
+        let bytes = slice.as_bytes();
+        // The first word that starts after `from`: a non-blank byte right after a blank one.
+        let word = (from.max(1)..slice.len())
+            .find(|&p| bytes[p - 1].is_ascii_whitespace() && !bytes[p].is_ascii_whitespace())?;
+        let start = unit.start + word;
+        if start <= chunk_start {
+            return None;
+        }
+        let count = tokens::count(&self.text[start..unit.end]);
+        Some((start, count))
+    }
+}
+
+/// Cuts a block into its natural units: sentences for prose, lines for code, tables and
+/// HTML, and both for list items (whose lines are often items of a nested list).
+fn units_of(text: &str, range: Range<usize>, kind: BlockKind) -> Vec<Range<usize>> {
+    let starts = match kind {
+        BlockKind::Prose => sentence_starts(text, range.clone()),
+        BlockKind::Lines => content_line_starts(text, range.clone()),
+        BlockKind::ListItem => {
+            let mut starts = content_line_starts(text, range.clone());
+            starts.extend(sentence_starts(text, range.clone()));
+            starts.sort_unstable();
+            starts.dedup();
+            starts
+        }
+    };
+    units(range, &starts)
+}
+
+/// `range` without the whitespace at either end, or `None` when nothing else is left.
+pub(crate) fn trim(text: &str, range: Range<usize>) -> Option<Range<usize>> {
+    let slice = &text[range.clone()];
+    let start = range.start + (slice.len() - slice.trim_start().len());
+    let end = range.start + slice.trim_end().len();
+    (start < end).then_some(start..end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chunk::outline::Block;
+
+    fn section(text: &str, kind: BlockKind) -> Section {
+        Section {
+            heading_path: Vec::new(),
+            range: 0..text.len(),
+            heading: None,
+            blocks: vec![Block { start: 0, kind }],
+        }
+    }
+
+    fn split(text: &str, kind: BlockKind, max: usize, overlap: usize) -> Vec<RawChunk> {
+        let lines = LineIndex::new(text);
+        let mut warnings = Vec::new();
+        Splitter::new(text, &lines, max, overlap, &mut warnings).split_section(&section(text, kind))
+    }
+
+    #[test]
+    fn trimming_drops_blank_ends() {
+        assert_eq!(trim(" \n ab c\r\n", 0..9), Some(3..7));
+        assert_eq!(trim("  \r\n", 0..4), None);
+    }
+
+    #[test]
+    fn a_long_paragraph_is_cut_at_sentences_with_overlap() {
+        let text = "This is sentence number one. ".repeat(20);
+        let chunks = split(&text, BlockKind::Prose, 30, 8);
+        assert!(chunks.len() > 1);
+        for pair in chunks.windows(2) {
+            // Each chunk starts at a sentence, inside the previous chunk.
+            assert!(text[pair[1].range.clone()].starts_with("This is"));
+            assert!(pair[1].range.start < pair[0].range.end);
+        }
+        assert!(chunks.iter().all(|c| c.tokens <= 30));
+    }
+
+    #[test]
+    fn a_run_without_breaks_is_cut_between_tokens_and_tiles() {
+        let text = "abcdefghij".repeat(200);
+        let chunks = split(&text, BlockKind::Prose, 50, 0);
+        assert!(chunks.iter().all(|c| c.tokens <= 50));
+        assert!(
+            chunks
+                .windows(2)
+                .all(|w| w[0].range.end == w[1].range.start)
+        );
+        assert_eq!(chunks.last().map(|c| c.range.end), Some(text.len()));
+    }
+
+    #[test]
+    fn overlap_falls_back_to_the_last_words_of_a_long_sentence() {
+        let text = format!("{} end. {}", "word ".repeat(60), "more ".repeat(40));
+        let chunks = split(&text, BlockKind::Prose, 70, 10);
+        assert!(chunks.len() > 1);
+        assert!(chunks[1].range.start < chunks[0].range.end);
+    }
+}

@@ -1,0 +1,256 @@
+//! Property tests for the chunker: on any input it returns chunks that are exact slices of
+//! the input with correct lines, counts and hashes, in order, covering all the content, and
+//! in `section` mode never reaching across a heading.
+
+use std::ops::Range;
+
+use proptest::prelude::*;
+use pulldown_cmark::{Event, Options, Parser, Tag};
+use situate::chunk::{ChunkConfig, ChunkStrategy, ChunkedDocument, DocKind, chunk_document};
+
+/// The body of a markdown file: after a byte order mark and after front matter, which opens
+/// with a fence line directly followed by a non-blank line and closes with a matching fence
+/// line (`---`/`...` for YAML, `+++` for TOML).
+fn markdown_body_start(text: &str) -> usize {
+    let bom = if text.starts_with('\u{feff}') { 3 } else { 0 };
+    let fence = |line: &str| line.trim_end_matches(['\n', '\r', ' ', '\t']).to_string();
+    let mut lines = text[bom..].split_inclusive('\n');
+    let Some(first) = lines.next() else {
+        return bom;
+    };
+    let closers: &[&str] = match fence(first).as_str() {
+        "---" => &["---", "..."],
+        "+++" => &["+++"],
+        _ => return bom,
+    };
+    let mut offset = bom + first.len();
+    // A blank line right after the opener makes it a thematic break, not front matter.
+    if text[offset..].lines().next().unwrap_or("").trim().is_empty() {
+        return bom;
+    }
+    for line in lines {
+        offset += line.len();
+        if closers.contains(&fence(line).as_str()) {
+            return offset;
+        }
+    }
+    bom
+}
+
+/// Byte ranges of the top-level headings of a markdown body, as offsets into `text`.
+fn top_level_headings(text: &str, body_start: usize) -> Vec<Range<usize>> {
+    let options = Options::ENABLE_TABLES
+        | Options::ENABLE_FOOTNOTES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_TASKLISTS
+        | Options::ENABLE_HEADING_ATTRIBUTES;
+    let mut depth = 0usize;
+    let mut headings = Vec::new();
+    for (event, range) in Parser::new_ext(&text[body_start..], options).into_offset_iter() {
+        match event {
+            Event::Start(tag) => {
+                if depth == 0 && matches!(tag, Tag::Heading { .. }) {
+                    headings.push(range.start + body_start..range.end + body_start);
+                }
+                depth += 1;
+            }
+            Event::End(_) => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    headings
+}
+
+fn line_of(text: &str, offset: usize) -> u32 {
+    1 + text.as_bytes()[..offset]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count() as u32
+}
+
+fn check(text: &str, kind: DocKind, config: &ChunkConfig) -> Result<(), TestCaseError> {
+    let doc: ChunkedDocument = chunk_document("doc", text, kind, config);
+    prop_assert!(!doc.title.is_empty());
+    let bpe = tiktoken_rs::cl100k_base_singleton();
+    let mut previous: Option<Range<usize>> = None;
+    for (i, chunk) in doc.chunks.iter().enumerate() {
+        let range = chunk.byte_range.clone();
+        prop_assert_eq!(chunk.ordinal as usize, i);
+        prop_assert!(range.start < range.end && range.end <= text.len());
+        prop_assert_eq!(chunk.text.as_str(), &text[range.clone()]);
+        prop_assert_eq!(
+            chunk.text.trim(),
+            chunk.text.as_str(),
+            "chunk text is trimmed"
+        );
+        prop_assert_eq!(chunk.start_line, line_of(text, range.start));
+        prop_assert_eq!(chunk.end_line, line_of(text, range.end - 1));
+        prop_assert_eq!(
+            chunk.token_count as usize,
+            bpe.encode_ordinary(&chunk.text).len()
+        );
+        prop_assert!(chunk.token_count > 0);
+        // Only a single character that cl100k splits into more tokens than a tiny budget may
+        // exceed it.
+        prop_assert!(
+            chunk.token_count as usize <= config.max_tokens.max(1)
+                || chunk.text.chars().count() == 1,
+            "{} tokens over a budget of {}",
+            chunk.token_count,
+            config.max_tokens
+        );
+        prop_assert_eq!(
+            chunk.content_hash,
+            xxhash_rust::xxh3::xxh3_64(chunk.text.as_bytes())
+        );
+        if let Some(previous) = &previous {
+            prop_assert!(range.start > previous.start, "chunks move forward");
+            prop_assert!(range.end > previous.end, "chunks move forward");
+        }
+        previous = Some(range);
+    }
+
+    let body_start = match kind {
+        DocKind::Markdown => markdown_body_start(text),
+        DocKind::Text => {
+            if text.starts_with('\u{feff}') {
+                3
+            } else {
+                0
+            }
+        }
+    };
+    let headings = match kind {
+        DocKind::Markdown => top_level_headings(text, body_start),
+        DocKind::Text => Vec::new(),
+    };
+    if config.strategy == ChunkStrategy::Section {
+        for heading in &headings {
+            for chunk in &doc.chunks {
+                let range = &chunk.byte_range;
+                prop_assert!(
+                    !(range.start < heading.start && heading.start < range.end),
+                    "chunk {:?} reaches across the heading at {:?}",
+                    range,
+                    heading
+                );
+            }
+        }
+    }
+    // Nothing but whitespace (and, in section mode, the lines of headings whose section has no
+    // body) is left out of every chunk.
+    for (offset, c) in text[body_start..].char_indices() {
+        let offset = offset + body_start;
+        if c.is_whitespace() {
+            continue;
+        }
+        let in_heading = headings.iter().any(|h| h.contains(&offset));
+        if config.strategy == ChunkStrategy::Section && in_heading {
+            continue;
+        }
+        prop_assert!(
+            doc.chunks
+                .iter()
+                .any(|chunk| chunk.byte_range.contains(&offset)),
+            "{:?} at byte {} is in no chunk",
+            c,
+            offset
+        );
+    }
+    Ok(())
+}
+
+/// Fragments that exercise markdown structure when strung together.
+fn markdownish() -> impl Strategy<Value = String> {
+    let fragment = prop_oneof![
+        Just("# ".to_string()),
+        Just("## ".to_string()),
+        Just("###### ".to_string()),
+        Just("####### ".to_string()),
+        Just("#".to_string()),
+        Just("```".to_string()),
+        Just("~~~".to_string()),
+        Just("---".to_string()),
+        Just("+++".to_string()),
+        Just("...".to_string()),
+        Just("===".to_string()),
+        Just("\n".to_string()),
+        Just("\n".to_string()),
+        Just("\n\n".to_string()),
+        Just("\r\n".to_string()),
+        Just("\r".to_string()),
+        Just(" ".to_string()),
+        Just("    ".to_string()),
+        Just("\t".to_string()),
+        Just("- ".to_string()),
+        Just("1. ".to_string()),
+        Just("> ".to_string()),
+        Just("| a | b |\n|---|---|\n| 1 | 2 |".to_string()),
+        Just("<div>".to_string()),
+        Just("<a id=\"x\"></a>".to_string()),
+        Just("[x]: http://example.com".to_string()),
+        Just("title: Front".to_string()),
+        Just("title = \"Front\"".to_string()),
+        Just("`code`".to_string()),
+        Just("*em*".to_string()),
+        Just("\u{feff}".to_string()),
+        Just("\u{fffd}".to_string()),
+        Just("é".to_string()),
+        Just("😀".to_string()),
+        Just("日本語。".to_string()),
+        Just("A sentence. ".to_string()),
+        Just("e.g. ".to_string()),
+        "[a-z]{1,12}",
+        "[a-zA-Z0-9 .,!?]{1,40}",
+        "[a-z]{60,200}",
+        any::<String>(),
+    ];
+    prop::collection::vec(fragment, 0..60).prop_map(|parts| parts.concat())
+}
+
+fn small_config() -> impl Strategy<Value = ChunkConfig> {
+    (1usize..48, 0usize..24, prop::bool::ANY).prop_map(|(max_tokens, overlap_tokens, fixed)| {
+        ChunkConfig {
+            strategy: if fixed {
+                ChunkStrategy::Fixed
+            } else {
+                ChunkStrategy::Section
+            },
+            max_tokens,
+            overlap_tokens,
+        }
+    })
+}
+
+fn kind() -> impl Strategy<Value = DocKind> {
+    prop_oneof![Just(DocKind::Markdown), Just(DocKind::Text)]
+}
+
+/// 256 cases keep the suite fast; `PROPTEST_CASES=100000` searches harder.
+fn case_count() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|cases| cases.parse().ok())
+        .unwrap_or(256)
+}
+
+proptest! {
+    // Failures are not persisted to a file: shrunk counterexamples become named cases in the
+    // unit tests of `src/chunk/` instead.
+    #![proptest_config(ProptestConfig {
+        failure_persistence: None,
+        ..ProptestConfig::with_cases(case_count())
+    })]
+
+    #[test]
+    fn arbitrary_strings(text in any::<String>(), kind in kind(), config in small_config()) {
+        check(&text, kind, &config)?;
+        check(&text, kind, &ChunkConfig::default())?;
+    }
+
+    #[test]
+    fn markdownish_strings(text in markdownish(), kind in kind(), config in small_config()) {
+        check(&text, kind, &config)?;
+        check(&text, kind, &ChunkConfig::default())?;
+    }
+}
