@@ -21,7 +21,10 @@ fn main() {
     let dir = args.first().map(PathBuf::from).unwrap_or_else(|| shared.join("traefik-docs"));
     let queries = args.get(1).map(PathBuf::from).unwrap_or_else(|| shared.join("traefik-dev-queries.jsonl"));
     if !dir.is_dir() {
-        println!("skipped: no corpus at {} (pass a folder: cargo bench --bench workspace -- DIR)", dir.display());
+        println!(
+            "skipped: no corpus at {} (pass a folder: cargo bench --bench workspace -- DIR)",
+            dir.display()
+        );
         return;
     }
     let work = tempfile::tempdir().expect("temp dir");
@@ -54,8 +57,7 @@ fn main() {
 
     drop(engine);
     let t = Instant::now();
-    let engine =
-        Engine::open_with(&root, config, Vec::new(), embedder, OpenMode::Write).expect("reopen");
+    let engine = Engine::open_with(&root, config, Vec::new(), embedder, OpenMode::Write).expect("reopen");
     let reopen_time = t.elapsed();
 
     println!("corpus:            {} ({} files)", dir.display(), cold.files_seen);
@@ -89,7 +91,10 @@ fn main() {
             times.sort_by(f64::total_cmp);
             let median = times[times.len() / 2];
             let p95 = times[(times.len() * 95 / 100).min(times.len() - 1)];
-            println!("search {mode:<7}     median {median:.2} ms, p95 {p95:.2} ms over {} queries", times.len());
+            println!(
+                "search {mode:<7}     median {median:.2} ms, p95 {p95:.2} ms over {} queries",
+                times.len()
+            );
         }
     }
     if let Some(kib) = peak_rss_kib() {

@@ -89,7 +89,10 @@ impl ReconcileReport {
 pub struct Status {
     pub workspace: String,
     pub index_dir: String,
+    /// This engine cannot write the index.
     pub read_only: bool,
+    /// Another process is writing the index.
+    pub other_writer: bool,
     pub files: usize,
     pub chunks: usize,
     pub vectors: usize,
@@ -214,7 +217,8 @@ impl Engine {
         let mut skipped = walked.skipped;
 
         let mut changes: Vec<FileChange> = Vec::new();
-        let seen: std::collections::HashSet<&str> = walked.files.iter().map(|f| f.rel_path.as_str()).collect();
+        let seen: std::collections::HashSet<&str> =
+            walked.files.iter().map(|f| f.rel_path.as_str()).collect();
         for path in self.index.manifest().files.keys() {
             if !seen.contains(path.as_str()) {
                 changes.push(FileChange::Remove { path: path.clone() });
@@ -317,6 +321,7 @@ impl Engine {
             workspace: self.root.display().to_string(),
             index_dir: self.index.dir().display().to_string(),
             read_only: self.index.is_read_only(),
+            other_writer: self.index.other_writer(),
             files: manifest.files.len(),
             chunks: manifest.chunk_count(),
             vectors: self.index.vector_count(),
@@ -359,7 +364,11 @@ fn prepare(file: &SourceFile, config: &Config, index: &Index) -> Result<Prepared
     if let Some(entry) = index.manifest().files.get(&file.rel_path)
         && entry.content_hash == read.content_hash
     {
-        return Ok(Prepared::Touched { path: file.rel_path.clone(), size: file.size, mtime_ns: file.mtime_ns });
+        return Ok(Prepared::Touched {
+            path: file.rel_path.clone(),
+            size: file.size,
+            mtime_ns: file.mtime_ns,
+        });
     }
     let file_name = file.rel_path.rsplit('/').next().unwrap_or(&file.rel_path);
     let kind = workspace::doc_kind(&file.rel_path);

@@ -41,6 +41,9 @@ pub struct Metrics {
     pub queries: usize,
     /// Share of queries with a hit in the top k, for k in [`RECALL_AT`].
     pub recall: [f64; 4],
+    /// Per query, the share of its gold locations hit in the top k, averaged (the Pass@k
+    /// of Anthropic's contextual-retrieval notebook).
+    pub pass: [f64; 4],
     pub mrr_at_10: f64,
 }
 
@@ -52,6 +55,8 @@ pub struct QueryOutcome {
     pub query: String,
     /// 1-based rank of the first hit within the top 20.
     pub first_hit: Option<usize>,
+    /// For each gold location, the 1-based rank of the first hit on it.
+    pub gold_ranks: Vec<Option<usize>>,
     /// Where the hits lay (path and lines), for the run file.
     pub results: Vec<(String, u32, u32)>,
 }
@@ -104,7 +109,11 @@ pub fn evaluate(engine: &Engine, queries: &[EvalQuery], mode: SearchMode) -> Res
             kind: q.kind.clone().unwrap_or_else(|| "all".to_string()),
             query: q.query.clone(),
             first_hit: first_hit(&hits, &q.gold),
-            results: hits.iter().map(|h| (h.chunk.path.clone(), h.chunk.start_line, h.chunk.end_line)).collect(),
+            gold_ranks: q.gold.iter().map(|g| first_hit(&hits, std::slice::from_ref(g))).collect(),
+            results: hits
+                .iter()
+                .map(|h| (h.chunk.path.clone(), h.chunk.start_line, h.chunk.end_line))
+                .collect(),
         });
     }
     let overall = metrics(outcomes.iter());
@@ -118,7 +127,9 @@ pub fn evaluate(engine: &Engine, queries: &[EvalQuery], mode: SearchMode) -> Res
 
 /// 1-based rank of the first hit that overlaps a gold location.
 pub fn first_hit(hits: &[Hit], gold: &[Gold]) -> Option<usize> {
-    hits.iter().position(|h| gold.iter().any(|g| overlaps(&h.chunk.path, h.chunk.start_line, h.chunk.end_line, g))).map(|i| i + 1)
+    hits.iter()
+        .position(|h| gold.iter().any(|g| overlaps(&h.chunk.path, h.chunk.start_line, h.chunk.end_line, g)))
+        .map(|i| i + 1)
 }
 
 fn overlaps(path: &str, start: u32, end: u32, gold: &Gold) -> bool {
@@ -127,14 +138,29 @@ fn overlaps(path: &str, start: u32, end: u32, gold: &Gold) -> bool {
 
 /// Recall@k and MRR@10 from first-hit ranks.
 pub fn metrics<'a>(outcomes: impl Iterator<Item = &'a QueryOutcome>) -> Metrics {
-    let ranks: Vec<Option<usize>> = outcomes.map(|o| o.first_hit).collect();
-    let n = ranks.len();
+    let outcomes: Vec<&QueryOutcome> = outcomes.collect();
+    let n = outcomes.len();
     if n == 0 {
         return Metrics::default();
     }
-    let share = |k: usize| ranks.iter().filter(|r| r.is_some_and(|r| r <= k)).count() as f64 / n as f64;
-    let mrr = ranks.iter().map(|r| r.filter(|r| *r <= 10).map_or(0.0, |r| 1.0 / r as f64)).sum::<f64>() / n as f64;
-    Metrics { queries: n, recall: RECALL_AT.map(share), mrr_at_10: mrr }
+    let within = |r: &Option<usize>, k: usize| r.is_some_and(|r| r <= k);
+    let recall = |k: usize| outcomes.iter().filter(|o| within(&o.first_hit, k)).count() as f64 / n as f64;
+    let pass = |k: usize| {
+        outcomes
+            .iter()
+            .map(|o| {
+                let found = o.gold_ranks.iter().filter(|r| within(r, k)).count();
+                found as f64 / o.gold_ranks.len().max(1) as f64
+            })
+            .sum::<f64>()
+            / n as f64
+    };
+    let mrr = outcomes
+        .iter()
+        .map(|o| o.first_hit.filter(|r| *r <= 10).map_or(0.0, |r| 1.0 / r as f64))
+        .sum::<f64>()
+        / n as f64;
+    Metrics { queries: n, recall: RECALL_AT.map(recall), pass: RECALL_AT.map(pass), mrr_at_10: mrr }
 }
 
 #[cfg(test)]
@@ -142,7 +168,14 @@ mod tests {
     use super::*;
 
     fn outcome(first_hit: Option<usize>) -> QueryOutcome {
-        QueryOutcome { id: String::new(), kind: "k".into(), query: String::new(), first_hit, results: Vec::new() }
+        QueryOutcome {
+            id: String::new(),
+            kind: "k".into(),
+            query: String::new(),
+            first_hit,
+            gold_ranks: vec![first_hit],
+            results: Vec::new(),
+        }
     }
 
     #[test]
@@ -152,6 +185,15 @@ mod tests {
         assert_eq!(m.queries, 4);
         assert_eq!(m.recall, [0.25, 0.5, 0.5, 0.75]);
         assert!((m.mrr_at_10 - (1.0 + 1.0 / 3.0) / 4.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn pass_counts_the_share_of_gold_found() {
+        let mut two_gold = outcome(Some(2));
+        two_gold.gold_ranks = vec![Some(2), Some(7)];
+        let m = metrics([two_gold, outcome(None)].iter());
+        assert_eq!(m.recall, [0.0, 0.5, 0.5, 0.5]);
+        assert_eq!(m.pass, [0.0, 0.25, 0.5, 0.5]);
     }
 
     #[test]

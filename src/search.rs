@@ -82,16 +82,19 @@ pub fn search(
 ) -> Result<Vec<Hit>, SearchError> {
     let searcher = index.searcher();
     // With a path filter, take more candidates so that enough survive it.
-    let candidates = if request.paths.is_empty() { config.candidates } else { config.candidates * 4 }
-        .max(request.limit);
+    let candidates =
+        if request.paths.is_empty() { config.candidates } else { config.candidates * 4 }.max(request.limit);
     let use_bm25 = request.mode != SearchMode::Vector;
     let use_vector = request.mode != SearchMode::Bm25;
 
     let mut arms = Vec::new();
     if use_bm25 {
         let terms = tokenizer::query_terms(&request.query);
-        let boosts =
-            FieldBoosts { title: config.title_boost, headings: config.headings_boost, path: config.path_boost };
+        let boosts = FieldBoosts {
+            title: config.title_boost,
+            headings: config.headings_boost,
+            path: config.path_boost,
+        };
         let ids = index.bm25(&searcher, &terms, boosts, candidates)?;
         arms.push(Ranked { weight: config.bm25_weight, ids });
     }
@@ -103,7 +106,8 @@ pub fn search(
             .unwrap_or_default();
         // A query of only unknown tokens embeds to nothing useful: leave the arm out.
         if query_vector.iter().any(|x| *x != 0.0) {
-            let ids = index.nearest(&query_vector, candidates)?.into_iter().map(|(id, d)| (id, 1.0 - d)).collect();
+            let ids =
+                index.nearest(&query_vector, candidates)?.into_iter().map(|(id, d)| (id, 1.0 - d)).collect();
             arms.push(Ranked { weight: config.vector_weight, ids });
         }
     }

@@ -122,10 +122,9 @@ pub fn walk(root: &Path, config: &WalkConfig, index_dir: Option<&Path>) -> WalkR
                 size: meta.len(),
                 mtime_ns: mtime_ns(&meta),
             }),
-            Err(e) => result.skipped.push(Skipped {
-                path: rel_path,
-                reason: SkipReason::Unreadable { error: e.to_string() },
-            }),
+            Err(e) => result
+                .skipped
+                .push(Skipped { path: rel_path, reason: SkipReason::Unreadable { error: e.to_string() } }),
         }
     }
     result.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));

@@ -21,18 +21,11 @@ fn data_dir() -> PathBuf {
 }
 
 fn config_for(name: &str) -> ChunkConfig {
-    let small = ChunkConfig {
-        strategy: ChunkStrategy::Section,
-        max_tokens: 48,
-        overlap_tokens: 12,
-    };
+    let small = ChunkConfig { strategy: ChunkStrategy::Section, max_tokens: 48, overlap_tokens: 12 };
     if name.contains(".small.") {
         small
     } else if name.contains(".fixed.") {
-        ChunkConfig {
-            strategy: ChunkStrategy::Fixed,
-            ..small
-        }
+        ChunkConfig { strategy: ChunkStrategy::Fixed, ..small }
     } else {
         ChunkConfig::default()
     }
@@ -59,11 +52,8 @@ fn render(config: &ChunkConfig, doc: &ChunkedDocument) -> String {
     }
     let _ = writeln!(out, "chunks: {}", doc.chunks.len());
     for chunk in &doc.chunks {
-        let path = if chunk.heading_path.is_empty() {
-            "(none)".to_string()
-        } else {
-            chunk.heading_path.join(" > ")
-        };
+        let path =
+            if chunk.heading_path.is_empty() { "(none)".to_string() } else { chunk.heading_path.join(" > ") };
         let _ = writeln!(
             out,
             "\n#{} L{}-{} B{}..{} tokens={} path={}",
@@ -86,38 +76,22 @@ fn chunks_match_the_golden_files() {
     let mut inputs: Vec<PathBuf> = std::fs::read_dir(data_dir())
         .expect("tests/data/chunk exists")
         .map(|entry| entry.expect("readable directory entry").path())
-        .filter(|path| {
-            matches!(
-                path.extension().and_then(|e| e.to_str()),
-                Some("md" | "txt")
-            )
-        })
+        .filter(|path| matches!(path.extension().and_then(|e| e.to_str()), Some("md" | "txt")))
         .collect();
     inputs.sort();
     assert!(inputs.len() >= 15, "golden inputs are missing: {inputs:?}");
 
     let mut failures = Vec::new();
     for input in &inputs {
-        let name = input
-            .file_name()
-            .and_then(|n| n.to_str())
-            .expect("utf-8 name");
+        let name = input.file_name().and_then(|n| n.to_str()).expect("utf-8 name");
         let bytes = std::fs::read(input).expect("readable input");
         // The reader decodes invalid UTF-8 lossily before chunking; do the same here.
         let text = String::from_utf8_lossy(&bytes);
-        let kind = if name.ends_with(".txt") {
-            DocKind::Text
-        } else {
-            DocKind::Markdown
-        };
+        let kind = if name.ends_with(".txt") { DocKind::Text } else { DocKind::Markdown };
         let config = config_for(name);
         let doc = chunk_document(name, &text, kind, &config);
         for chunk in &doc.chunks {
-            assert_eq!(
-                chunk.text,
-                text[chunk.byte_range.clone()],
-                "{name}: chunk text"
-            );
+            assert_eq!(chunk.text, text[chunk.byte_range.clone()], "{name}: chunk text");
         }
         let actual = render(&config, &doc);
         let expected_path = input.with_file_name(format!("{name}.expected"));
@@ -155,48 +129,24 @@ fn assert_giant_line_is_tiled(line: &str, kind: DocKind) {
     let doc = chunk_document("giant", line, kind, &ChunkConfig::default());
     let elapsed = started.elapsed();
     // A quadratic step would take minutes on 5 MB; this bound only catches that, not noise.
-    assert!(
-        elapsed < Duration::from_secs(30),
-        "chunking took {elapsed:?}"
-    );
+    assert!(elapsed < Duration::from_secs(30), "chunking took {elapsed:?}");
     assert!(doc.chunks.len() > 1000, "{} chunks", doc.chunks.len());
     let mut covered_to = 0;
     for chunk in &doc.chunks {
         assert_eq!((chunk.start_line, chunk.end_line), (1, 1));
-        assert!(
-            chunk.token_count as usize <= 400,
-            "{} tokens",
-            chunk.token_count
-        );
+        assert!(chunk.token_count as usize <= 400, "{} tokens", chunk.token_count);
         let gap = &line[covered_to.min(chunk.byte_range.start)..chunk.byte_range.start];
-        assert!(
-            gap.trim().is_empty(),
-            "text before byte {} is in no chunk",
-            chunk.byte_range.start
-        );
+        assert!(gap.trim().is_empty(), "text before byte {} is in no chunk", chunk.byte_range.start);
         assert!(chunk.byte_range.end > covered_to, "chunks go backwards");
         covered_to = chunk.byte_range.end;
     }
-    assert!(
-        line[covered_to..].trim().is_empty(),
-        "the end of the line is in no chunk"
-    );
+    assert!(line[covered_to..].trim().is_empty(), "the end of the line is in no chunk");
 }
 
 #[test]
 fn a_five_megabyte_line_of_words_is_chunked_and_tiled() {
     let mut line = String::with_capacity(5 << 20);
-    let words = [
-        "situate",
-        "chunks",
-        "every",
-        "line",
-        "naïve",
-        "café",
-        "ünïcödé",
-        "42",
-        "—",
-    ];
+    let words = ["situate", "chunks", "every", "line", "naïve", "café", "ünïcödé", "42", "—"];
     let mut i = 0usize;
     while line.len() < 5 << 20 {
         line.push_str(words[i % words.len()]);

@@ -62,10 +62,7 @@ fn top_level_headings(text: &str, body_start: usize) -> Vec<Range<usize>> {
 }
 
 fn line_of(text: &str, offset: usize) -> u32 {
-    1 + text.as_bytes()[..offset]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count() as u32
+    1 + text.as_bytes()[..offset].iter().filter(|&&b| b == b'\n').count() as u32
 }
 
 fn check(text: &str, kind: DocKind, config: &ChunkConfig) -> Result<(), TestCaseError> {
@@ -78,31 +75,20 @@ fn check(text: &str, kind: DocKind, config: &ChunkConfig) -> Result<(), TestCase
         prop_assert_eq!(chunk.ordinal as usize, i);
         prop_assert!(range.start < range.end && range.end <= text.len());
         prop_assert_eq!(chunk.text.as_str(), &text[range.clone()]);
-        prop_assert_eq!(
-            chunk.text.trim(),
-            chunk.text.as_str(),
-            "chunk text is trimmed"
-        );
+        prop_assert_eq!(chunk.text.trim(), chunk.text.as_str(), "chunk text is trimmed");
         prop_assert_eq!(chunk.start_line, line_of(text, range.start));
         prop_assert_eq!(chunk.end_line, line_of(text, range.end - 1));
-        prop_assert_eq!(
-            chunk.token_count as usize,
-            bpe.encode_ordinary(&chunk.text).len()
-        );
+        prop_assert_eq!(chunk.token_count as usize, bpe.encode_ordinary(&chunk.text).len());
         prop_assert!(chunk.token_count > 0);
         // Only a single character that cl100k splits into more tokens than a tiny budget may
         // exceed it.
         prop_assert!(
-            chunk.token_count as usize <= config.max_tokens.max(1)
-                || chunk.text.chars().count() == 1,
+            chunk.token_count as usize <= config.max_tokens.max(1) || chunk.text.chars().count() == 1,
             "{} tokens over a budget of {}",
             chunk.token_count,
             config.max_tokens
         );
-        prop_assert_eq!(
-            chunk.content_hash,
-            xxhash_rust::xxh3::xxh3_64(chunk.text.as_bytes())
-        );
+        prop_assert_eq!(chunk.content_hash, xxhash_rust::xxh3::xxh3_64(chunk.text.as_bytes()));
         if let Some(previous) = &previous {
             prop_assert!(range.start > previous.start, "chunks move forward");
             prop_assert!(range.end > previous.end, "chunks move forward");
@@ -149,9 +135,7 @@ fn check(text: &str, kind: DocKind, config: &ChunkConfig) -> Result<(), TestCase
             continue;
         }
         prop_assert!(
-            doc.chunks
-                .iter()
-                .any(|chunk| chunk.byte_range.contains(&offset)),
+            doc.chunks.iter().any(|chunk| chunk.byte_range.contains(&offset)),
             "{:?} at byte {} is in no chunk",
             c,
             offset
@@ -209,16 +193,10 @@ fn markdownish() -> impl Strategy<Value = String> {
 }
 
 fn small_config() -> impl Strategy<Value = ChunkConfig> {
-    (1usize..48, 0usize..24, prop::bool::ANY).prop_map(|(max_tokens, overlap_tokens, fixed)| {
-        ChunkConfig {
-            strategy: if fixed {
-                ChunkStrategy::Fixed
-            } else {
-                ChunkStrategy::Section
-            },
-            max_tokens,
-            overlap_tokens,
-        }
+    (1usize..48, 0usize..24, prop::bool::ANY).prop_map(|(max_tokens, overlap_tokens, fixed)| ChunkConfig {
+        strategy: if fixed { ChunkStrategy::Fixed } else { ChunkStrategy::Section },
+        max_tokens,
+        overlap_tokens,
     })
 }
 
@@ -228,10 +206,7 @@ fn kind() -> impl Strategy<Value = DocKind> {
 
 /// 256 cases keep the suite fast; `PROPTEST_CASES=100000` searches harder.
 fn case_count() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|cases| cases.parse().ok())
-        .unwrap_or(256)
+    std::env::var("PROPTEST_CASES").ok().and_then(|cases| cases.parse().ok()).unwrap_or(256)
 }
 
 proptest! {

@@ -143,7 +143,8 @@ fn a_deleted_file_leaves_both_indexes() {
     let f = Fixture::standard();
     let mut engine = f.engine(Counting::new());
     reconcile(&mut engine);
-    let ids: Vec<u64> = engine.index().manifest().files["kitchen/bread.md"].chunks.iter().map(|c| c.id).collect();
+    let ids: Vec<u64> =
+        engine.index().manifest().files["kitchen/bread.md"].chunks.iter().map(|c| c.id).collect();
     assert!(ids.iter().all(|id| engine.index().has_vector(*id)));
     std::fs::remove_file(f.root().join("kitchen/bread.md")).unwrap();
     let report = reconcile(&mut engine);
@@ -349,7 +350,7 @@ fn a_second_writer_gets_a_read_only_engine_that_still_searches() {
     assert!(second.reconcile(&mut |_| {}).is_err());
     let hits = second.search(&request("herons canal", SearchMode::Hybrid)).unwrap();
     assert_eq!(hits[0].chunk.path, "journal/2026-03-02.txt");
-    assert!(second.status().read_only);
+    assert!(second.status().read_only && second.status().other_writer);
     drop(first);
     let third = f.engine(Counting::new());
     assert!(!third.is_read_only());

@@ -15,10 +15,7 @@ fn builtin() -> StaticEmbedder {
 }
 
 fn embed_one(embedder: &StaticEmbedder, text: &str) -> Vec<f32> {
-    embedder
-        .embed(&[text])
-        .expect("embedding succeeds")
-        .remove(0)
+    embedder.embed(&[text]).expect("embedding succeeds").remove(0)
 }
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {
@@ -63,15 +60,7 @@ fn vectors_are_finite_and_unit_length_for_any_text() {
                      Ünïcödé, 中文字符, emoji 🦀, tabs\tand\u{0} control characters. ";
     let huge = paragraph.repeat(100 * 1024 / paragraph.len() + 1);
     assert!(huge.len() >= 100 * 1024);
-    let texts = [
-        "",
-        "   ",
-        "\n\t\n",
-        "☃☃",
-        "a",
-        "how long are backups kept",
-        &huge,
-    ];
+    let texts = ["", "   ", "\n\t\n", "☃☃", "a", "how long are backups kept", &huge];
     let vectors = builtin().embed(&texts).unwrap();
     assert_eq!(vectors.len(), texts.len());
     for (text, v) in texts.iter().zip(&vectors) {
@@ -126,21 +115,14 @@ fn related_texts_are_closer_than_unrelated_ones() {
     for (query, related, unrelated) in triples {
         let v = embedder.embed(&[query, related, unrelated]).unwrap();
         let (near, far) = (dot(&v[0], &v[1]), dot(&v[0], &v[2]));
-        assert!(
-            near > far + 0.2,
-            "{query:?}: related {near:.3} should clearly beat unrelated {far:.3}"
-        );
+        assert!(near > far + 0.2, "{query:?}: related {near:.3} should clearly beat unrelated {far:.3}");
     }
 }
 
 #[test]
 fn batches_match_single_texts_and_keep_order() {
     let embedder = builtin();
-    let texts = [
-        "first text",
-        "",
-        "second, longer text about TLS certificates",
-    ];
+    let texts = ["first text", "", "second, longer text about TLS certificates"];
     let batch = embedder.embed(&texts).unwrap();
     for (text, v) in texts.iter().zip(&batch) {
         assert_eq!(&embed_one(&embedder, text), v);
@@ -153,10 +135,7 @@ fn only_the_first_tokens_of_a_long_text_count() {
     let embedder = builtin();
     let long = "backup retention policy ".repeat(1000);
     let with_tail = format!("{long} the router matches the Host header");
-    assert_eq!(
-        embed_one(&embedder, &long),
-        embed_one(&embedder, &with_tail)
-    );
+    assert_eq!(embed_one(&embedder, &long), embed_one(&embedder, &with_tail));
     // A short text still sees its tail.
     assert_ne!(
         embed_one(&embedder, "backup retention policy"),
@@ -172,22 +151,11 @@ fn from_dir_on_a_copy_of_the_asset_matches_builtin() {
     let identity = from_dir.identity();
     assert_eq!(identity.provider, "static");
     assert_eq!(identity.dimensions, 256);
-    assert!(
-        identity.model.starts_with("dir:my-model:"),
-        "{}",
-        identity.model
-    );
+    assert!(identity.model.starts_with("dir:my-model:"), "{}", identity.model);
     assert_ne!(identity, builtin.identity());
 
-    let texts = [
-        "how long are backups kept",
-        "",
-        "Backups are retained for 30 days",
-    ];
-    assert_eq!(
-        from_dir.embed(&texts).unwrap(),
-        builtin.embed(&texts).unwrap()
-    );
+    let texts = ["how long are backups kept", "", "Backups are retained for 30 days"];
+    assert_eq!(from_dir.embed(&texts).unwrap(), builtin.embed(&texts).unwrap());
 }
 
 #[test]

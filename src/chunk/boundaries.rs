@@ -9,8 +9,8 @@ use std::ops::Range;
 
 /// Words that end with a period without ending a sentence.
 const ABBREVIATIONS: &[&str] = &[
-    "e.g", "i.e", "eg", "ie", "etc", "vs", "cf", "al", "approx", "mr", "mrs", "ms", "dr", "st",
-    "no", "fig", "vol", "resp",
+    "e.g", "i.e", "eg", "ie", "etc", "vs", "cf", "al", "approx", "mr", "mrs", "ms", "dr", "st", "no", "fig",
+    "vol", "resp",
 ];
 
 /// Start offsets of the lines of `text[range]` after its first line. A line ends at `\n`, or
@@ -68,10 +68,8 @@ pub(crate) fn sentence_starts(text: &str, range: Range<usize>) -> Vec<usize> {
             '.' | '!' | '?' => {
                 // Swallow runs like `?!` or `...` and closing marks like `."` or `.)**`.
                 while let Some(&(_, next)) = chars.peek() {
-                    if matches!(
-                        next,
-                        '.' | '!' | '?' | '"' | '\'' | ')' | ']' | '*' | '_' | '”' | '’' | '»'
-                    ) {
+                    if matches!(next, '.' | '!' | '?' | '"' | '\'' | ')' | ']' | '*' | '_' | '”' | '’' | '»')
+                    {
                         chars.next();
                     } else {
                         break;
@@ -101,10 +99,7 @@ pub(crate) fn sentence_starts(text: &str, range: Range<usize>) -> Vec<usize> {
 
 /// Whether the word right before a period is an abbreviation or an initial ("J. Doe").
 fn is_abbreviation(before: &str) -> bool {
-    let word = before
-        .rsplit(|c: char| c.is_whitespace() || c == '(')
-        .next()
-        .unwrap_or("");
+    let word = before.rsplit(|c: char| c.is_whitespace() || c == '(').next().unwrap_or("");
     let mut letters = word.chars();
     if let (Some(first), None) = (letters.next(), letters.next()) {
         return first.is_alphabetic() && first.is_uppercase();
@@ -133,31 +128,19 @@ mod tests {
 
     fn sentences(text: &str) -> Vec<&str> {
         let starts = sentence_starts(text, 0..text.len());
-        units(0..text.len(), &starts)
-            .into_iter()
-            .map(|r| &text[r])
-            .collect()
+        units(0..text.len(), &starts).into_iter().map(|r| &text[r]).collect()
     }
 
     fn lines(text: &str) -> Vec<&str> {
         let starts = line_starts(text, 0..text.len());
-        units(0..text.len(), &starts)
-            .into_iter()
-            .map(|r| &text[r])
-            .collect()
+        units(0..text.len(), &starts).into_iter().map(|r| &text[r]).collect()
     }
 
     #[test]
     fn sentences_end_at_terminal_punctuation_before_whitespace() {
         assert_eq!(
             sentences("One. Two? \"Three!\" Four…\nstill four. Version 2.0 is out."),
-            vec![
-                "One. ",
-                "Two? ",
-                "\"Three!\" ",
-                "Four…\nstill four. ",
-                "Version 2.0 is out."
-            ]
+            vec!["One. ", "Two? ", "\"Three!\" ", "Four…\nstill four. ", "Version 2.0 is out."]
         );
     }
 
@@ -165,10 +148,7 @@ mod tests {
     fn abbreviations_and_initials_do_not_end_sentences() {
         assert_eq!(
             sentences("Use a tool, e.g. this one. J. Doe wrote it (cf. the notes)."),
-            vec![
-                "Use a tool, e.g. this one. ",
-                "J. Doe wrote it (cf. the notes)."
-            ]
+            vec!["Use a tool, e.g. this one. ", "J. Doe wrote it (cf. the notes)."]
         );
     }
 
@@ -182,10 +162,7 @@ mod tests {
     fn blank_lines_join_the_line_before_them() {
         let text = "a\n\n  \nb\n\n";
         let starts = content_line_starts(text, 0..text.len());
-        let lines: Vec<&str> = units(0..text.len(), &starts)
-            .into_iter()
-            .map(|r| &text[r])
-            .collect();
+        let lines: Vec<&str> = units(0..text.len(), &starts).into_iter().map(|r| &text[r]).collect();
         assert_eq!(lines, vec!["a\n\n  \n", "b\n\n"]);
     }
 

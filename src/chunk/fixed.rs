@@ -20,24 +20,14 @@ pub(crate) struct Window {
 /// Windows end at a token boundary, moved back to the end of a word when one lies in the
 /// window's second half, and snapped to a character boundary (cl100k splits some characters
 /// across tokens). With no overlap the windows tile `text`.
-pub(crate) fn token_windows(
-    text: &str,
-    first_budget: usize,
-    budget: usize,
-    overlap: usize,
-) -> Vec<Window> {
+pub(crate) fn token_windows(text: &str, first_budget: usize, budget: usize, overlap: usize) -> Vec<Window> {
     // Tokenizing the whole text once keeps this linear; each window then takes the next
     // `budget` tokens by offset.
     let ends = tokens::token_ends(text);
     let mut windows: Vec<Window> = Vec::new();
     let mut pos = 0;
     while pos < text.len() {
-        let budget = if windows.is_empty() {
-            first_budget
-        } else {
-            budget
-        }
-        .max(1);
+        let budget = if windows.is_empty() { first_budget } else { budget }.max(1);
         // Tokens that end after `pos`; the one straddling `pos`, if any, counts whole.
         let from = ends.partition_point(|&end| end <= pos);
         let mut take = budget;
@@ -62,10 +52,7 @@ pub(crate) fn token_windows(
             }
             cut = shorter;
         };
-        windows.push(Window {
-            range: pos..cut,
-            tokens: count,
-        });
+        windows.push(Window { range: pos..cut, tokens: count });
         // Trailing blanks would only make a window of nothing: they join this one.
         if text[cut..].trim_start().is_empty() {
             if let Some(last) = windows.last_mut() {
@@ -95,49 +82,28 @@ fn window_end(text: &str, ends: &[usize], pos: usize, from: usize, take: usize) 
     }
     let bytes = text.as_bytes();
     let last = from + take - 1;
-    let word_end = (from + take.div_ceil(2)..=last)
-        .rev()
-        .map(|k| ends[k])
-        .find(|&end| {
-            end > 0
-                && bytes.get(end).is_some_and(u8::is_ascii_whitespace)
-                && !bytes[end - 1].is_ascii_whitespace()
-        });
+    let word_end = (from + take.div_ceil(2)..=last).rev().map(|k| ends[k]).find(|&end| {
+        end > 0
+            && bytes.get(end).is_some_and(u8::is_ascii_whitespace)
+            && !bytes[end - 1].is_ascii_whitespace()
+    });
     let cut = floor_char_boundary(text, word_end.unwrap_or(ends[last]));
-    if cut <= pos {
-        ceil_char_boundary(text, pos + 1)
-    } else {
-        cut
-    }
+    if cut <= pos { ceil_char_boundary(text, pos + 1) } else { cut }
 }
 
 /// Where the window after `window_start..cut` starts: `overlap` tokens before `cut`, moved
 /// forward to the start of a word when one comes before `cut`.
-fn overlap_start(
-    text: &str,
-    ends: &[usize],
-    window_start: usize,
-    cut: usize,
-    overlap: usize,
-) -> usize {
+fn overlap_start(text: &str, ends: &[usize], window_start: usize, cut: usize, overlap: usize) -> usize {
     let bytes = text.as_bytes();
     let after_window = ends.partition_point(|&end| end <= cut);
     let first_inside = ends.partition_point(|&end| end <= window_start);
     let start_token = after_window.saturating_sub(overlap).max(first_inside + 1);
-    let candidate = if start_token == 0 {
-        0
-    } else {
-        ends[start_token - 1]
-    };
+    let candidate = if start_token == 0 { 0 } else { ends[start_token - 1] };
     let word = (candidate.max(1)..cut)
         .find(|&p| bytes[p - 1].is_ascii_whitespace() && !bytes[p].is_ascii_whitespace());
     let start = ceil_char_boundary(text, word.unwrap_or(candidate));
     // Every window must move forward, however the snapping went.
-    if start <= window_start || start >= cut {
-        cut
-    } else {
-        start
-    }
+    if start <= window_start || start >= cut { cut } else { start }
 }
 
 /// The `fixed` strategy: windows of `max_tokens` with `overlap_tokens` overlap over the body,
@@ -163,20 +129,9 @@ pub(crate) fn fixed_chunks(
                 return None;
             }
             last_end = range.end;
-            let section = outline
-                .sections
-                .partition_point(|s| s.range.start <= range.start)
-                .checked_sub(1);
-            let path = section
-                .map(|i| outline.sections[i].heading_path.clone())
-                .unwrap_or_default();
-            Some((
-                RawChunk {
-                    range,
-                    tokens: window.tokens,
-                },
-                path,
-            ))
+            let section = outline.sections.partition_point(|s| s.range.start <= range.start).checked_sub(1);
+            let path = section.map(|i| outline.sections[i].heading_path.clone()).unwrap_or_default();
+            Some((RawChunk { range, tokens: window.tokens }, path))
         })
         .collect()
 }
@@ -191,18 +146,10 @@ mod tests {
         let windows = token_windows(&text, 10, 25, 0);
         assert!(windows[0].tokens <= 10);
         assert!(windows.iter().all(|w| w.tokens <= 25));
-        assert!(
-            windows
-                .windows(2)
-                .all(|w| w[0].range.end == w[1].range.start)
-        );
+        assert!(windows.windows(2).all(|w| w[0].range.end == w[1].range.start));
         assert_eq!(windows.last().map(|w| w.range.end), Some(text.len()));
         // Cuts fall at the end of a word.
-        assert!(
-            windows
-                .iter()
-                .all(|w| text[w.range.clone()].trim_end().ends_with('a'))
-        );
+        assert!(windows.iter().all(|w| text[w.range.clone()].trim_end().ends_with('a')));
     }
 
     #[test]
@@ -220,10 +167,6 @@ mod tests {
         let text = "日本語のテキスト".repeat(50);
         let windows = token_windows(&text, 20, 20, 0);
         assert!(windows.len() > 1);
-        assert!(
-            windows
-                .iter()
-                .all(|w| w.tokens <= 20 && !w.range.is_empty())
-        );
+        assert!(windows.iter().all(|w| w.tokens <= 20 && !w.range.is_empty()));
     }
 }

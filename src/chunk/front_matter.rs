@@ -32,11 +32,7 @@ enum Syntax {
 
 /// Looks for front matter at the very start of `text` (after an optional byte order mark).
 pub(crate) fn detect(text: &str) -> Detection {
-    let start = if text.starts_with('\u{feff}') {
-        '\u{feff}'.len_utf8()
-    } else {
-        0
-    };
+    let start = if text.starts_with('\u{feff}') { '\u{feff}'.len_utf8() } else { 0 };
     let mut lines = Lines { text, pos: start };
     let Some((_, first)) = lines.next() else {
         return Detection::Absent;
@@ -66,10 +62,7 @@ pub(crate) fn detect(text: &str) -> Detection {
                 Syntax::Toml => toml_title(content),
             }
             .filter(|t| !t.is_empty());
-            return Detection::Found(FrontMatter {
-                body_start: lines.pos,
-                title,
-            });
+            return Detection::Found(FrontMatter { body_start: lines.pos, title });
         }
     }
     Detection::Unclosed
@@ -122,10 +115,8 @@ fn yaml_title(content: &str) -> Option<String> {
         if !is_block {
             return Some(collapse(value));
         }
-        let continuation: Vec<&str> = lines
-            .take_while(|l| l.starts_with([' ', '\t']) || l.trim().is_empty())
-            .map(str::trim)
-            .collect();
+        let continuation: Vec<&str> =
+            lines.take_while(|l| l.starts_with([' ', '\t']) || l.trim().is_empty()).map(str::trim).collect();
         return Some(collapse(&continuation.join(" ")));
     }
     None
@@ -227,20 +218,9 @@ mod tests {
 
     #[test]
     fn yaml_titles_lose_their_quotes() {
-        assert_eq!(
-            found("---\ntitle: \"A \\\"b\\\"\"\n---\n").title.as_deref(),
-            Some("A \"b\"")
-        );
-        assert_eq!(
-            found("---\ntitle: 'it''s'\n---\n").title.as_deref(),
-            Some("it's")
-        );
-        assert_eq!(
-            found("---\ntitle: Plain  text # note\n---\n")
-                .title
-                .as_deref(),
-            Some("Plain text")
-        );
+        assert_eq!(found("---\ntitle: \"A \\\"b\\\"\"\n---\n").title.as_deref(), Some("A \"b\""));
+        assert_eq!(found("---\ntitle: 'it''s'\n---\n").title.as_deref(), Some("it's"));
+        assert_eq!(found("---\ntitle: Plain  text # note\n---\n").title.as_deref(), Some("Plain text"));
     }
 
     #[test]
@@ -257,15 +237,9 @@ mod tests {
 
     #[test]
     fn toml_title_before_any_table() {
-        assert_eq!(
-            found("+++\ntitle = \"Hugo page\"\n+++\n").title.as_deref(),
-            Some("Hugo page")
-        );
+        assert_eq!(found("+++\ntitle = \"Hugo page\"\n+++\n").title.as_deref(), Some("Hugo page"));
         assert_eq!(found("+++\n[params]\ntitle = \"x\"\n+++\n").title, None);
-        assert_eq!(
-            found("+++\ntitle = 'lit'\n+++\n").title.as_deref(),
-            Some("lit")
-        );
+        assert_eq!(found("+++\ntitle = 'lit'\n+++\n").title.as_deref(), Some("lit"));
     }
 
     #[test]

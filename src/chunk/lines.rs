@@ -8,12 +8,7 @@ pub(crate) struct LineIndex {
 
 impl LineIndex {
     pub(crate) fn new(text: &str) -> LineIndex {
-        let breaks = text
-            .bytes()
-            .enumerate()
-            .filter(|&(_, b)| b == b'\n')
-            .map(|(i, _)| i + 1)
-            .collect();
+        let breaks = text.bytes().enumerate().filter(|&(_, b)| b == b'\n').map(|(i, _)| i + 1).collect();
         LineIndex { breaks }
     }
 

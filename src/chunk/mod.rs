@@ -56,11 +56,7 @@ pub struct ChunkConfig {
 
 impl Default for ChunkConfig {
     fn default() -> Self {
-        ChunkConfig {
-            strategy: ChunkStrategy::Section,
-            max_tokens: 400,
-            overlap_tokens: 40,
-        }
+        ChunkConfig { strategy: ChunkStrategy::Section, max_tokens: 400, overlap_tokens: 40 }
     }
 }
 
@@ -100,29 +96,19 @@ pub struct ChunkedDocument {
 ///
 /// Never fails and never panics: problems (unclosed front matter, text cut between tokens)
 /// come back as warnings next to the chunks.
-pub fn chunk_document(
-    file_name: &str,
-    text: &str,
-    kind: DocKind,
-    config: &ChunkConfig,
-) -> ChunkedDocument {
+pub fn chunk_document(file_name: &str, text: &str, kind: DocKind, config: &ChunkConfig) -> ChunkedDocument {
     let mut warnings = Vec::new();
     let lines = LineIndex::new(text);
     // A byte order mark is an encoding artefact, not content: it would hide a heading on the
     // first line from the parser.
-    let bom = if text.starts_with('\u{feff}') {
-        '\u{feff}'.len_utf8()
-    } else {
-        0
-    };
+    let bom = if text.starts_with('\u{feff}') { '\u{feff}'.len_utf8() } else { 0 };
     let (body_start, front_title) = match kind {
         DocKind::Text => (bom, None),
         DocKind::Markdown => match front_matter::detect(text) {
             Detection::Absent => (bom, None),
             Detection::Unclosed => {
                 warnings.push(
-                    "line 1: front matter is opened but never closed; it is read as markdown"
-                        .to_string(),
+                    "line 1: front matter is opened but never closed; it is read as markdown".to_string(),
                 );
                 (bom, None)
             }
@@ -134,19 +120,12 @@ pub fn chunk_document(
         DocKind::Markdown => markdown::parse(text, body.clone()),
         DocKind::Text => text::parse(text, body.clone()),
     };
-    let title = front_title
-        .or_else(|| outline.first_h1.clone())
-        .unwrap_or_else(|| file_name.to_string());
+    let title = front_title.or_else(|| outline.first_h1.clone()).unwrap_or_else(|| file_name.to_string());
 
     let raw_chunks: Vec<(RawChunk, Vec<String>)> = match config.strategy {
         ChunkStrategy::Section => {
-            let mut splitter = Splitter::new(
-                text,
-                &lines,
-                config.max_tokens,
-                config.overlap_tokens,
-                &mut warnings,
-            );
+            let mut splitter =
+                Splitter::new(text, &lines, config.max_tokens, config.overlap_tokens, &mut warnings);
             outline
                 .sections
                 .iter()
@@ -159,13 +138,9 @@ pub fn chunk_document(
                 })
                 .collect()
         }
-        ChunkStrategy::Fixed => fixed::fixed_chunks(
-            text,
-            body,
-            &outline,
-            config.max_tokens,
-            config.overlap_tokens,
-        ),
+        ChunkStrategy::Fixed => {
+            fixed::fixed_chunks(text, body, &outline, config.max_tokens, config.overlap_tokens)
+        }
     };
 
     let chunks = raw_chunks
@@ -187,9 +162,5 @@ pub fn chunk_document(
         })
         .collect();
 
-    ChunkedDocument {
-        title,
-        chunks,
-        warnings,
-    }
+    ChunkedDocument { title, chunks, warnings }
 }

@@ -51,15 +51,8 @@ impl Section {
     pub(crate) fn block_ranges(&self) -> Vec<(Range<usize>, BlockKind)> {
         let mut ranges = Vec::with_capacity(self.blocks.len());
         for (i, block) in self.blocks.iter().enumerate() {
-            let start = if i == 0 {
-                self.range.start
-            } else {
-                block.start
-            };
-            let end = self
-                .blocks
-                .get(i + 1)
-                .map_or(self.range.end, |next| next.start);
+            let start = if i == 0 { self.range.start } else { block.start };
+            let end = self.blocks.get(i + 1).map_or(self.range.end, |next| next.start);
             ranges.push((start..end, block.kind));
         }
         ranges

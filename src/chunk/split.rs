@@ -65,13 +65,7 @@ impl<'a> Splitter<'a> {
         warnings: &'a mut Vec<String>,
     ) -> Splitter<'a> {
         let max_tokens = max_tokens.max(1);
-        Splitter {
-            text,
-            lines,
-            max_tokens,
-            overlap_tokens: overlap_tokens.min(max_tokens / 2),
-            warnings,
-        }
+        Splitter { text, lines, max_tokens, overlap_tokens: overlap_tokens.min(max_tokens / 2), warnings }
     }
 
     /// The chunks of one section, in order. A section without body blocks yields none.
@@ -87,10 +81,7 @@ impl<'a> Splitter<'a> {
         };
         let count = tokens::count_capped(&self.text[whole.clone()], self.max_tokens);
         if count <= self.max_tokens {
-            return vec![RawChunk {
-                range: whole,
-                tokens: count,
-            }];
+            return vec![RawChunk { range: whole, tokens: count }];
         }
         let counts: Vec<usize> = blocks
             .iter()
@@ -99,12 +90,7 @@ impl<'a> Splitter<'a> {
         let mut pieces = Vec::new();
         for (i, ((range, kind), count)) in blocks.into_iter().zip(counts).enumerate() {
             if count <= self.max_tokens {
-                pieces.push(Piece {
-                    range,
-                    tokens: count,
-                    grain: Grain::Block(kind),
-                    starts_chunk: false,
-                });
+                pieces.push(Piece { range, tokens: count, grain: Grain::Block(kind), starts_chunk: false });
             } else if i == 0 && section.heading.is_some() {
                 self.split_heading_block(range, kind, section.blocks[0].start, &mut pieces);
             } else {
@@ -166,19 +152,10 @@ impl<'a> Splitter<'a> {
         // Where the first unit that had to be cut between tokens starts, for the warning.
         let mut cut_hard: Option<usize> = None;
         for unit in units_of(self.text, range.clone(), kind) {
-            let budget = if pieces.len() == first_piece {
-                first_budget
-            } else {
-                self.max_tokens
-            };
+            let budget = if pieces.len() == first_piece { first_budget } else { self.max_tokens };
             let count = tokens::count_capped(&self.text[unit.clone()], self.max_tokens);
             if count <= budget {
-                pieces.push(Piece {
-                    range: unit,
-                    tokens: count,
-                    grain,
-                    starts_chunk: false,
-                });
+                pieces.push(Piece { range: unit, tokens: count, grain, starts_chunk: false });
             } else {
                 // A unit that only misses the room a heading leaves is no surprise; one over
                 // the whole budget is worth a warning.
@@ -230,9 +207,7 @@ impl<'a> Splitter<'a> {
         let mut overlap: Option<(usize, usize)> = None;
         while i < pieces.len() {
             let (mut start, mut used) = match overlap.take() {
-                Some((start, tokens)) if tokens + pieces[i].tokens <= self.max_tokens => {
-                    (start, tokens)
-                }
+                Some((start, tokens)) if tokens + pieces[i].tokens <= self.max_tokens => (start, tokens),
                 _ => (pieces[i].range.start, 0),
             };
             used += pieces[i].tokens;
@@ -248,14 +223,9 @@ impl<'a> Splitter<'a> {
             // measure the real chunk and shed overlap, then pieces, until it fits.
             let chunk = loop {
                 let range = trim(self.text, start..pieces[j].range.end);
-                let count = range
-                    .as_ref()
-                    .map_or(0, |r| tokens::count(&self.text[r.clone()]));
+                let count = range.as_ref().map_or(0, |r| tokens::count(&self.text[r.clone()]));
                 if count <= self.max_tokens {
-                    break Vec::from_iter(range.map(|range| RawChunk {
-                        range,
-                        tokens: count,
-                    }));
+                    break Vec::from_iter(range.map(|range| RawChunk { range, tokens: count }));
                 }
                 if start < pieces[i].range.start {
                     start = pieces[i].range.start;
@@ -271,10 +241,7 @@ impl<'a> Splitter<'a> {
                         .into_iter()
                         .filter_map(|piece| {
                             let range = trim(self.text, piece.range)?;
-                            Some(RawChunk {
-                                range,
-                                tokens: piece.tokens,
-                            })
+                            Some(RawChunk { range, tokens: piece.tokens })
                         })
                         .collect();
                 }
@@ -287,10 +254,7 @@ impl<'a> Splitter<'a> {
             for chunk in chunk {
                 // A chunk that ends where the previous one did holds nothing new (only blanks
                 // after the overlap); drop it.
-                if chunks
-                    .last()
-                    .is_none_or(|last: &RawChunk| chunk.range.end > last.range.end)
-                {
+                if chunks.last().is_none_or(|last: &RawChunk| chunk.range.end > last.range.end) {
                     chunks.push(chunk);
                 }
             }
@@ -315,10 +279,8 @@ impl<'a> Splitter<'a> {
                 Grain::Block(kind) => units_of(self.text, piece.range.clone(), kind),
                 Grain::Sentence | Grain::Line => vec![piece.range.clone()],
             };
-            let prose = matches!(
-                piece.grain,
-                Grain::Sentence | Grain::Block(BlockKind::Prose | BlockKind::ListItem)
-            );
+            let prose =
+                matches!(piece.grain, Grain::Sentence | Grain::Block(BlockKind::Prose | BlockKind::ListItem));
             for unit in tail_units.into_iter().rev() {
                 // Repeating the whole chunk would make no progress.
                 let inside = unit.start > chunk_start;
@@ -334,11 +296,7 @@ impl<'a> Splitter<'a> {
                 if inside && count <= tolerance {
                     return Some((unit.start, count));
                 }
-                return if prose {
-                    self.words_tail(unit, chunk_start)
-                } else {
-                    None
-                };
+                return if prose { self.words_tail(unit, chunk_start) } else { None };
             }
         }
         start.map(|s| (s, total))
@@ -435,11 +393,7 @@ mod tests {
         let text = "abcdefghij".repeat(200);
         let chunks = split(&text, BlockKind::Prose, 50, 0);
         assert!(chunks.iter().all(|c| c.tokens <= 50));
-        assert!(
-            chunks
-                .windows(2)
-                .all(|w| w[0].range.end == w[1].range.start)
-        );
+        assert!(chunks.windows(2).all(|w| w[0].range.end == w[1].range.start));
         assert_eq!(chunks.last().map(|c| c.range.end), Some(text.len()));
     }
 

@@ -16,20 +16,12 @@ pub(crate) fn parse(text: &str, body: Range<usize>) -> Outline {
         let indent = content.len() - content.trim_start().len();
         let blank = indent == content.len();
         if !blank && after_blank {
-            blocks.push(Block {
-                start: line.start + indent,
-                kind: BlockKind::Prose,
-            });
+            blocks.push(Block { start: line.start + indent, kind: BlockKind::Prose });
         }
         after_blank = blank;
     }
     Outline {
-        sections: vec![Section {
-            heading_path: Vec::new(),
-            range: body,
-            heading: None,
-            blocks,
-        }],
+        sections: vec![Section { heading_path: Vec::new(), range: body, heading: None, blocks }],
         first_h1: None,
     }
 }
@@ -42,11 +34,8 @@ mod tests {
     fn paragraphs_start_after_blank_lines() {
         let text = "one\nstill one\n \t\n  two\r\n\r\nthree\rstill three";
         let outline = parse(text, 0..text.len());
-        let starts: Vec<&str> = outline.sections[0]
-            .blocks
-            .iter()
-            .map(|b| &text[b.start..b.start + 3])
-            .collect();
+        let starts: Vec<&str> =
+            outline.sections[0].blocks.iter().map(|b| &text[b.start..b.start + 3]).collect();
         assert_eq!(starts, vec!["one", "two", "thr"]);
     }
 

@@ -91,8 +91,7 @@ fn segment_end(text: &str) -> usize {
         let prev = bytes[p - 1];
         let here = bytes[p];
         let next = bytes.get(p + 1).copied().unwrap_or(b' ');
-        let space_before_word =
-            here == b' ' && !prev.is_ascii_whitespace() && !next.is_ascii_whitespace();
+        let space_before_word = here == b' ' && !prev.is_ascii_whitespace() && !next.is_ascii_whitespace();
         let after_line_break = prev == b'\n' && !here.is_ascii_whitespace();
         if (space_before_word || after_line_break) && text.is_char_boundary(p) {
             return p;

@@ -14,8 +14,8 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
 use crate::config::SearchMode;
-use crate::eval;
 use crate::engine::{Engine, ReconcileReport};
+use crate::eval;
 use crate::index::OpenMode;
 use crate::search::SearchRequest;
 
@@ -150,7 +150,10 @@ fn run(cli: Cli) -> Result<()> {
         Command::Index { dir, json } => {
             let mut engine = open(&dir, config, OpenMode::Write)?;
             if engine.is_read_only() {
-                bail!("another situate process is writing the index of {}; try again when it is done", dir.display());
+                bail!(
+                    "another situate process is writing the index of {}; try again when it is done",
+                    dir.display()
+                );
             }
             let report = reconcile(&mut engine, true)?;
             if json {
@@ -161,7 +164,8 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Search { query, dir, limit, mode, paths, json, explain, no_update } => {
-            let mut engine = open(&dir, config, if no_update { OpenMode::ReadOnly } else { OpenMode::Write })?;
+            let mut engine =
+                open(&dir, config, if no_update { OpenMode::ReadOnly } else { OpenMode::Write })?;
             if !no_update {
                 if engine.is_read_only() {
                     eprintln!("situate: another process is updating the index; searching it as it is");
@@ -205,12 +209,15 @@ fn run(cli: Cli) -> Result<()> {
                 Some(m) => vec![m.into()],
                 None => vec![SearchMode::Bm25, SearchMode::Vector, SearchMode::Hybrid],
             };
-            let reports =
-                modes.into_iter().map(|m| eval::evaluate(&engine, &queries, m)).collect::<Result<Vec<_>, _>>()?;
+            let reports = modes
+                .into_iter()
+                .map(|m| eval::evaluate(&engine, &queries, m))
+                .collect::<Result<Vec<_>, _>>()?;
             if let Some(path) = run_file
                 && let Some(last) = reports.last()
             {
-                render::write_run_file(&path, last).with_context(|| format!("cannot write {}", path.display()))?;
+                render::write_run_file(&path, last)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
             }
             if json {
                 serde_json::to_writer_pretty(&mut out, &reports)?;
@@ -235,8 +242,8 @@ fn run(cli: Cli) -> Result<()> {
 }
 
 fn open(dir: &Path, config: Option<&Path>, mode: OpenMode) -> Result<Engine> {
-    let engine =
-        Engine::open(dir, config, mode).with_context(|| format!("cannot open the index of {}", dir.display()))?;
+    let engine = Engine::open(dir, config, mode)
+        .with_context(|| format!("cannot open the index of {}", dir.display()))?;
     for problem in engine.config_problems() {
         eprintln!("situate: {problem} (using the default)");
     }

@@ -70,9 +70,17 @@ pub fn hits(out: &mut impl Write, hits: &[Hit], explain: bool) -> Result<()> {
 
 pub fn chunks(out: &mut impl Write, chunks: &[ChunkRecord]) -> Result<()> {
     for c in chunks {
-        writeln!(out, "{}:{}-{}  chunk {} ({} tokens)", c.path, c.start_line, c.end_line, c.ordinal, c.token_count)?;
+        writeln!(
+            out,
+            "{}:{}-{}  chunk {} ({} tokens)",
+            c.path, c.start_line, c.end_line, c.ordinal, c.token_count
+        )?;
         writeln!(out, "  context: {}", c.context)?;
-        writeln!(out, "  headings: {}", if c.heading_path.is_empty() { "-".into() } else { c.heading_path.join(" > ") })?;
+        writeln!(
+            out,
+            "  headings: {}",
+            if c.heading_path.is_empty() { "-".into() } else { c.heading_path.join(" > ") }
+        )?;
         for line in c.text.lines() {
             writeln!(out, "  | {line}")?;
         }
@@ -83,12 +91,25 @@ pub fn chunks(out: &mut impl Write, chunks: &[ChunkRecord]) -> Result<()> {
 
 pub fn status(out: &mut impl Write, s: &Status) -> Result<()> {
     writeln!(out, "workspace: {}", s.workspace)?;
-    writeln!(out, "index:     {}{}", s.index_dir, if s.read_only { " (another process is writing it)" } else { "" })?;
+    writeln!(
+        out,
+        "index:     {}{}",
+        s.index_dir,
+        if s.other_writer { " (another process is writing it)" } else { "" }
+    )?;
     writeln!(out, "files:     {}", s.files)?;
     writeln!(out, "chunks:    {} ({} with vectors)", s.chunks, s.vectors)?;
-    writeln!(out, "embedder:  {} {} ({} dimensions)", s.embedder.provider, s.embedder.model, s.embedder.dimensions)?;
+    writeln!(
+        out,
+        "embedder:  {} {} ({} dimensions)",
+        s.embedder.provider, s.embedder.model, s.embedder.dimensions
+    )?;
     writeln!(out, "size:      {:.1} MiB", s.disk_bytes as f64 / (1024.0 * 1024.0))?;
-    writeln!(out, "committed: {}", if s.last_commit == 0 { "never".to_string() } else { ago(s.last_commit) })?;
+    writeln!(
+        out,
+        "committed: {}",
+        if s.last_commit == 0 { "never".to_string() } else { ago(s.last_commit) }
+    )?;
     for p in &s.config_problems {
         writeln!(out, "config:    {p}")?;
     }
@@ -106,7 +127,10 @@ pub fn status(out: &mut impl Write, s: &Status) -> Result<()> {
 
 fn breadcrumb(c: &ChunkRecord) -> String {
     let headings = crate::context::context_headings(&c.title, &c.heading_path);
-    std::iter::once(c.title.as_str()).chain(headings.iter().map(String::as_str)).collect::<Vec<_>>().join(" › ")
+    std::iter::once(c.title.as_str())
+        .chain(headings.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" › ")
 }
 
 fn preview(text: &str) -> String {
@@ -131,12 +155,25 @@ fn ago(unix_secs: u64) -> String {
 }
 
 pub fn eval(out: &mut impl Write, reports: &[EvalReport], per_query: bool) -> Result<()> {
-    writeln!(out, "{:<28} {:>4} {:>6} {:>6} {:>6} {:>6} {:>7}", "mode / kind", "n", "R@1", "R@5", "R@10", "R@20", "MRR@10")?;
+    writeln!(
+        out,
+        "{:<22} {:>4} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7} {:>7}",
+        "mode / kind", "n", "R@1", "R@5", "R@10", "R@20", "MRR@10", "Pass@5", "Pass@10", "Pass@20"
+    )?;
     let row = |out: &mut dyn Write, label: &str, m: &Metrics| {
         writeln!(
             out,
-            "{:<28} {:>4} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>7.3}",
-            label, m.queries, m.recall[0], m.recall[1], m.recall[2], m.recall[3], m.mrr_at_10
+            "{:<22} {:>4} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>7.3} {:>7.3} {:>7.3} {:>7.3}",
+            label,
+            m.queries,
+            m.recall[0],
+            m.recall[1],
+            m.recall[2],
+            m.recall[3],
+            m.mrr_at_10,
+            m.pass[1],
+            m.pass[2],
+            m.pass[3]
         )
     };
     for r in reports {

@@ -117,8 +117,14 @@ pub enum FileChange {
     /// New or changed contents.
     Upsert(PreparedFile),
     /// Same contents, new size or mtime: only the manifest changes.
-    Touch { path: String, size: u64, mtime_ns: u64 },
-    Remove { path: String },
+    Touch {
+        path: String,
+        size: u64,
+        mtime_ns: u64,
+    },
+    Remove {
+        path: String,
+    },
 }
 
 /// What one `apply` did.
@@ -189,12 +195,17 @@ pub struct Index {
     vectors_incomplete: bool,
     /// Why parts of the index were rebuilt or repaired while opening.
     notes: Vec<String>,
+    /// Another process held the writer lock when this one opened the index.
+    other_writer: bool,
     _lock: Option<WriterLock>,
 }
 
 impl std::fmt::Debug for Index {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Index").field("dir", &self.layout.dir).field("files", &self.manifest.files.len()).finish()
+        f.debug_struct("Index")
+            .field("dir", &self.layout.dir)
+            .field("files", &self.manifest.files.len())
+            .finish()
     }
 }
 
@@ -287,6 +298,7 @@ impl Index {
             pending_removals: Vec::new(),
             vectors_incomplete: false,
             notes,
+            other_writer: false,
             _lock: Some(lock),
         };
         index.load_manifest(&payload)?;
@@ -313,6 +325,8 @@ impl Index {
         if !layout.tantivy().join("meta.json").exists() {
             return Err(IndexError::Missing { path: layout.dir.display().to_string() });
         }
+        // Only asked, not kept: a reader must not stop a writer from starting.
+        let other_writer = matches!(WriterLock::try_acquire(&layout.lock()), Ok(None));
         let (store, fields) = open_store(&layout, false)?;
         let tantivy_dir = layout.tantivy();
         let payload = read_payload(&store);
@@ -336,6 +350,7 @@ impl Index {
             pending_removals: Vec::new(),
             vectors_incomplete: false,
             notes: Vec::new(),
+            other_writer,
             _lock: None,
         };
         index.load_manifest(&payload)?;
@@ -376,22 +391,24 @@ impl Index {
         let meta = files::read_json::<VectorsMeta>(&self.layout.vectors_meta()).ok().flatten();
         let expected = self.manifest.chunk_count();
         match meta {
-            Some(m) if m.embedder == self.embedder => match VectorIndex::open(&path, self.embedder.dimensions, writable) {
-                Ok(v) => {
-                    self.vectors = v;
-                    if m.generation != self.committed_generation {
-                        self.notes.push(format!(
+            Some(m) if m.embedder == self.embedder => {
+                match VectorIndex::open(&path, self.embedder.dimensions, writable) {
+                    Ok(v) => {
+                        self.vectors = v;
+                        if m.generation != self.committed_generation {
+                            self.notes.push(format!(
                             "vectors are from commit {} but the chunk store from {}: missing vectors are re-embedded",
                             m.generation, self.committed_generation
                         ));
-                        self.vectors_incomplete = true;
+                            self.vectors_incomplete = true;
+                        }
+                    }
+                    Err(e) => {
+                        self.notes.push(format!("{e}: vectors are re-embedded from stored texts"));
+                        self.vectors_incomplete = expected > 0;
                     }
                 }
-                Err(e) => {
-                    self.notes.push(format!("{e}: vectors are re-embedded from stored texts"));
-                    self.vectors_incomplete = expected > 0;
-                }
-            },
+            }
             Some(m) => {
                 self.notes.push(format!(
                     "embedding model changed from {}/{} to {}/{}: vectors are rebuilt from stored texts",
@@ -406,7 +423,8 @@ impl Index {
             }
             None => {
                 if expected > 0 {
-                    self.notes.push("vector record missing: vectors are re-embedded from stored texts".to_string());
+                    self.notes
+                        .push("vector record missing: vectors are re-embedded from stored texts".to_string());
                     self.vectors_incomplete = true;
                 }
             }
@@ -451,6 +469,11 @@ impl Index {
 
     pub fn is_read_only(&self) -> bool {
         self.writer.is_none()
+    }
+
+    /// Whether another process was writing this index when it was opened read-only.
+    pub fn other_writer(&self) -> bool {
+        self.other_writer
     }
 
     /// Why parts of the index were rebuilt or repaired when it was opened.
@@ -504,7 +527,11 @@ impl Index {
 
     /// Applies file changes to the uncommitted state: chunk store, vectors and manifest.
     /// Vectors of texts already embedded anywhere in the index are reused.
-    pub fn apply(&mut self, changes: Vec<FileChange>, embedder: &dyn Embedder) -> Result<ApplyStats, IndexError> {
+    pub fn apply(
+        &mut self,
+        changes: Vec<FileChange>,
+        embedder: &dyn Embedder,
+    ) -> Result<ApplyStats, IndexError> {
         if self.writer.is_none() {
             return Err(IndexError::ReadOnly);
         }
@@ -662,8 +689,9 @@ impl Index {
         let store_changed = self.store_dirty;
         if store_changed {
             let generation = self.committed_generation + 1;
-            let payload = serde_json::to_string(&CommitPayload { generation, pipeline: self.pipeline.clone() })
-                .unwrap_or_default();
+            let payload =
+                serde_json::to_string(&CommitPayload { generation, pipeline: self.pipeline.clone() })
+                    .unwrap_or_default();
             let mut prepared = writer.prepare_commit().map_err(store_err(&tantivy_dir))?;
             prepared.set_payload(&payload);
             prepared.commit().map_err(store_err(&tantivy_dir))?;
@@ -682,16 +710,17 @@ impl Index {
             self.vectors = self.vectors.compacted(live)?;
         }
         self.vectors.save(&self.layout.vectors())?;
-        let vectors_meta = VectorsMeta { generation: self.committed_generation, embedder: self.embedder.clone() };
+        let vectors_meta =
+            VectorsMeta { generation: self.committed_generation, embedder: self.embedder.clone() };
         files::write_json(&self.layout.vectors_meta(), &vectors_meta)
             .map_err(io_err(&self.layout.vectors_meta()))?;
         self.manifest.generation = self.committed_generation;
         if store_changed {
-            self.manifest.committed_at = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs());
+            self.manifest.committed_at =
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
         }
-        files::write_json(&self.layout.manifest(), &self.manifest).map_err(io_err(&self.layout.manifest()))?;
+        files::write_json(&self.layout.manifest(), &self.manifest)
+            .map_err(io_err(&self.layout.manifest()))?;
         self.vectors_dirty = false;
         Ok(())
     }
@@ -714,7 +743,12 @@ impl Index {
             return Ok(Vec::new());
         }
         let f = &self.fields;
-        let fields = [(f.text, 1.0), (f.title, boosts.title), (f.headings, boosts.headings), (f.path_text, boosts.path)];
+        let fields = [
+            (f.text, 1.0),
+            (f.title, boosts.title),
+            (f.headings, boosts.headings),
+            (f.path_text, boosts.path),
+        ];
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for term in terms {
             for (field, boost) in fields {
@@ -758,7 +792,8 @@ impl Index {
                 .search(&q, &TopDocs::with_limit(1).order_by_score())
                 .map_err(store_err(&self.layout.tantivy()))?;
             if let Some((_, address)) = top.first() {
-                let doc: TantivyDocument = searcher.doc(*address).map_err(store_err(&self.layout.tantivy()))?;
+                let doc: TantivyDocument =
+                    searcher.doc(*address).map_err(store_err(&self.layout.tantivy()))?;
                 if let Some(r) = self.record_of(&doc) {
                     out.insert(id, r);
                 }
@@ -900,7 +935,9 @@ pub fn default_dir(root: &Path) -> PathBuf {
     let hash = xxhash_rust::xxh3::xxh3_64(canonical.to_string_lossy().as_bytes());
     let name: String = canonical
         .file_name()
-        .map(|n| n.to_string_lossy().chars().filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_')).collect())
+        .map(|n| {
+            n.to_string_lossy().chars().filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_')).collect()
+        })
         .unwrap_or_default();
     let base = dirs::cache_dir().unwrap_or_else(std::env::temp_dir);
     base.join("situate").join(format!("{name}-{hash:016x}"))

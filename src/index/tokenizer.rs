@@ -31,8 +31,8 @@ use std::collections::HashSet;
 
 use tantivy::Index;
 use tantivy::tokenizer::{
-    Language, LowerCaser, RemoveLongFilter, Stemmer, StopWordFilter, TextAnalyzer, Token,
-    TokenStream, Tokenizer,
+    Language, LowerCaser, RemoveLongFilter, Stemmer, StopWordFilter, TextAnalyzer, Token, TokenStream,
+    Tokenizer,
 };
 
 /// The name under which [`register`] puts the analyzer in an index's tokenizer manager; text
@@ -242,11 +242,7 @@ impl CodeAwareTokenStream<'_> {
         let mut level = Some(level);
         while let Some(current) = level {
             if current.part_end(self.text, start, end) < end {
-                self.pending.push(Frame {
-                    level: current,
-                    next: start,
-                    end,
-                });
+                self.pending.push(Frame { level: current, next: start, end });
                 return;
             }
             level = current.deeper();
@@ -392,10 +388,7 @@ impl CharClass {
     }
 
     fn is_letter(self) -> bool {
-        matches!(
-            self,
-            CharClass::Upper | CharClass::Lower | CharClass::Caseless
-        )
+        matches!(self, CharClass::Upper | CharClass::Lower | CharClass::Caseless)
     }
 
     fn is_cased(self) -> bool {
@@ -433,13 +426,9 @@ fn case_part_len(text: &str) -> usize {
             (CharClass::Upper, CharClass::Upper) => {
                 ahead.next() == Some(CharClass::Lower) && ahead.next() == Some(CharClass::Lower)
             }
-            (CharClass::Digit, next) if next.is_letter() => {
-                ahead.next().is_some_and(CharClass::is_letter)
-            }
+            (CharClass::Digit, next) if next.is_letter() => ahead.next().is_some_and(CharClass::is_letter),
             (before, CharClass::Digit) if before.is_letter() => letters >= 2,
-            (before, next) if before.is_letter() && next.is_letter() => {
-                before.is_cased() != next.is_cased()
-            }
+            (before, next) if before.is_letter() && next.is_letter() => before.is_cased() != next.is_cased(),
             _ => false,
         };
         if boundary {
@@ -458,8 +447,7 @@ mod tests {
     use tantivy::collector::TopDocs;
     use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
     use tantivy::schema::{
-        IndexRecordOption, STORED, STRING, Schema, TantivyDocument, TextFieldIndexing, TextOptions,
-        Value,
+        IndexRecordOption, STORED, STRING, Schema, TantivyDocument, TextFieldIndexing, TextOptions, Value,
     };
     use tantivy::{Term, doc};
 
@@ -471,22 +459,14 @@ mod tests {
         let mut stream = tokenizer.token_stream(text);
         let mut tokens = Vec::new();
         while let Some(token) = stream.next() {
-            tokens.push((
-                token.text.clone(),
-                token.position,
-                token.offset_from,
-                token.offset_to,
-            ));
+            tokens.push((token.text.clone(), token.position, token.offset_from, token.offset_to));
         }
         tokens
     }
 
     /// The raw tokenizer's texts only.
     fn raw(text: &str) -> Vec<String> {
-        raw_tokens(text)
-            .into_iter()
-            .map(|(text, ..)| text)
-            .collect()
+        raw_tokens(text).into_iter().map(|(text, ..)| text).collect()
     }
 
     /// The full analyzer's terms, duplicates kept, in order.
@@ -502,27 +482,15 @@ mod tests {
 
     #[test]
     fn camel_case_is_indexed_whole_and_by_part() {
-        assert_eq!(
-            raw("sourceCriterion"),
-            ["sourceCriterion", "source", "Criterion"]
-        );
-        assert_eq!(
-            analyzed("sourceCriterion"),
-            ["sourcecriterion", "sourc", "criterion"]
-        );
+        assert_eq!(raw("sourceCriterion"), ["sourceCriterion", "source", "Criterion"]);
+        assert_eq!(analyzed("sourceCriterion"), ["sourcecriterion", "sourc", "criterion"]);
     }
 
     #[test]
     fn acronyms_stay_together_before_a_word() {
         assert_eq!(raw("HTTPRouter"), ["HTTPRouter", "HTTP", "Router"]);
-        assert_eq!(
-            raw("XMLHttpRequest"),
-            ["XMLHttpRequest", "XML", "Http", "Request"]
-        );
-        assert_eq!(
-            raw("getHTTPResponse"),
-            ["getHTTPResponse", "get", "HTTP", "Response"]
-        );
+        assert_eq!(raw("XMLHttpRequest"), ["XMLHttpRequest", "XML", "Http", "Request"]);
+        assert_eq!(raw("getHTTPResponse"), ["getHTTPResponse", "get", "HTTP", "Response"]);
         // A single lowercase letter after capitals is a plural, not a word.
         assert_eq!(raw("URLs"), ["URLs"]);
         assert_eq!(raw("APIs"), ["APIs"]);
@@ -532,20 +500,11 @@ mod tests {
     #[test]
     fn kebab_and_snake_case_split_on_their_separators() {
         assert_eq!(raw("my-router"), ["my-router", "my", "router"]);
-        assert_eq!(
-            raw("snake_case_name"),
-            ["snake_case_name", "snake", "case", "name"]
-        );
+        assert_eq!(raw("snake_case_name"), ["snake_case_name", "snake", "case", "name"]);
         assert_eq!(raw("api_key_env"), ["api_key_env", "api", "key", "env"]);
-        assert_eq!(
-            raw("X-Forwarded-For"),
-            ["X-Forwarded-For", "X", "Forwarded", "For"]
-        );
+        assert_eq!(raw("X-Forwarded-For"), ["X-Forwarded-For", "X", "Forwarded", "For"]);
         // `for` is a stop word as a part; the whole header name stays.
-        assert_eq!(
-            analyzed("X-Forwarded-For"),
-            ["x-forwarded-for", "x", "forward"]
-        );
+        assert_eq!(analyzed("X-Forwarded-For"), ["x-forwarded-for", "x", "forward"]);
     }
 
     #[test]
@@ -565,14 +524,7 @@ mod tests {
         );
         assert_eq!(
             raw("--entryPoints.web.address"),
-            [
-                "entryPoints.web.address",
-                "entryPoints",
-                "entry",
-                "Points",
-                "web",
-                "address",
-            ]
+            ["entryPoints.web.address", "entryPoints", "entry", "Points", "web", "address",]
         );
     }
 
@@ -580,15 +532,7 @@ mod tests {
     fn paths_split_on_slash_before_dot() {
         assert_eq!(
             raw("docs/backup-policy.md"),
-            [
-                "docs/backup-policy.md",
-                "docs",
-                "backup-policy.md",
-                "backup-policy",
-                "backup",
-                "policy",
-                "md",
-            ]
+            ["docs/backup-policy.md", "docs", "backup-policy.md", "backup-policy", "backup", "policy", "md",]
         );
     }
 
@@ -634,10 +578,7 @@ mod tests {
 
     #[test]
     fn stop_words_are_dropped() {
-        assert_eq!(
-            analyzed("The backups are kept for a month"),
-            ["backup", "kept", "month"]
-        );
+        assert_eq!(analyzed("The backups are kept for a month"), ["backup", "kept", "month"]);
         // As parts too, while the whole stays.
         assert_eq!(analyzed("and/or"), ["and/or"]);
     }
@@ -646,9 +587,7 @@ mod tests {
     fn sentence_punctuation_is_not_part_of_a_token() {
         assert_eq!(
             raw("Set the address. Then, restart (see: v3.0)! Done?"),
-            [
-                "Set", "the", "address", "Then", "restart", "see", "v3.0", "v3", "0", "Done"
-            ]
+            ["Set", "the", "address", "Then", "restart", "see", "v3.0", "v3", "0", "Done"]
         );
         assert_eq!(raw("a... b-- c__ -d e.-f"), ["a", "b", "c", "d", "e", "f"]);
         assert_eq!(raw("e.g. this"), ["e.g", "e", "g", "this"]);
@@ -658,38 +597,18 @@ mod tests {
     fn urls_lose_their_scheme_and_keep_host_and_path() {
         assert_eq!(
             raw("https://doc.traefik.io/traefik/"),
-            [
-                "https",
-                "doc.traefik.io/traefik",
-                "doc.traefik.io",
-                "doc",
-                "traefik",
-                "io",
-                "traefik",
-            ]
+            ["https", "doc.traefik.io/traefik", "doc.traefik.io", "doc", "traefik", "io", "traefik",]
         );
         let terms = query_terms("see https://doc.traefik.io/traefik/ for details");
         assert_eq!(
             terms,
-            [
-                "see",
-                "https",
-                "doc.traefik.io/traefik",
-                "doc.traefik.io",
-                "doc",
-                "traefik",
-                "io",
-                "detail",
-            ]
+            ["see", "https", "doc.traefik.io/traefik", "doc.traefik.io", "doc", "traefik", "io", "detail",]
         );
     }
 
     #[test]
     fn key_value_pairs_split_at_the_equals_sign() {
-        assert_eq!(
-            raw("log_level=debug"),
-            ["log_level", "log", "level", "debug"]
-        );
+        assert_eq!(raw("log_level=debug"), ["log_level", "log", "level", "debug"]);
         assert_eq!(raw("--port=8080"), ["port", "8080"]);
     }
 
@@ -726,10 +645,7 @@ mod tests {
     fn unicode_letters_are_word_characters() {
         assert_eq!(
             raw_tokens("café Straße"),
-            [
-                ("café".to_string(), 0, 0, 5),
-                ("Straße".to_string(), 1, 6, 13),
-            ]
+            [("café".to_string(), 0, 0, 5), ("Straße".to_string(), 1, 6, 13),]
         );
         assert_eq!(analyzed("Straße"), ["straße"]);
         // A decomposed `é` keeps its combining accent.
@@ -795,10 +711,7 @@ mod tests {
             query_terms(r#"title:"backup AND (retention* OR "policy]] -- 🚀 NOT +x"#),
             ["titl", "backup", "retent", "polici", "x"]
         );
-        assert_eq!(
-            query_terms("How long are backups kept? backups!"),
-            ["how", "long", "backup", "kept"]
-        );
+        assert_eq!(query_terms("How long are backups kept? backups!"), ["how", "long", "backup", "kept"]);
         assert!(query_terms("").is_empty());
         assert!(query_terms("   \"\" :: () ** ").is_empty());
         assert!(query_terms("the AND of it").is_empty());
@@ -811,10 +724,7 @@ mod tests {
         register(&index);
         let mut analyzer = index.tokenizers().get(TEXT_ANALYZER).expect("registered");
         let mut stream = analyzer.token_stream("sourceCriterion");
-        assert_eq!(
-            stream.next().map(|t| t.text.clone()).as_deref(),
-            Some("sourcecriterion")
-        );
+        assert_eq!(stream.next().map(|t| t.text.clone()).as_deref(), Some("sourcecriterion"));
     }
 
     /// Names of the documents that match any of `terms` in the `text` field.
@@ -823,52 +733,35 @@ mod tests {
         let indexing = TextFieldIndexing::default()
             .set_tokenizer(TEXT_ANALYZER)
             .set_index_option(IndexRecordOption::WithFreqsAndPositions);
-        let text = schema.add_text_field(
-            "text",
-            TextOptions::default().set_indexing_options(indexing),
-        );
+        let text = schema.add_text_field("text", TextOptions::default().set_indexing_options(indexing));
         let name = schema.add_text_field("name", STRING | STORED);
         let index = Index::create_in_ram(schema.build());
         register(&index);
         let mut writer = index.writer(15_000_000).expect("writer");
         for (doc_name, body) in [
             ("camel", "Set `sourceCriterion` to pick the IP strategy."),
-            (
-                "spaced",
-                "The source criterion decides which address counts.",
-            ),
+            ("spaced", "The source criterion decides which address counts."),
             ("other", "Routers forward requests to services."),
         ] {
-            writer
-                .add_document(doc!(text => body, name => doc_name))
-                .expect("add");
+            writer.add_document(doc!(text => body, name => doc_name)).expect("add");
         }
         writer.commit().expect("commit");
         let searcher = index.reader().expect("reader").searcher();
         let clauses: Vec<(Occur, Box<dyn Query>)> = terms
             .iter()
             .map(|term| {
-                let query = TermQuery::new(
-                    Term::from_field_text(text, term),
-                    IndexRecordOption::WithFreqs,
-                );
+                let query = TermQuery::new(Term::from_field_text(text, term), IndexRecordOption::WithFreqs);
                 (Occur::Should, Box::new(query) as Box<dyn Query>)
             })
             .collect();
         let hits = searcher
-            .search(
-                &BooleanQuery::new(clauses),
-                &TopDocs::with_limit(10).order_by_score(),
-            )
+            .search(&BooleanQuery::new(clauses), &TopDocs::with_limit(10).order_by_score())
             .expect("search");
         let mut names: Vec<String> = hits
             .into_iter()
             .map(|(_, address)| {
                 let doc: TantivyDocument = searcher.doc(address).expect("doc");
-                doc.get_first(name)
-                    .and_then(|value| value.as_str())
-                    .expect("name")
-                    .to_string()
+                doc.get_first(name).and_then(|value| value.as_str()).expect("name").to_string()
             })
             .collect();
         names.sort();
@@ -877,10 +770,7 @@ mod tests {
 
     #[test]
     fn spaced_words_and_camel_case_find_each_other_in_an_index() {
-        assert_eq!(
-            search(&query_terms("source criterion")),
-            ["camel", "spaced"]
-        );
+        assert_eq!(search(&query_terms("source criterion")), ["camel", "spaced"]);
         assert_eq!(search(&query_terms("sourceCriterion")), ["camel", "spaced"]);
         assert_eq!(search(&query_terms("router")), ["other"]);
         assert!(search(&query_terms("the of and")).is_empty());

@@ -49,9 +49,7 @@ pub struct StaticEmbedder {
 /// Shows the identity only: the model's own `Debug` would print its whole embedding table.
 impl std::fmt::Debug for StaticEmbedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StaticEmbedder")
-            .field("identity", &self.identity)
-            .finish_non_exhaustive()
+        f.debug_struct("StaticEmbedder").field("identity", &self.identity).finish_non_exhaustive()
     }
 }
 
@@ -62,22 +60,14 @@ impl StaticEmbedder {
         static BUILTIN: OnceLock<Result<StaticModel, (String, String)>> = OnceLock::new();
         let loaded = BUILTIN.get_or_init(|| {
             let source = ModelSource::Builtin;
-            load_model(&source, BUILTIN_TOKENIZER, BUILTIN_MODEL, BUILTIN_CONFIG).map_err(|e| {
-                match e {
-                    EmbedError::Load { path, reason } => (path, reason),
-                    EmbedError::Failed(reason) => (source.describe(), reason),
-                }
+            load_model(&source, BUILTIN_TOKENIZER, BUILTIN_MODEL, BUILTIN_CONFIG).map_err(|e| match e {
+                EmbedError::Load { path, reason } => (path, reason),
+                EmbedError::Failed(reason) => (source.describe(), reason),
             })
         });
         match loaded {
-            Ok(model) => Ok(Self::new(
-                model.clone(),
-                format!("builtin:{BUILTIN_MODEL_NAME}"),
-            )),
-            Err((path, reason)) => Err(EmbedError::Load {
-                path: path.clone(),
-                reason: reason.clone(),
-            }),
+            Ok(model) => Ok(Self::new(model.clone(), format!("builtin:{BUILTIN_MODEL_NAME}"))),
+            Err((path, reason)) => Err(EmbedError::Load { path: path.clone(), reason: reason.clone() }),
         }
     }
 
@@ -90,15 +80,8 @@ impl StaticEmbedder {
     pub fn from_dir(dir: impl AsRef<Path>) -> Result<Self, EmbedError> {
         let dir = dir.as_ref();
         if !dir.is_dir() {
-            let reason = if dir.exists() {
-                "not a folder"
-            } else {
-                "no such folder"
-            };
-            return Err(EmbedError::Load {
-                path: dir.display().to_string(),
-                reason: reason.to_owned(),
-            });
+            let reason = if dir.exists() { "not a folder" } else { "no such folder" };
+            return Err(EmbedError::Load { path: dir.display().to_string(), reason: reason.to_owned() });
         }
         let read = |name: &str| -> Result<Vec<u8>, EmbedError> {
             let path = dir.join(name);
@@ -126,11 +109,8 @@ impl StaticEmbedder {
     }
 
     fn new(model: StaticModel, model_id: String) -> Self {
-        let identity = EmbedderIdentity {
-            provider: PROVIDER.to_owned(),
-            model: model_id,
-            dimensions: model.dim(),
-        };
+        let identity =
+            EmbedderIdentity { provider: PROVIDER.to_owned(), model: model_id, dimensions: model.dim() };
         Self { model, identity }
     }
 
@@ -177,15 +157,10 @@ impl Embedder for StaticEmbedder {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         // A model from a user's folder may trip an assertion deep in the tokenizer; that is a
         // failed embedding, not a reason to take the server down.
-        panic::catch_unwind(AssertUnwindSafe(|| {
-            texts.iter().map(|text| self.embed_one(text)).collect()
-        }))
-        .unwrap_or_else(|_| {
-            Err(EmbedError::Failed(format!(
-                "model {} panicked while embedding",
-                self.identity.model
-            )))
-        })
+        panic::catch_unwind(AssertUnwindSafe(|| texts.iter().map(|text| self.embed_one(text)).collect()))
+            .unwrap_or_else(|_| {
+                Err(EmbedError::Failed(format!("model {} panicked while embedding", self.identity.model)))
+            })
     }
 }
 
@@ -211,10 +186,7 @@ impl ModelSource {
     }
 
     fn error(&self, name: &str, reason: impl Into<String>) -> EmbedError {
-        EmbedError::Load {
-            path: self.file(name),
-            reason: reason.into(),
-        }
+        EmbedError::Load { path: self.file(name), reason: reason.into() }
     }
 }
 
@@ -237,8 +209,8 @@ fn check_model_files(
     }
     let tokenizer_json: Value = serde_json::from_slice(tokenizer)
         .map_err(|e| source.error(TOKENIZER_FILE, format!("invalid JSON: {e}")))?;
-    let token_count = token_count(&tokenizer_json)
-        .ok_or_else(|| source.error(TOKENIZER_FILE, "no vocabulary found"))?;
+    let token_count =
+        token_count(&tokenizer_json).ok_or_else(|| source.error(TOKENIZER_FILE, "no vocabulary found"))?;
     let table = read_table_layout(model).map_err(|reason| source.error(MODEL_FILE, reason))?;
     check_token_ids(&table, token_count).map_err(|reason| source.error(MODEL_FILE, reason))
 }
@@ -251,10 +223,8 @@ fn load_model(
     model: &[u8],
     config: &[u8],
 ) -> Result<StaticModel, EmbedError> {
-    StaticModel::from_bytes(tokenizer, model, config, Some(true)).map_err(|e| EmbedError::Load {
-        path: source.describe(),
-        reason: format!("{e:#}"),
-    })
+    StaticModel::from_bytes(tokenizer, model, config, Some(true))
+        .map_err(|e| EmbedError::Load { path: source.describe(), reason: format!("{e:#}") })
 }
 
 /// Number of token ids the tokenizer can produce: one more than its largest id.
@@ -262,11 +232,7 @@ fn token_count(tokenizer: &Value) -> Option<usize> {
     let vocab = tokenizer.get("model")?.get("vocab")?;
     let vocab_ids = match vocab {
         // WordPiece, BPE, WordLevel: {"token": id}.
-        Value::Object(map) => map
-            .values()
-            .filter_map(Value::as_u64)
-            .max()
-            .map(|id| id as usize + 1),
+        Value::Object(map) => map.values().filter_map(Value::as_u64).max().map(|id| id as usize + 1),
         // Unigram: [["piece", score], …], ids in order.
         Value::Array(pieces) => Some(pieces.len()),
         _ => None,
@@ -294,10 +260,8 @@ struct TableLayout {
 /// the tensor names model2vec-rs looks for, and checks that every tensor lies inside the file.
 fn read_table_layout(bytes: &[u8]) -> Result<TableLayout, String> {
     const BROKEN: &str = "not a safetensors file (header is truncated or malformed)";
-    let header_len = bytes
-        .get(..8)
-        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
-        .ok_or(BROKEN)?;
+    let header_len =
+        bytes.get(..8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).ok_or(BROKEN)?;
     let data_start = usize::try_from(header_len)
         .ok()
         .and_then(|len| len.checked_add(8))
@@ -317,11 +281,7 @@ fn read_table_layout(bytes: &[u8]) -> Result<TableLayout, String> {
     let shape: Vec<usize> = embeddings
         .get("shape")
         .and_then(Value::as_array)
-        .map(|dims| {
-            dims.iter()
-                .filter_map(|d| d.as_u64().map(|d| d as usize))
-                .collect()
-        })
+        .map(|dims| dims.iter().filter_map(|d| d.as_u64().map(|d| d as usize)).collect())
         .unwrap_or_default();
     let [rows, cols] = shape[..] else {
         return Err(format!("tensor `{name}` has shape {shape:?}, expected 2-D"));
@@ -334,26 +294,17 @@ fn read_table_layout(bytes: &[u8]) -> Result<TableLayout, String> {
         Some("F16") => 2,
         Some("I8") => 1,
         other => {
-            return Err(format!(
-                "tensor `{name}` has dtype {other:?}, expected F32, F16 or I8"
-            ));
+            return Err(format!("tensor `{name}` has dtype {other:?}, expected F32, F16 or I8"));
         }
     };
-    let expected = rows
-        .checked_mul(cols)
-        .and_then(|n| n.checked_mul(element_size));
+    let expected = rows.checked_mul(cols).and_then(|n| n.checked_mul(element_size));
     if expected != Some(tensor_bytes(name, embeddings, data)?.len()) {
-        return Err(format!(
-            "tensor `{name}` holds the wrong number of bytes for its shape"
-        ));
+        return Err(format!("tensor `{name}` holds the wrong number of bytes for its shape"));
     }
 
     let mapping = match header.get("mapping") {
         None => None,
-        Some(tensor) => Some(read_mapping(
-            tensor_bytes("mapping", tensor, data)?,
-            tensor,
-        )?),
+        Some(tensor) => Some(read_mapping(tensor_bytes("mapping", tensor, data)?, tensor)?),
     };
     Ok(TableLayout { rows, mapping })
 }
@@ -363,17 +314,11 @@ fn tensor_bytes<'a>(name: &str, tensor: &Value, data: &'a [u8]) -> Result<&'a [u
     let offsets: Vec<usize> = tensor
         .get("data_offsets")
         .and_then(Value::as_array)
-        .map(|o| {
-            o.iter()
-                .filter_map(|x| x.as_u64().map(|x| x as usize))
-                .collect()
-        })
+        .map(|o| o.iter().filter_map(|x| x.as_u64().map(|x| x as usize)).collect())
         .unwrap_or_default();
     match offsets[..] {
         [start, end] if start <= end && end <= data.len() => Ok(&data[start..end]),
-        _ => Err(format!(
-            "tensor `{name}` lies outside the file (truncated download?)"
-        )),
+        _ => Err(format!("tensor `{name}` lies outside the file (truncated download?)")),
     }
 }
 
@@ -389,9 +334,7 @@ fn read_mapping(raw: &[u8], tensor: &Value) -> Result<Vec<u64>, String> {
             .chunks_exact(4)
             .map(|b| i32::from_le_bytes(b.try_into().expect("4 bytes")) as i64 as u64)
             .collect()),
-        other => Err(format!(
-            "tensor `mapping` has dtype {other:?}, expected I32 or I64"
-        )),
+        other => Err(format!("tensor `mapping` has dtype {other:?}, expected I32 or I64")),
     }
 }
 
@@ -409,10 +352,9 @@ fn check_token_ids(table: &TableLayout, token_count: usize) -> Result<(), String
             mapping.len()
         )),
         Some(mapping) => match mapping.iter().find(|&&row| row >= table.rows as u64) {
-            Some(row) => Err(format!(
-                "token mapping points at row {row}, past the table's {} rows",
-                table.rows
-            )),
+            Some(row) => {
+                Err(format!("token mapping points at row {row}, past the table's {} rows", table.rows))
+            }
             None => Ok(()),
         },
     }
@@ -472,27 +414,16 @@ mod tests {
 
     #[test]
     fn truncated_or_garbage_safetensors_are_rejected() {
-        for bytes in [
-            &b""[..],
-            b"\x01",
-            b"\xff\xff\xff\xff\xff\xff\xff\xff{}",
-            b"\x02\0\0\0\0\0\0\0[]",
-        ] {
+        for bytes in [&b""[..], b"\x01", b"\xff\xff\xff\xff\xff\xff\xff\xff{}", b"\x02\0\0\0\0\0\0\0[]"] {
             assert!(read_table_layout(bytes).is_err(), "{bytes:?}");
         }
     }
 
     #[test]
     fn mapping_past_the_table_is_rejected() {
-        let layout = TableLayout {
-            rows: 4,
-            mapping: Some(vec![0, 1, 4]),
-        };
+        let layout = TableLayout { rows: 4, mapping: Some(vec![0, 1, 4]) };
         assert!(check_token_ids(&layout, 3).unwrap_err().contains("row 4"));
-        let layout = TableLayout {
-            rows: 4,
-            mapping: Some(vec![0, 1, 3]),
-        };
+        let layout = TableLayout { rows: 4, mapping: Some(vec![0, 1, 3]) };
         assert!(check_token_ids(&layout, 3).is_ok());
         assert!(check_token_ids(&layout, 4).is_err());
     }

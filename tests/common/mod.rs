@@ -81,7 +81,11 @@ pub struct Counting {
 
 impl Counting {
     pub fn new() -> Arc<Counting> {
-        Arc::new(Counting { inner: StaticEmbedder::builtin().unwrap(), texts: AtomicUsize::new(0), model_name: None })
+        Arc::new(Counting {
+            inner: StaticEmbedder::builtin().unwrap(),
+            texts: AtomicUsize::new(0),
+            model_name: None,
+        })
     }
 
     pub fn renamed(model: &str) -> Arc<Counting> {
