@@ -227,10 +227,7 @@ impl Engine {
         let to_read: Vec<&SourceFile> = walked
             .files
             .iter()
-            .filter(|f| match self.index.manifest().files.get(&f.rel_path) {
-                Some(e) => !(e.size == f.size && e.mtime_ns == f.mtime_ns && e.content_hash != 0),
-                None => true,
-            })
+            .filter(|f| !self.index.manifest().is_unchanged(&f.rel_path, f.size, f.mtime_ns))
             .collect();
         report.files_unchanged = walked.files.len() - to_read.len();
         report.files_removed = changes.len();
@@ -280,7 +277,7 @@ impl Engine {
             tracing::info!(path = %s.path, "skipped: {}", s.reason);
         }
         report.skipped = skipped.clone();
-        self.index.set_skipped(skipped);
+        self.index.finish_reconcile(skipped);
         self.index.commit()?;
         report.seconds = started.elapsed().as_secs_f64();
         Ok(report)

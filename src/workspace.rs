@@ -313,7 +313,7 @@ mod tests {
     fn read_applies_size_cap_binary_and_lossy_checks() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        write(root, "big.md", &vec![b'a'; 100]);
+        write(root, "big.md", &[b'a'; 100]);
         write(root, "bin.md", b"abc\0def");
         write(root, "latin1.txt", b"caf\xe9 au lait");
         write(root, "bom.md", b"\xEF\xBB\xBF# Title");

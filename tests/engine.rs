@@ -401,3 +401,20 @@ fn odd_queries_are_never_errors() {
         }
     }
 }
+
+#[test]
+fn a_rewrite_within_the_same_clock_tick_is_not_missed() {
+    let f = Fixture::standard();
+    f.write("fresh.md", "# Fresh\n\nThe kettle whistles at dawn.\n");
+    let path = f.root().join("fresh.md");
+    let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    // Same size, same mtime, other words: only the recency of the mtime gives it away.
+    f.write("fresh.md", "# Fresh\n\nThe rooster crowing at dawn.\n");
+    std::fs::File::options().write(true).open(&path).unwrap().set_modified(mtime).unwrap();
+    let report = reconcile(&mut engine);
+    assert_eq!(report.files_indexed, 1, "{report:?}");
+    let hits = engine.search(&request("rooster", SearchMode::Bm25)).unwrap();
+    assert_eq!(hits[0].chunk.path, "fresh.md");
+}

@@ -37,8 +37,11 @@ pub struct Manifest {
     pub generation: u64,
     /// The next unused chunk id; ids are never reused.
     pub next_chunk_id: u64,
-    /// Unix seconds of the last commit.
+    /// Unix seconds of the last commit that changed chunks.
     pub committed_at: u64,
+    /// Unix seconds of the last time the manifest was written (any reconcile).
+    #[serde(default)]
+    pub checked_at: u64,
     pub files: BTreeMap<String, FileEntry>,
     /// Files left out at the last reconcile, with reasons.
     #[serde(default)]
@@ -54,6 +57,22 @@ impl Manifest {
     /// Chunk id by embedded-text hash, for reusing vectors of texts already embedded.
     pub fn ids_by_embed_hash(&self) -> HashMap<u64, u64> {
         self.files.values().flat_map(|f| f.chunks.iter()).map(|c| (c.embed_hash, c.id)).collect()
+    }
+
+    /// Whether a file's recorded size and mtime can be trusted to mean "unchanged": a file
+    /// modified within the clock's resolution of the last check could have changed again
+    /// in the same tick without its mtime moving, so it is read again (as git does).
+    pub fn is_unchanged(&self, path: &str, size: u64, mtime_ns: u64) -> bool {
+        const RACY_SECONDS: u64 = 2;
+        match self.files.get(path) {
+            Some(e) => {
+                e.size == size
+                    && e.mtime_ns == mtime_ns
+                    && e.content_hash != 0
+                    && mtime_ns / 1_000_000_000 + RACY_SECONDS < self.checked_at
+            }
+            None => false,
+        }
     }
 
     /// Hands out a fresh chunk id.

@@ -485,12 +485,11 @@ impl Index {
         &self.manifest
     }
 
-    /// Files left out at the last reconcile.
-    pub fn set_skipped(&mut self, skipped: Vec<crate::workspace::Skipped>) {
-        if self.manifest.skipped != skipped {
-            self.manifest.skipped = skipped;
-            self.vectors_dirty = true;
-        }
+    /// Records the outcome of a full reconcile: the files left out, and that every file was
+    /// checked now (the next commit writes the manifest even if nothing else changed).
+    pub fn finish_reconcile(&mut self, skipped: Vec<crate::workspace::Skipped>) {
+        self.manifest.skipped = skipped;
+        self.vectors_dirty = true;
     }
 
     pub fn embedder(&self) -> &EmbedderIdentity {
@@ -715,10 +714,12 @@ impl Index {
         files::write_json(&self.layout.vectors_meta(), &vectors_meta)
             .map_err(io_err(&self.layout.vectors_meta()))?;
         self.manifest.generation = self.committed_generation;
+        let now =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
         if store_changed {
-            self.manifest.committed_at =
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            self.manifest.committed_at = now;
         }
+        self.manifest.checked_at = now;
         files::write_json(&self.layout.manifest(), &self.manifest)
             .map_err(io_err(&self.layout.manifest()))?;
         self.vectors_dirty = false;
@@ -822,7 +823,7 @@ impl Index {
         Ok(self.all_records_with_file_meta()?.into_iter().map(|(r, _)| r).collect())
     }
 
-    fn all_records_with_file_meta(&self) -> Result<Vec<(ChunkRecord, (u64, u64, u64))>, IndexError> {
+    fn all_records_with_file_meta(&self) -> Result<Vec<(ChunkRecord, StoredFileMeta)>, IndexError> {
         let searcher = self.reader.searcher();
         let mut out = Vec::new();
         for (ord, segment) in searcher.segment_readers().iter().enumerate() {
@@ -869,6 +870,9 @@ impl Index {
         self.vectors.contains(id)
     }
 }
+
+/// A file's size, mtime and content hash as stored with each of its chunks.
+type StoredFileMeta = (u64, u64, u64);
 
 fn u64_of(doc: &TantivyDocument, field: tantivy::schema::Field) -> u64 {
     doc.get_first(field).and_then(|v| v.as_u64()).unwrap_or(0)

@@ -19,7 +19,8 @@ pub struct Fixture {
 }
 
 impl Fixture {
-    /// A copy of `tests/data/workspace`.
+    /// A copy of `tests/data/workspace`, its files last modified an hour ago (files
+    /// modified seconds before indexing are read again on the next run, on purpose).
     pub fn standard() -> Fixture {
         let f = Fixture::empty();
         copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/workspace"), f.root());
@@ -58,6 +59,12 @@ impl Fixture {
     }
 }
 
+/// Sets a file's mtime an hour back.
+pub fn age(path: &Path) {
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options().write(true).open(path).unwrap().set_modified(hour_ago).unwrap();
+}
+
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
@@ -66,7 +73,8 @@ pub fn copy_dir(from: &Path, to: &Path) {
         if entry.file_type().unwrap().is_dir() {
             copy_dir(&entry.path(), &target);
         } else {
-            std::fs::copy(entry.path(), target).unwrap();
+            std::fs::copy(entry.path(), &target).unwrap();
+            age(&target);
         }
     }
 }
