@@ -34,6 +34,10 @@ impl IndexLayout {
     pub fn vectors_meta(&self) -> PathBuf {
         self.dir.join("vectors.json")
     }
+    /// Vector changes since `vectors()` was last written whole.
+    pub fn vectors_journal(&self) -> PathBuf {
+        self.dir.join("vectors.journal")
+    }
     pub fn manifest(&self) -> PathBuf {
         self.dir.join("manifest.json")
     }

@@ -1,13 +1,14 @@
 //! The on-disk index: the chunk store and BM25 (tantivy), vectors (usearch) and the
 //! manifest, kept consistent through one commit sequence.
 //!
-//! A commit writes, in order: the new vectors, the tantivy commit (its payload carries the
-//! generation and the pipeline fingerprint), the vector file, the manifest. Each write is
-//! atomic. Tantivy is the source of truth: on open, a manifest or vector file from another
+//! A commit writes, in order: the new vectors (in memory), the tantivy commit (its payload
+//! carries the generation and the pipeline fingerprint), the vector changes (appended to the
+//! journal, or the vector file written whole), the manifest. Each write is atomic. Tantivy is the source of truth: on open, a manifest or vector file from another
 //! generation is repaired from the chunk store (the manifest rebuilt, missing vectors
 //! re-embedded from stored texts), so a crash at any point costs work, never correctness.
 
 pub mod files;
+pub mod journal;
 pub mod lock;
 pub mod manifest;
 pub mod schema;
@@ -28,6 +29,7 @@ use crate::chunk::Chunk;
 use crate::context;
 use crate::providers::{EmbedError, Embedder, EmbedderIdentity};
 use files::{FORMAT_VERSION, IndexLayout};
+use journal::{Journal, VectorOp};
 use lock::WriterLock;
 use manifest::{ChunkRef, FileEntry, Manifest};
 use schema::Fields;
@@ -35,6 +37,9 @@ use vectors::{VectorError, VectorIndex};
 
 /// Texts sent to the embedder at once.
 const EMBED_BATCH: usize = 64;
+/// The vector file is rewritten whole (and the journal emptied) once the journal holds
+/// more than this many bytes or more than the vector file itself.
+const JOURNAL_MIN_BYTES: u64 = 4 * 1024 * 1024;
 /// Memory the tantivy writer may use before it flushes a segment.
 const WRITER_HEAP_BYTES: usize = 64 * 1024 * 1024;
 
@@ -191,6 +196,10 @@ pub struct Index {
     vectors_dirty: bool,
     /// Chunk ids whose vectors must be removed once the store commit is durable.
     pending_removals: Vec<u64>,
+    /// Vector changes not yet in the journal or the vector file.
+    pending_ops: Vec<VectorOp>,
+    /// The vector journal (writers only; `None` until the vector file is first written).
+    journal: Option<Journal>,
     /// Some chunk may lack a vector (after a crash or a model change).
     vectors_incomplete: bool,
     /// Why parts of the index were rebuilt or repaired while opening.
@@ -296,6 +305,8 @@ impl Index {
             store_dirty: false,
             vectors_dirty: false,
             pending_removals: Vec::new(),
+            pending_ops: Vec::new(),
+            journal: None,
             vectors_incomplete: false,
             notes,
             other_writer: false,
@@ -348,6 +359,8 @@ impl Index {
             store_dirty: false,
             vectors_dirty: false,
             pending_removals: Vec::new(),
+            pending_ops: Vec::new(),
+            journal: None,
             vectors_incomplete: false,
             notes: Vec::new(),
             other_writer,
@@ -388,19 +401,46 @@ impl Index {
 
     fn load_vectors(&mut self, writable: bool) -> Result<(), IndexError> {
         let path = self.layout.vectors();
+        let journal_path = self.layout.vectors_journal();
         let meta = files::read_json::<VectorsMeta>(&self.layout.vectors_meta()).ok().flatten();
         let expected = self.manifest.chunk_count();
+        let dims = self.embedder.dimensions;
         match meta {
             Some(m) if m.embedder == self.embedder => {
-                match VectorIndex::open(&path, self.embedder.dimensions, writable) {
+                let replay = Journal::replay(&journal_path, dims);
+                // A view is read-only; a journal to replay needs a copy in memory.
+                let in_memory = writable || replay.as_ref().map_or(true, |r| !r.ops.is_empty());
+                match VectorIndex::open(&path, dims, in_memory) {
                     Ok(v) => {
                         self.vectors = v;
-                        if m.generation != self.committed_generation {
+                        let mut generation = m.generation;
+                        let mut committed_len = 0;
+                        match replay {
+                            Ok(r) => {
+                                for op in &r.ops {
+                                    match op {
+                                        VectorOp::Add(id, v) => self.vectors.add(*id, v)?,
+                                        VectorOp::Remove(id) => self.vectors.remove(*id)?,
+                                    }
+                                }
+                                generation = r.generation.unwrap_or(generation);
+                                committed_len = r.committed_len;
+                            }
+                            Err(e) => {
+                                self.notes.push(format!("{e}: vectors since the last full write are re-embedded"));
+                                self.vectors_incomplete = expected > 0;
+                            }
+                        }
+                        if generation != self.committed_generation {
                             self.notes.push(format!(
-                            "vectors are from commit {} but the chunk store from {}: missing vectors are re-embedded",
-                            m.generation, self.committed_generation
-                        ));
+                                "vectors are from commit {generation} but the chunk store from {}: missing vectors are re-embedded",
+                                self.committed_generation
+                            ));
                             self.vectors_incomplete = true;
+                        }
+                        if writable {
+                            self.journal =
+                                Some(Journal::open(&journal_path, dims, committed_len).map_err(io_err(&journal_path))?);
                         }
                     }
                     Err(e) => {
@@ -417,8 +457,9 @@ impl Index {
                 self.vectors_incomplete = expected > 0;
                 if writable {
                     // Vectors of another model must never be read as this model's.
-                    let _ = std::fs::remove_file(&path);
-                    let _ = std::fs::remove_file(self.layout.vectors_meta());
+                    for p in [&path, &self.layout.vectors_meta(), &journal_path] {
+                        let _ = std::fs::remove_file(p);
+                    }
                 }
             }
             None => {
@@ -591,8 +632,9 @@ impl Index {
             stats.vectors_embedded += batch.len();
             new_vectors.extend(batch.iter().map(|(id, _)| *id).zip(vectors));
         }
-        for (id, v) in &new_vectors {
-            self.vectors.add(*id, v)?;
+        for (id, v) in new_vectors {
+            self.vectors.add(id, &v)?;
+            self.pending_ops.push(VectorOp::Add(id, v));
         }
         for (file, refs) in staged {
             self.delete_file_docs(&file.path);
@@ -674,6 +716,7 @@ impl Index {
             let vectors = embedder.embed(&refs)?;
             for (record, v) in batch.iter().zip(vectors) {
                 self.vectors.add(record.id, &v)?;
+                self.pending_ops.push(VectorOp::Add(record.id, v));
             }
         }
         self.vectors_incomplete = false;
@@ -702,17 +745,9 @@ impl Index {
         }
         for id in std::mem::take(&mut self.pending_removals) {
             self.vectors.remove(id)?;
+            self.pending_ops.push(VectorOp::Remove(id));
         }
-        if self.vectors.removed() > self.vectors.len().max(1024) {
-            let live: Vec<u64> =
-                self.manifest.files.values().flat_map(|f| f.chunks.iter().map(|c| c.id)).collect();
-            self.vectors = self.vectors.compacted(live)?;
-        }
-        self.vectors.save(&self.layout.vectors())?;
-        let vectors_meta =
-            VectorsMeta { generation: self.committed_generation, embedder: self.embedder.clone() };
-        files::write_json(&self.layout.vectors_meta(), &vectors_meta)
-            .map_err(io_err(&self.layout.vectors_meta()))?;
+        self.persist_vectors()?;
         self.manifest.generation = self.committed_generation;
         let now =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
@@ -723,6 +758,33 @@ impl Index {
         files::write_json(&self.layout.manifest(), &self.manifest)
             .map_err(io_err(&self.layout.manifest()))?;
         self.vectors_dirty = false;
+        Ok(())
+    }
+
+    /// Makes the vector changes durable: appended to the journal, or, when the journal has
+    /// grown past the vector file (or there is none yet), by writing the vectors whole.
+    fn persist_vectors(&mut self) -> Result<(), IndexError> {
+        let ops = std::mem::take(&mut self.pending_ops);
+        let journal_path = self.layout.vectors_journal();
+        let base_len = std::fs::metadata(self.layout.vectors()).map_or(0, |m| m.len());
+        let compact = self.vectors.removed() > self.vectors.len().max(1024);
+        if let Some(journal) = self.journal.as_mut()
+            && !compact
+            && journal.len() < JOURNAL_MIN_BYTES.max(base_len)
+        {
+            return journal.append(&ops, self.committed_generation).map_err(io_err(&journal_path));
+        }
+        if compact {
+            let live: Vec<u64> =
+                self.manifest.files.values().flat_map(|f| f.chunks.iter().map(|c| c.id)).collect();
+            self.vectors = self.vectors.compacted(live)?;
+        }
+        self.vectors.save(&self.layout.vectors())?;
+        let vectors_meta = VectorsMeta { generation: self.committed_generation, embedder: self.embedder.clone() };
+        files::write_json(&self.layout.vectors_meta(), &vectors_meta)
+            .map_err(io_err(&self.layout.vectors_meta()))?;
+        self.journal =
+            Some(Journal::reset(&journal_path, self.embedder.dimensions).map_err(io_err(&journal_path))?);
         Ok(())
     }
 
@@ -923,7 +985,7 @@ fn clear_index_files(layout: &IndexLayout) -> Result<(), IndexError> {
     if tantivy.exists() {
         std::fs::remove_dir_all(&tantivy).map_err(io_err(&tantivy))?;
     }
-    for p in [layout.vectors(), layout.vectors_meta(), layout.manifest(), layout.meta()] {
+    for p in [layout.vectors(), layout.vectors_meta(), layout.vectors_journal(), layout.manifest(), layout.meta()] {
         match std::fs::remove_file(&p) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

@@ -1,0 +1,226 @@
+//! The vector journal: an append-only log of vector additions and removals since the vector
+//! file was last written whole, so that a commit costs what it changed, not the size of
+//! the index.
+//!
+//! Layout: a header (`MAGIC`, dimensions as u32), then records, little-endian: `1` id
+//! vector (add), `2` id (remove), `3` generation (commit). Replay applies records up to the
+//! last commit marker; a torn tail (a crash mid-append) is ignored and cut off by the next
+//! writer. Replaying is idempotent — ids are never reused — so a log that outlived a full
+//! rewrite of the vector file (a crash between the two) does no harm.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+const MAGIC: &[u8; 8] = b"SITVJNL1";
+const HEADER_LEN: u64 = 12;
+const ADD: u8 = 1;
+const REMOVE: u8 = 2;
+const COMMIT: u8 = 3;
+
+/// One change to the vectors.
+#[derive(Debug, Clone, PartialEq)]
+pub enum VectorOp {
+    Add(u64, Vec<f32>),
+    Remove(u64),
+}
+
+/// What a replay found.
+#[derive(Debug, Default)]
+pub struct Replay {
+    /// Committed operations in order.
+    pub ops: Vec<VectorOp>,
+    /// The generation of the last commit marker.
+    pub generation: Option<u64>,
+    /// Byte length of the log up to and including the last commit marker.
+    pub committed_len: u64,
+}
+
+/// The journal file of one index.
+#[derive(Debug)]
+pub struct Journal {
+    path: PathBuf,
+    dimensions: usize,
+    /// Bytes of committed records after the header.
+    len: u64,
+}
+
+fn journal_err(path: &Path, e: impl ToString) -> std::io::Error {
+    std::io::Error::other(format!("{}: {}", path.display(), e.to_string()))
+}
+
+impl Journal {
+    /// Reads the committed records of the journal at `path` (none when it does not exist).
+    pub fn replay(path: &Path, dimensions: usize) -> std::io::Result<Replay> {
+        let mut bytes = Vec::new();
+        match File::open(path) {
+            Ok(mut f) => {
+                f.read_to_end(&mut bytes)?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Replay::default()),
+            Err(e) => return Err(e),
+        }
+        if bytes.len() < HEADER_LEN as usize || &bytes[..8] != MAGIC {
+            return Err(journal_err(path, "not a vector journal"));
+        }
+        let dims = u32::from_le_bytes(bytes[8..12].try_into().unwrap_or_default()) as usize;
+        if dims != dimensions {
+            return Err(journal_err(path, format!("journal of {dims} dimensions, expected {dimensions}")));
+        }
+        let mut replay = Replay { committed_len: HEADER_LEN, ..Replay::default() };
+        let mut pending = Vec::new();
+        let mut at = HEADER_LEN as usize;
+        let take_u64 = |at: usize| bytes.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()));
+        while let Some(&tag) = bytes.get(at) {
+            match tag {
+                ADD => {
+                    let Some(id) = take_u64(at + 1) else { break };
+                    let start = at + 9;
+                    let Some(raw) = bytes.get(start..start + 4 * dimensions) else { break };
+                    let v = raw.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap_or_default())).collect();
+                    pending.push(VectorOp::Add(id, v));
+                    at = start + 4 * dimensions;
+                }
+                REMOVE => {
+                    let Some(id) = take_u64(at + 1) else { break };
+                    pending.push(VectorOp::Remove(id));
+                    at += 9;
+                }
+                COMMIT => {
+                    let Some(generation) = take_u64(at + 1) else { break };
+                    at += 9;
+                    replay.ops.append(&mut pending);
+                    replay.generation = Some(generation);
+                    replay.committed_len = at as u64;
+                }
+                // Anything else is a torn or damaged tail: stop at the last commit.
+                _ => break,
+            }
+        }
+        Ok(replay)
+    }
+
+    /// Opens the journal for appending after `committed_len` bytes (from [`Journal::replay`]),
+    /// cutting off any torn tail; creates it when missing.
+    pub fn open(path: &Path, dimensions: usize, committed_len: u64) -> std::io::Result<Journal> {
+        if committed_len <= HEADER_LEN {
+            return Journal::reset(path, dimensions);
+        }
+        let f = OpenOptions::new().write(true).open(path)?;
+        if f.metadata()?.len() != committed_len {
+            f.set_len(committed_len)?;
+            f.sync_all()?;
+        }
+        Ok(Journal { path: path.to_path_buf(), dimensions, len: committed_len - HEADER_LEN })
+    }
+
+    /// Replaces the journal with an empty one (after the vector file was written whole).
+    pub fn reset(path: &Path, dimensions: usize) -> std::io::Result<Journal> {
+        let mut header = Vec::with_capacity(HEADER_LEN as usize);
+        header.extend_from_slice(MAGIC);
+        header.extend_from_slice(&(dimensions as u32).to_le_bytes());
+        super::files::write_atomic(path, &header)?;
+        Ok(Journal { path: path.to_path_buf(), dimensions, len: 0 })
+    }
+
+    /// Bytes of committed records.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Appends `ops` and a commit marker for `generation`, and makes them durable.
+    pub fn append(&mut self, ops: &[VectorOp], generation: u64) -> std::io::Result<()> {
+        let mut f = OpenOptions::new().write(true).open(&self.path)?;
+        f.seek(SeekFrom::Start(HEADER_LEN + self.len))?;
+        let mut w = BufWriter::new(&mut f);
+        let mut written = 0u64;
+        for op in ops {
+            match op {
+                VectorOp::Add(id, v) => {
+                    if v.len() != self.dimensions {
+                        return Err(journal_err(&self.path, "vector of the wrong dimension"));
+                    }
+                    w.write_all(&[ADD])?;
+                    w.write_all(&id.to_le_bytes())?;
+                    for x in v {
+                        w.write_all(&x.to_le_bytes())?;
+                    }
+                    written += 9 + 4 * v.len() as u64;
+                }
+                VectorOp::Remove(id) => {
+                    w.write_all(&[REMOVE])?;
+                    w.write_all(&id.to_le_bytes())?;
+                    written += 9;
+                }
+            }
+        }
+        w.write_all(&[COMMIT])?;
+        w.write_all(&generation.to_le_bytes())?;
+        written += 9;
+        w.flush()?;
+        drop(w);
+        f.sync_data()?;
+        self.len += written;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn committed_records_replay_in_order_and_a_torn_tail_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v.log");
+        let mut j = Journal::reset(&p, 2).unwrap();
+        j.append(&[VectorOp::Add(1, vec![1.0, 0.0]), VectorOp::Add(2, vec![0.0, 1.0])], 7).unwrap();
+        j.append(&[VectorOp::Remove(1)], 8).unwrap();
+        let full = std::fs::read(&p).unwrap();
+
+        let r = Journal::replay(&p, 2).unwrap();
+        assert_eq!(r.generation, Some(8));
+        assert_eq!(
+            r.ops,
+            [VectorOp::Add(1, vec![1.0, 0.0]), VectorOp::Add(2, vec![0.0, 1.0]), VectorOp::Remove(1)]
+        );
+        assert_eq!(r.committed_len, full.len() as u64);
+
+        // A crash in the middle of the next append leaves half a record.
+        let mut torn = full.clone();
+        torn.extend_from_slice(&[ADD, 9, 0, 0]);
+        std::fs::write(&p, &torn).unwrap();
+        let r = Journal::replay(&p, 2).unwrap();
+        assert_eq!(r.generation, Some(8));
+        assert_eq!(r.ops.len(), 3);
+        // Records without a commit marker do not count either.
+        let mut uncommitted = full.clone();
+        uncommitted.extend_from_slice(&[REMOVE, 2, 0, 0, 0, 0, 0, 0, 0]);
+        std::fs::write(&p, &uncommitted).unwrap();
+        let r = Journal::replay(&p, 2).unwrap();
+        assert_eq!(r.ops.len(), 3);
+
+        // The next writer cuts the tail off and appends after the last commit.
+        let mut j = Journal::open(&p, 2, r.committed_len).unwrap();
+        j.append(&[VectorOp::Remove(2)], 9).unwrap();
+        let r = Journal::replay(&p, 2).unwrap();
+        assert_eq!(r.generation, Some(9));
+        assert_eq!(r.ops.last(), Some(&VectorOp::Remove(2)));
+        assert_eq!(r.ops.len(), 4);
+    }
+
+    #[test]
+    fn a_missing_journal_is_empty_and_a_foreign_one_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v.log");
+        assert!(Journal::replay(&p, 4).unwrap().ops.is_empty());
+        std::fs::write(&p, b"something else entirely").unwrap();
+        assert!(Journal::replay(&p, 4).is_err());
+        Journal::reset(&p, 4).unwrap();
+        assert!(Journal::replay(&p, 8).unwrap_err().to_string().contains("dimensions"));
+    }
+}
