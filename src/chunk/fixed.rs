@@ -7,11 +7,21 @@ use super::outline::Outline;
 use super::split::{RawChunk, trim};
 use super::tokens::{self, ceil_char_boundary, floor_char_boundary};
 
-/// One window of [`token_windows`]: its range relative to the windowed text and the exact
-/// token count of that range's trimmed text.
+/// One window of [`token_windows`]: its range relative to the windowed text and its token
+/// count.
 pub(crate) struct Window {
     pub range: Range<usize>,
     pub tokens: usize,
+}
+
+/// How [`token_windows`] counts the tokens of a window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Counting {
+    /// Tokenize each window's trimmed text on its own: exact, and a second pass over the text.
+    Exact,
+    /// Count the tokens the window took from the whole text's tokenization: free, and off by
+    /// a token or two at the edges, for callers that measure the final chunk anyway.
+    InPlace,
 }
 
 /// Cuts `text` into windows of at most `first_budget` (the first) and `budget` (the others)
@@ -25,6 +35,7 @@ pub(crate) fn token_windows(
     first_budget: usize,
     budget: usize,
     overlap: usize,
+    counting: Counting,
 ) -> Vec<Window> {
     // Tokenizing the whole text once keeps this linear; each window then takes the next
     // `budget` tokens by offset.
@@ -43,8 +54,11 @@ pub(crate) fn token_windows(
         let mut take = budget;
         let mut cut = window_end(text, &ends, pos, from, take);
         let count = loop {
-            let count = tokens::count(text[pos..cut].trim());
-            if count <= budget {
+            let count = match counting {
+                Counting::Exact => tokens::count(text[pos..cut].trim()),
+                Counting::InPlace => ends.partition_point(|&end| end < cut) + 1 - from,
+            };
+            if count <= budget || counting == Counting::InPlace {
                 break count;
             }
             // Tokens counted in place can differ from the same text counted alone (a trimmed
@@ -153,32 +167,38 @@ pub(crate) fn fixed_chunks(
     let overlap_tokens = overlap_tokens.min(max_tokens / 2);
     let base = body.start;
     let mut last_end = 0;
-    token_windows(&text[body], max_tokens, max_tokens, overlap_tokens)
-        .into_iter()
-        .filter_map(|window| {
-            let range = trim(text, base + window.range.start..base + window.range.end)?;
-            // A window shrunk to fit its budget can end inside the previous one; it would
-            // repeat text and add nothing.
-            if range.end <= last_end {
-                return None;
-            }
-            last_end = range.end;
-            let section = outline
-                .sections
-                .partition_point(|s| s.range.start <= range.start)
-                .checked_sub(1);
-            let path = section
-                .map(|i| outline.sections[i].heading_path.clone())
-                .unwrap_or_default();
-            Some((
-                RawChunk {
-                    range,
-                    tokens: window.tokens,
-                },
-                path,
-            ))
-        })
-        .collect()
+    token_windows(
+        &text[body],
+        max_tokens,
+        max_tokens,
+        overlap_tokens,
+        Counting::Exact,
+    )
+    .into_iter()
+    .filter_map(|window| {
+        let range = trim(text, base + window.range.start..base + window.range.end)?;
+        // A window shrunk to fit its budget can end inside the previous one; it would
+        // repeat text and add nothing.
+        if range.end <= last_end {
+            return None;
+        }
+        last_end = range.end;
+        let section = outline
+            .sections
+            .partition_point(|s| s.range.start <= range.start)
+            .checked_sub(1);
+        let path = section
+            .map(|i| outline.sections[i].heading_path.clone())
+            .unwrap_or_default();
+        Some((
+            RawChunk {
+                range,
+                tokens: window.tokens,
+            },
+            path,
+        ))
+    })
+    .collect()
 }
 
 #[cfg(test)]
@@ -188,7 +208,7 @@ mod tests {
     #[test]
     fn windows_without_overlap_tile_the_text() {
         let text = "alpha beta gamma delta ".repeat(100);
-        let windows = token_windows(&text, 10, 25, 0);
+        let windows = token_windows(&text, 10, 25, 0, Counting::Exact);
         assert!(windows[0].tokens <= 10);
         assert!(windows.iter().all(|w| w.tokens <= 25));
         assert!(
@@ -208,7 +228,7 @@ mod tests {
     #[test]
     fn windows_with_overlap_move_forward_and_overlap() {
         let text = "one two three four five six seven eight nine ten ".repeat(30);
-        let windows = token_windows(&text, 40, 40, 8);
+        let windows = token_windows(&text, 40, 40, 8, Counting::Exact);
         for pair in windows.windows(2) {
             assert!(pair[1].range.start > pair[0].range.start);
             assert!(pair[1].range.start < pair[0].range.end);
@@ -218,7 +238,7 @@ mod tests {
     #[test]
     fn windows_cut_inside_a_word_when_there_is_no_space() {
         let text = "日本語のテキスト".repeat(50);
-        let windows = token_windows(&text, 20, 20, 0);
+        let windows = token_windows(&text, 20, 20, 0, Counting::Exact);
         assert!(windows.len() > 1);
         assert!(
             windows

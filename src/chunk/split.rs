@@ -6,10 +6,10 @@
 use std::ops::Range;
 
 use super::boundaries::{content_line_starts, sentence_starts, units};
-use super::fixed::token_windows;
+use super::fixed::{Counting, token_windows};
 use super::lines::LineIndex;
 use super::outline::{BlockKind, Section};
-use super::tokens;
+use super::tokens::{self, ceil_char_boundary};
 
 /// A chunk before it becomes a [`super::Chunk`]: its trimmed range and exact token count.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,9 +35,12 @@ struct Piece {
 enum Grain {
     /// A whole block, which the overlap may still cut into sentences or lines.
     Block(BlockKind),
-    /// A sentence (of prose or of a list item), or a piece of one cut between tokens.
+    /// A sentence of prose.
     Sentence,
-    /// A line of code, of a table or of HTML, or a heading.
+    /// A piece of a sentence too long for the budget, cut between tokens.
+    Fragment,
+    /// A line (or a sentence of a line) of code, a table, HTML or a list item, or a heading:
+    /// text where a cut in mid-line would read badly, so the overlap never starts inside one.
     Line,
 }
 
@@ -160,8 +163,8 @@ impl<'a> Splitter<'a> {
     ) {
         let first_piece = pieces.len();
         let grain = match kind {
-            BlockKind::Prose | BlockKind::ListItem => Grain::Sentence,
-            BlockKind::Lines => Grain::Line,
+            BlockKind::Prose => Grain::Sentence,
+            BlockKind::ListItem | BlockKind::Lines => Grain::Line,
         };
         // Where the first unit that had to be cut between tokens starts, for the warning.
         let mut cut_hard: Option<usize> = None;
@@ -185,7 +188,12 @@ impl<'a> Splitter<'a> {
                 if count > self.max_tokens && cut_hard.is_none() {
                     cut_hard = Some(unit.start);
                 }
-                self.hard_split(unit, budget, grain, pieces);
+                let fragment = if grain == Grain::Sentence {
+                    Grain::Fragment
+                } else {
+                    grain
+                };
+                self.hard_split(unit, budget, fragment, pieces);
             }
         }
         if let Some(first) = pieces.get_mut(first_piece) {
@@ -202,6 +210,11 @@ impl<'a> Splitter<'a> {
 
     /// Cuts `range` into pieces of at most `first_budget` (the first) and `max_tokens` (the
     /// rest) tokens, between tokens, preferring the end of a word.
+    ///
+    /// Pieces of prose leave room for the overlap, which the packer can then put in front of
+    /// each of them. Their counts are taken in place from one tokenization of the whole run
+    /// (the packer measures each chunk anyway), so a megabyte-long run costs two passes of
+    /// the tokenizer, not three.
     fn hard_split(
         &mut self,
         range: Range<usize>,
@@ -209,8 +222,20 @@ impl<'a> Splitter<'a> {
         grain: Grain,
         pieces: &mut Vec<Piece>,
     ) {
+        let budget = if grain == Grain::Fragment {
+            self.max_tokens - self.overlap_tokens
+        } else {
+            self.max_tokens
+        };
         let slice = &self.text[range.clone()];
-        for window in token_windows(slice, first_budget, self.max_tokens, 0) {
+        let windows = token_windows(
+            slice,
+            first_budget.min(budget),
+            budget,
+            0,
+            Counting::InPlace,
+        );
+        for window in windows {
             pieces.push(Piece {
                 range: range.start + window.range.start..range.start + window.range.end,
                 tokens: window.tokens,
@@ -264,16 +289,19 @@ impl<'a> Splitter<'a> {
                 } else {
                     // A piece measured with its surrounding blanks can count more once
                     // trimmed; cut it between tokens rather than exceed the budget.
-                    let mut cut = Vec::new();
                     let piece = &pieces[i];
-                    self.hard_split(piece.range.clone(), self.max_tokens, piece.grain, &mut cut);
-                    break cut
+                    let slice = &self.text[piece.range.clone()];
+                    let (max, base) = (self.max_tokens, piece.range.start);
+                    break token_windows(slice, max, max, 0, Counting::Exact)
                         .into_iter()
-                        .filter_map(|piece| {
-                            let range = trim(self.text, piece.range)?;
+                        .filter_map(|window| {
+                            let range = trim(
+                                self.text,
+                                base + window.range.start..base + window.range.end,
+                            )?;
                             Some(RawChunk {
                                 range,
-                                tokens: piece.tokens,
+                                tokens: window.tokens,
                             })
                         })
                         .collect();
@@ -304,8 +332,8 @@ impl<'a> Splitter<'a> {
     /// The start (and token count) of the overlap to repeat from a chunk made of `pieces`
     /// whose text starts at `chunk_start`: the longest run of whole trailing sentences or lines
     /// within `overlap_tokens`. When even the last sentence or line is longer, it is taken
-    /// whole if it is at most half as long again, else the last words of a sentence are taken
-    /// (a cut line of code or table row would only confuse).
+    /// whole if it is at most half as long again, else the last words of a prose sentence
+    /// are taken (a cut line of code, a table row or a list line would only confuse).
     fn overlap_start(&self, pieces: &[Piece], chunk_start: usize) -> Option<(usize, usize)> {
         let tolerance = self.overlap_tokens + self.overlap_tokens / 2;
         let mut start = None;
@@ -314,15 +342,26 @@ impl<'a> Splitter<'a> {
             let tail_units = match piece.grain {
                 Grain::Block(kind) => units_of(self.text, piece.range.clone(), kind),
                 Grain::Sentence | Grain::Line => vec![piece.range.clone()],
+                // A piece of a cut sentence is no whole unit: only its last words can repeat.
+                Grain::Fragment if start.is_none() => {
+                    return self.words_tail(piece.range.clone(), chunk_start);
+                }
+                Grain::Fragment => break,
             };
             let prose = matches!(
                 piece.grain,
-                Grain::Sentence | Grain::Block(BlockKind::Prose | BlockKind::ListItem)
+                Grain::Sentence | Grain::Block(BlockKind::Prose)
             );
             for unit in tail_units.into_iter().rev() {
                 // Repeating the whole chunk would make no progress.
                 let inside = unit.start > chunk_start;
-                let count = tokens::count_capped(&self.text[unit.clone()], tolerance);
+                // A piece that is a single unit is already measured (in place, for pieces of
+                // a giant run, whose recount would be a whole extra tokenizer pass).
+                let count = if unit == piece.range {
+                    piece.tokens
+                } else {
+                    tokens::count_capped(&self.text[unit.clone()], tolerance)
+                };
                 if inside && total + count <= self.overlap_tokens {
                     total += count;
                     start = Some(unit.start);
@@ -347,17 +386,23 @@ impl<'a> Splitter<'a> {
     /// About `overlap_tokens` tokens from the end of `unit`, starting at a word after
     /// `chunk_start`.
     fn words_tail(&self, unit: Range<usize>, chunk_start: usize) -> Option<(usize, usize)> {
-        let slice = &self.text[unit.clone()];
-        let ends = tokens::token_ends(slice.trim_end());
-        if ends.len() <= self.overlap_tokens {
-            return None;
-        }
-        let from = ends[ends.len() - self.overlap_tokens - 1];
-        let bytes = slice.as_bytes();
+        let content = self.text[unit.clone()].trim_end();
+        // Only the end of the unit matters: tokenize a stretch of it long enough to hold the
+        // overlap unless its tokens are unusually long, never the whole of a giant run.
+        let reach = self.overlap_tokens.saturating_mul(32).saturating_add(64);
+        let tail_start = ceil_char_boundary(content, content.len().saturating_sub(reach));
+        let tail = &content[tail_start..];
+        let ends = tokens::token_ends(tail);
+        let from = if ends.len() > self.overlap_tokens {
+            ends[ends.len() - self.overlap_tokens - 1]
+        } else {
+            0
+        };
+        let bytes = tail.as_bytes();
         // The first word that starts after `from`: a non-blank byte right after a blank one.
-        let word = (from.max(1)..slice.len())
+        let word = (from.max(1)..tail.len())
             .find(|&p| bytes[p - 1].is_ascii_whitespace() && !bytes[p].is_ascii_whitespace())?;
-        let start = unit.start + word;
+        let start = unit.start + tail_start + word;
         if start <= chunk_start {
             return None;
         }
