@@ -23,7 +23,8 @@ pub(crate) struct RawChunk {
 struct Piece {
     /// The piece with its trailing whitespace; consecutive pieces tile the section.
     range: Range<usize>,
-    /// Exact token count of `text[range]`; never above the budget.
+    /// Token count of `text[range]`, at most the budget. Exact, except for the fragments of a
+    /// giant run, which are counted in place and may be off by a token at their edges.
     tokens: usize,
     grain: Grain,
     /// The first line of an oversized code block, table or HTML block: it opens a new chunk
@@ -47,6 +48,10 @@ enum Grain {
 /// Tokens kept free next to a heading when the first unit after it is measured, because
 /// joining two texts can shift a token or two across the seam.
 const SEAM_TOKENS: usize = 2;
+
+/// More bytes per cl100k token than text of any kind averages over a whole section, bar
+/// padded tables and runs of blanks (English prose averages about four).
+const LIKELY_BYTES_PER_TOKEN: usize = 10;
 
 /// Cuts sections into chunks within one document.
 pub(crate) struct Splitter<'a> {
@@ -84,16 +89,20 @@ impl<'a> Splitter<'a> {
             return Vec::new();
         }
         // Most sections fit the budget: then they are one chunk, and counting the section
-        // once is all the tokenizing they need. The count stops early for the others.
+        // once is all the tokenizing they need. A section with more bytes than tokens ever
+        // average out to skips the try, which would only tokenize its first segment in vain
+        // (and if it fits after all, the packer still makes it one chunk).
         let Some(whole) = trim(self.text, section.range.clone()) else {
             return Vec::new();
         };
-        let count = tokens::count_capped(&self.text[whole.clone()], self.max_tokens);
-        if count <= self.max_tokens {
-            return vec![RawChunk {
-                range: whole,
-                tokens: count,
-            }];
+        if whole.len() <= self.max_tokens.saturating_mul(LIKELY_BYTES_PER_TOKEN) {
+            let count = tokens::count_capped(&self.text[whole.clone()], self.max_tokens);
+            if count <= self.max_tokens {
+                return vec![RawChunk {
+                    range: whole,
+                    tokens: count,
+                }];
+            }
         }
         let counts: Vec<usize> = blocks
             .iter()
@@ -271,7 +280,7 @@ impl<'a> Splitter<'a> {
             }
             // Sums of piece counts are close to the count of the joined text, not equal to it:
             // measure the real chunk and shed overlap, then pieces, until it fits.
-            let chunk = loop {
+            let made = loop {
                 let range = trim(self.text, start..pieces[j].range.end);
                 let count = range
                     .as_ref()
@@ -287,8 +296,9 @@ impl<'a> Splitter<'a> {
                 } else if j > i {
                     j -= 1;
                 } else {
-                    // A piece measured with its surrounding blanks can count more once
-                    // trimmed; cut it between tokens rather than exceed the budget.
+                    // A piece measured with its surrounding blanks, or in place inside a giant
+                    // run, can count more on its own; cut it between tokens rather than exceed
+                    // the budget.
                     let piece = &pieces[i];
                     let slice = &self.text[piece.range.clone()];
                     let (max, base) = (self.max_tokens, piece.range.start);
@@ -311,8 +321,8 @@ impl<'a> Splitter<'a> {
             i = j + 1;
             // The overlap must start after the chunk's first non-blank byte, or the next chunk
             // would start where this one does.
-            let content_start = chunk.last().map_or(start, |chunk| chunk.range.start);
-            for chunk in chunk {
+            let content_start = made.last().map_or(start, |chunk| chunk.range.start);
+            for chunk in made {
                 // A chunk that ends where the previous one did holds nothing new (only blanks
                 // after the overlap); drop it.
                 if chunks
