@@ -161,6 +161,9 @@ fn finish_section(text: &str, mut section: Section, end: usize, outline: &mut Ou
     section
         .blocks
         .retain(|b| b.start >= body_start && b.start < section.range.end);
+    // Blocks tile the section from their starts, so the starts must strictly increase; the
+    // parser emits them in order, and sorting makes that a guarantee rather than a hope.
+    section.blocks.sort_by_key(|b| b.start);
     section.blocks.dedup_by_key(|b| b.start);
     if section.blocks.is_empty() {
         // Text that produces no block event (link reference definitions) is still content
