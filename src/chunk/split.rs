@@ -294,7 +294,13 @@ impl<'a> Splitter<'a> {
                 if start < pieces[i].range.start {
                     start = pieces[i].range.start;
                 } else if j > i {
-                    j -= 1;
+                    // Shed at least as many tokens as the chunk is over, so that a long run of
+                    // small pieces does not cost one recount per piece.
+                    let mut shed = 0;
+                    while j > i && shed < count - self.max_tokens {
+                        shed += pieces[j].tokens.max(1);
+                        j -= 1;
+                    }
                 } else {
                     // A piece measured with its surrounding blanks, or in place inside a giant
                     // run, can count more on its own; cut it between tokens rather than exceed
