@@ -6,10 +6,10 @@
 use std::ops::Range;
 
 use super::boundaries::{content_line_starts, sentence_starts, units};
-use super::fixed::token_windows;
+use super::fixed::{Counting, token_windows};
 use super::lines::LineIndex;
 use super::outline::{BlockKind, Section};
-use super::tokens;
+use super::tokens::{self, ceil_char_boundary};
 
 /// A chunk before it becomes a [`super::Chunk`]: its trimmed range and exact token count.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,7 +23,8 @@ pub(crate) struct RawChunk {
 struct Piece {
     /// The piece with its trailing whitespace; consecutive pieces tile the section.
     range: Range<usize>,
-    /// Exact token count of `text[range]`; never above the budget.
+    /// Token count of `text[range]`, at most the budget. Exact, except for the fragments of a
+    /// giant run, which are counted in place and may be off by a token at their edges.
     tokens: usize,
     grain: Grain,
     /// The first line of an oversized code block, table or HTML block: it opens a new chunk
@@ -35,15 +36,22 @@ struct Piece {
 enum Grain {
     /// A whole block, which the overlap may still cut into sentences or lines.
     Block(BlockKind),
-    /// A sentence (of prose or of a list item), or a piece of one cut between tokens.
+    /// A sentence of prose.
     Sentence,
-    /// A line of code, of a table or of HTML, or a heading.
+    /// A piece of a sentence too long for the budget, cut between tokens.
+    Fragment,
+    /// A line (or a sentence of a line) of code, a table, HTML or a list item, or a heading:
+    /// text where a cut in mid-line would read badly, so the overlap never starts inside one.
     Line,
 }
 
 /// Tokens kept free next to a heading when the first unit after it is measured, because
 /// joining two texts can shift a token or two across the seam.
 const SEAM_TOKENS: usize = 2;
+
+/// More bytes per cl100k token than text of any kind averages over a whole section, bar
+/// padded tables and runs of blanks (English prose averages about four).
+const LIKELY_BYTES_PER_TOKEN: usize = 10;
 
 /// Cuts sections into chunks within one document.
 pub(crate) struct Splitter<'a> {
@@ -65,7 +73,13 @@ impl<'a> Splitter<'a> {
         warnings: &'a mut Vec<String>,
     ) -> Splitter<'a> {
         let max_tokens = max_tokens.max(1);
-        Splitter { text, lines, max_tokens, overlap_tokens: overlap_tokens.min(max_tokens / 2), warnings }
+        Splitter {
+            text,
+            lines,
+            max_tokens,
+            overlap_tokens: overlap_tokens.min(max_tokens / 2),
+            warnings,
+        }
     }
 
     /// The chunks of one section, in order. A section without body blocks yields none.
@@ -75,13 +89,20 @@ impl<'a> Splitter<'a> {
             return Vec::new();
         }
         // Most sections fit the budget: then they are one chunk, and counting the section
-        // once is all the tokenizing they need. The count stops early for the others.
+        // once is all the tokenizing they need. A section with more bytes than tokens ever
+        // average out to skips the try, which would only tokenize its first segment in vain
+        // (and if it fits after all, the packer still makes it one chunk).
         let Some(whole) = trim(self.text, section.range.clone()) else {
             return Vec::new();
         };
-        let count = tokens::count_capped(&self.text[whole.clone()], self.max_tokens);
-        if count <= self.max_tokens {
-            return vec![RawChunk { range: whole, tokens: count }];
+        if whole.len() <= self.max_tokens.saturating_mul(LIKELY_BYTES_PER_TOKEN) {
+            let count = tokens::count_capped(&self.text[whole.clone()], self.max_tokens);
+            if count <= self.max_tokens {
+                return vec![RawChunk {
+                    range: whole,
+                    tokens: count,
+                }];
+            }
         }
         let counts: Vec<usize> = blocks
             .iter()
@@ -90,7 +111,12 @@ impl<'a> Splitter<'a> {
         let mut pieces = Vec::new();
         for (i, ((range, kind), count)) in blocks.into_iter().zip(counts).enumerate() {
             if count <= self.max_tokens {
-                pieces.push(Piece { range, tokens: count, grain: Grain::Block(kind), starts_chunk: false });
+                pieces.push(Piece {
+                    range,
+                    tokens: count,
+                    grain: Grain::Block(kind),
+                    starts_chunk: false,
+                });
             } else if i == 0 && section.heading.is_some() {
                 self.split_heading_block(range, kind, section.blocks[0].start, &mut pieces);
             } else {
@@ -146,23 +172,37 @@ impl<'a> Splitter<'a> {
     ) {
         let first_piece = pieces.len();
         let grain = match kind {
-            BlockKind::Prose | BlockKind::ListItem => Grain::Sentence,
-            BlockKind::Lines => Grain::Line,
+            BlockKind::Prose => Grain::Sentence,
+            BlockKind::ListItem | BlockKind::Lines => Grain::Line,
         };
         // Where the first unit that had to be cut between tokens starts, for the warning.
         let mut cut_hard: Option<usize> = None;
         for unit in units_of(self.text, range.clone(), kind) {
-            let budget = if pieces.len() == first_piece { first_budget } else { self.max_tokens };
+            let budget = if pieces.len() == first_piece {
+                first_budget
+            } else {
+                self.max_tokens
+            };
             let count = tokens::count_capped(&self.text[unit.clone()], self.max_tokens);
             if count <= budget {
-                pieces.push(Piece { range: unit, tokens: count, grain, starts_chunk: false });
+                pieces.push(Piece {
+                    range: unit,
+                    tokens: count,
+                    grain,
+                    starts_chunk: false,
+                });
             } else {
                 // A unit that only misses the room a heading leaves is no surprise; one over
                 // the whole budget is worth a warning.
                 if count > self.max_tokens && cut_hard.is_none() {
                     cut_hard = Some(unit.start);
                 }
-                self.hard_split(unit, budget, grain, pieces);
+                let fragment = if grain == Grain::Sentence {
+                    Grain::Fragment
+                } else {
+                    grain
+                };
+                self.hard_split(unit, budget, fragment, pieces);
             }
         }
         if let Some(first) = pieces.get_mut(first_piece) {
@@ -179,6 +219,11 @@ impl<'a> Splitter<'a> {
 
     /// Cuts `range` into pieces of at most `first_budget` (the first) and `max_tokens` (the
     /// rest) tokens, between tokens, preferring the end of a word.
+    ///
+    /// Pieces of prose leave room for the overlap, which the packer can then put in front of
+    /// each of them. Their counts are taken in place from one tokenization of the whole run
+    /// (the packer measures each chunk anyway), so a megabyte-long run costs two passes of
+    /// the tokenizer, not three.
     fn hard_split(
         &mut self,
         range: Range<usize>,
@@ -186,8 +231,20 @@ impl<'a> Splitter<'a> {
         grain: Grain,
         pieces: &mut Vec<Piece>,
     ) {
+        let budget = if grain == Grain::Fragment {
+            self.max_tokens - self.overlap_tokens
+        } else {
+            self.max_tokens
+        };
         let slice = &self.text[range.clone()];
-        for window in token_windows(slice, first_budget, self.max_tokens, 0) {
+        let windows = token_windows(
+            slice,
+            first_budget.min(budget),
+            budget,
+            0,
+            Counting::InPlace,
+        );
+        for window in windows {
             pieces.push(Piece {
                 range: range.start + window.range.start..range.start + window.range.end,
                 tokens: window.tokens,
@@ -207,7 +264,9 @@ impl<'a> Splitter<'a> {
         let mut overlap: Option<(usize, usize)> = None;
         while i < pieces.len() {
             let (mut start, mut used) = match overlap.take() {
-                Some((start, tokens)) if tokens + pieces[i].tokens <= self.max_tokens => (start, tokens),
+                Some((start, tokens)) if tokens + pieces[i].tokens <= self.max_tokens => {
+                    (start, tokens)
+                }
                 _ => (pieces[i].range.start, 0),
             };
             used += pieces[i].tokens;
@@ -221,27 +280,45 @@ impl<'a> Splitter<'a> {
             }
             // Sums of piece counts are close to the count of the joined text, not equal to it:
             // measure the real chunk and shed overlap, then pieces, until it fits.
-            let chunk = loop {
+            let made = loop {
                 let range = trim(self.text, start..pieces[j].range.end);
-                let count = range.as_ref().map_or(0, |r| tokens::count(&self.text[r.clone()]));
+                let count = range
+                    .as_ref()
+                    .map_or(0, |r| tokens::count(&self.text[r.clone()]));
                 if count <= self.max_tokens {
-                    break Vec::from_iter(range.map(|range| RawChunk { range, tokens: count }));
+                    break Vec::from_iter(range.map(|range| RawChunk {
+                        range,
+                        tokens: count,
+                    }));
                 }
                 if start < pieces[i].range.start {
                     start = pieces[i].range.start;
                 } else if j > i {
-                    j -= 1;
+                    // Shed at least as many tokens as the chunk is over, so that a long run of
+                    // small pieces does not cost one recount per piece.
+                    let mut shed = 0;
+                    while j > i && shed < count - self.max_tokens {
+                        shed += pieces[j].tokens.max(1);
+                        j -= 1;
+                    }
                 } else {
-                    // A piece measured with its surrounding blanks can count more once
-                    // trimmed; cut it between tokens rather than exceed the budget.
-                    let mut cut = Vec::new();
+                    // A piece measured with its surrounding blanks, or in place inside a giant
+                    // run, can count more on its own; cut it between tokens rather than exceed
+                    // the budget.
                     let piece = &pieces[i];
-                    self.hard_split(piece.range.clone(), self.max_tokens, piece.grain, &mut cut);
-                    break cut
+                    let slice = &self.text[piece.range.clone()];
+                    let (max, base) = (self.max_tokens, piece.range.start);
+                    break token_windows(slice, max, max, 0, Counting::Exact)
                         .into_iter()
-                        .filter_map(|piece| {
-                            let range = trim(self.text, piece.range)?;
-                            Some(RawChunk { range, tokens: piece.tokens })
+                        .filter_map(|window| {
+                            let range = trim(
+                                self.text,
+                                base + window.range.start..base + window.range.end,
+                            )?;
+                            Some(RawChunk {
+                                range,
+                                tokens: window.tokens,
+                            })
                         })
                         .collect();
                 }
@@ -250,11 +327,14 @@ impl<'a> Splitter<'a> {
             i = j + 1;
             // The overlap must start after the chunk's first non-blank byte, or the next chunk
             // would start where this one does.
-            let content_start = chunk.last().map_or(start, |chunk| chunk.range.start);
-            for chunk in chunk {
+            let content_start = made.last().map_or(start, |chunk| chunk.range.start);
+            for chunk in made {
                 // A chunk that ends where the previous one did holds nothing new (only blanks
                 // after the overlap); drop it.
-                if chunks.last().is_none_or(|last: &RawChunk| chunk.range.end > last.range.end) {
+                if chunks
+                    .last()
+                    .is_none_or(|last: &RawChunk| chunk.range.end > last.range.end)
+                {
                     chunks.push(chunk);
                 }
             }
@@ -268,8 +348,8 @@ impl<'a> Splitter<'a> {
     /// The start (and token count) of the overlap to repeat from a chunk made of `pieces`
     /// whose text starts at `chunk_start`: the longest run of whole trailing sentences or lines
     /// within `overlap_tokens`. When even the last sentence or line is longer, it is taken
-    /// whole if it is at most half as long again, else the last words of a sentence are taken
-    /// (a cut line of code or table row would only confuse).
+    /// whole if it is at most half as long again, else the last words of a prose sentence
+    /// are taken (a cut line of code, a table row or a list line would only confuse).
     fn overlap_start(&self, pieces: &[Piece], chunk_start: usize) -> Option<(usize, usize)> {
         let tolerance = self.overlap_tokens + self.overlap_tokens / 2;
         let mut start = None;
@@ -278,13 +358,26 @@ impl<'a> Splitter<'a> {
             let tail_units = match piece.grain {
                 Grain::Block(kind) => units_of(self.text, piece.range.clone(), kind),
                 Grain::Sentence | Grain::Line => vec![piece.range.clone()],
+                // A piece of a cut sentence is no whole unit: only its last words can repeat.
+                Grain::Fragment if start.is_none() => {
+                    return self.words_tail(piece.range.clone(), chunk_start);
+                }
+                Grain::Fragment => break,
             };
-            let prose =
-                matches!(piece.grain, Grain::Sentence | Grain::Block(BlockKind::Prose | BlockKind::ListItem));
+            let prose = matches!(
+                piece.grain,
+                Grain::Sentence | Grain::Block(BlockKind::Prose)
+            );
             for unit in tail_units.into_iter().rev() {
                 // Repeating the whole chunk would make no progress.
                 let inside = unit.start > chunk_start;
-                let count = tokens::count_capped(&self.text[unit.clone()], tolerance);
+                // A piece that is a single unit is already measured (in place, for pieces of
+                // a giant run, whose recount would be a whole extra tokenizer pass).
+                let count = if unit == piece.range {
+                    piece.tokens
+                } else {
+                    tokens::count_capped(&self.text[unit.clone()], tolerance)
+                };
                 if inside && total + count <= self.overlap_tokens {
                     total += count;
                     start = Some(unit.start);
@@ -296,7 +389,11 @@ impl<'a> Splitter<'a> {
                 if inside && count <= tolerance {
                     return Some((unit.start, count));
                 }
-                return if prose { self.words_tail(unit, chunk_start) } else { None };
+                return if prose {
+                    self.words_tail(unit, chunk_start)
+                } else {
+                    None
+                };
             }
         }
         start.map(|s| (s, total))
@@ -305,17 +402,23 @@ impl<'a> Splitter<'a> {
     /// About `overlap_tokens` tokens from the end of `unit`, starting at a word after
     /// `chunk_start`.
     fn words_tail(&self, unit: Range<usize>, chunk_start: usize) -> Option<(usize, usize)> {
-        let slice = &self.text[unit.clone()];
-        let ends = tokens::token_ends(slice.trim_end());
-        if ends.len() <= self.overlap_tokens {
-            return None;
-        }
-        let from = ends[ends.len() - self.overlap_tokens - 1];
-        let bytes = slice.as_bytes();
+        let content = self.text[unit.clone()].trim_end();
+        // Only the end of the unit matters: tokenize a stretch of it long enough to hold the
+        // overlap unless its tokens are unusually long, never the whole of a giant run.
+        let reach = self.overlap_tokens.saturating_mul(32).saturating_add(64);
+        let tail_start = ceil_char_boundary(content, content.len().saturating_sub(reach));
+        let tail = &content[tail_start..];
+        let ends = tokens::token_ends(tail);
+        let from = if ends.len() > self.overlap_tokens {
+            ends[ends.len() - self.overlap_tokens - 1]
+        } else {
+            0
+        };
+        let bytes = tail.as_bytes();
         // The first word that starts after `from`: a non-blank byte right after a blank one.
-        let word = (from.max(1)..slice.len())
+        let word = (from.max(1)..tail.len())
             .find(|&p| bytes[p - 1].is_ascii_whitespace() && !bytes[p].is_ascii_whitespace())?;
-        let start = unit.start + word;
+        let start = unit.start + tail_start + word;
         if start <= chunk_start {
             return None;
         }
@@ -393,7 +496,11 @@ mod tests {
         let text = "abcdefghij".repeat(200);
         let chunks = split(&text, BlockKind::Prose, 50, 0);
         assert!(chunks.iter().all(|c| c.tokens <= 50));
-        assert!(chunks.windows(2).all(|w| w[0].range.end == w[1].range.start));
+        assert!(
+            chunks
+                .windows(2)
+                .all(|w| w[0].range.end == w[1].range.start)
+        );
         assert_eq!(chunks.last().map(|c| c.range.end), Some(text.len()));
     }
 

@@ -26,6 +26,16 @@ pub(crate) fn count(text: &str) -> usize {
 /// at most `cap`, and some number above `cap` otherwise. Lets the splitter ask "does this
 /// fit?" about a megabyte-long block without tokenizing all of it.
 pub(crate) fn count_capped(text: &str, cap: usize) -> usize {
+    // Most oversized texts show it within their first few `cap` tokens' worth of bytes; only
+    // the others pay for a full segment.
+    let probe = cap.saturating_mul(6).clamp(256, SEGMENT_BYTES);
+    if text.len() > probe {
+        let head = &text[..segment_end(text, probe)];
+        let head_count = bpe().encode_ordinary(head).len();
+        if head_count > cap {
+            return head_count;
+        }
+    }
     let mut total = 0;
     for segment in segments(text) {
         total += bpe().encode_ordinary(segment).len();
@@ -69,24 +79,24 @@ fn segments(text: &str) -> impl Iterator<Item = &str> {
         if rest.is_empty() {
             return None;
         }
-        let cut = segment_end(rest);
+        let cut = segment_end(rest, SEGMENT_BYTES);
         let (segment, tail) = rest.split_at(cut);
         rest = tail;
         Some(segment)
     })
 }
 
-/// Where the first segment of `text` ends.
-fn segment_end(text: &str) -> usize {
-    if text.len() <= SEGMENT_BYTES {
+/// Where the first segment of `text` ends, for segments of at most `size` bytes.
+fn segment_end(text: &str, size: usize) -> usize {
+    if text.len() <= size {
         return text.len();
     }
     let bytes = text.as_bytes();
-    let limit = floor_char_boundary(text, SEGMENT_BYTES);
+    let limit = floor_char_boundary(text, size);
     // The tokenizer's pre-split never joins a word with the space before it to the text
     // before that space, nor a line break to the word after it, so cutting right before
     // " word" or right after "\n" reproduces its pieces exactly.
-    let floor = SEGMENT_BYTES / 2;
+    let floor = size / 2;
     for p in (floor..limit).rev() {
         let prev = bytes[p - 1];
         let here = bytes[p];
