@@ -25,13 +25,7 @@ fn markdown_body_start(text: &str) -> usize {
     };
     let mut offset = bom + first.len();
     // A blank line right after the opener makes it a thematic break, not front matter.
-    if text[offset..]
-        .lines()
-        .next()
-        .unwrap_or("")
-        .trim()
-        .is_empty()
-    {
+    if text[offset..].lines().next().unwrap_or("").trim().is_empty() {
         return bom;
     }
     for line in lines {

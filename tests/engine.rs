@@ -238,17 +238,17 @@ fn a_crash_between_commit_and_manifest_is_repaired() {
     let f = Fixture::standard();
     let mut engine = f.engine(Counting::new());
     reconcile(&mut engine);
-    let old_manifest = std::fs::read(f.index_dir().join("manifest.json")).unwrap();
-    let old_vectors = std::fs::read(f.index_dir().join("vectors.usearch")).unwrap();
-    let old_vectors_meta = std::fs::read(f.index_dir().join("vectors.json")).unwrap();
+    let written_after_commit = ["manifest.json", "vectors.usearch", "vectors.json", "vectors.journal"];
+    let old: Vec<Vec<u8>> =
+        written_after_commit.iter().map(|n| std::fs::read(f.index_dir().join(n)).unwrap()).collect();
     f.write("ops/new.md", "# Incidents\n\nPage the on-call engineer through the pager rotation.\n");
     reconcile(&mut engine);
     drop(engine);
     // Put back the files written after the chunk store commit, as a crash would have
     // left them.
-    std::fs::write(f.index_dir().join("manifest.json"), old_manifest).unwrap();
-    std::fs::write(f.index_dir().join("vectors.usearch"), old_vectors).unwrap();
-    std::fs::write(f.index_dir().join("vectors.json"), old_vectors_meta).unwrap();
+    for (name, bytes) in written_after_commit.iter().zip(old) {
+        std::fs::write(f.index_dir().join(name), bytes).unwrap();
+    }
 
     let mut engine = f.engine(Counting::new());
     assert!(!engine.index().notes().is_empty());
@@ -417,4 +417,50 @@ fn a_rewrite_within_the_same_clock_tick_is_not_missed() {
     assert_eq!(report.files_indexed, 1, "{report:?}");
     let hits = engine.search(&request("rooster", SearchMode::Bm25)).unwrap();
     assert_eq!(hits[0].chunk.path, "fresh.md");
+}
+
+#[test]
+fn vector_changes_go_to_the_journal_and_survive_a_restart() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    let vector_file = f.index_dir().join("vectors.usearch");
+    let written = std::fs::metadata(&vector_file).unwrap().modified().unwrap();
+    let journal_len = std::fs::metadata(f.index_dir().join("vectors.journal")).unwrap().len();
+
+    f.write("ops/new.md", "# Incidents\n\nPage the on-call engineer through the pager rotation.\n");
+    std::fs::remove_file(f.root().join("kitchen/bread.md")).unwrap();
+    reconcile(&mut engine);
+    // The vector file was not rewritten; the journal grew.
+    assert_eq!(std::fs::metadata(&vector_file).unwrap().modified().unwrap(), written);
+    assert!(std::fs::metadata(f.index_dir().join("vectors.journal")).unwrap().len() > journal_len);
+    let chunks = engine.index().manifest().chunk_count();
+    drop(engine);
+
+    let embedder = Counting::new();
+    let mut engine = f.engine(embedder.clone());
+    assert!(engine.index().notes().is_empty(), "{:?}", engine.index().notes());
+    assert_eq!(engine.index().vector_count(), chunks);
+    assert_eq!(reconcile(&mut engine).vectors_refilled, 0);
+    assert_eq!(embedder.count(), 0);
+    let hits = engine.search(&request("pager rotation on-call", SearchMode::Vector)).unwrap();
+    assert_eq!(hits[0].chunk.path, "ops/new.md");
+    assert!(hits.iter().all(|h| h.chunk.path != "kitchen/bread.md"));
+}
+
+#[test]
+fn a_damaged_journal_costs_only_re_embedding() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    f.write("ops/new.md", "# Incidents\n\nPage the on-call engineer through the pager rotation.\n");
+    reconcile(&mut engine);
+    drop(engine);
+    std::fs::write(f.index_dir().join("vectors.journal"), b"scribbled over").unwrap();
+
+    let mut engine = f.engine(Counting::new());
+    assert!(engine.index().notes().iter().any(|n| n.contains("journal")), "{:?}", engine.index().notes());
+    let report = reconcile(&mut engine);
+    assert_eq!(report.vectors_refilled, 1, "{report:?}");
+    assert_eq!(engine.index().vector_count(), engine.index().manifest().chunk_count());
 }

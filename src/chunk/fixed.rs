@@ -43,12 +43,7 @@ pub(crate) fn token_windows(
     let mut windows: Vec<Window> = Vec::new();
     let mut pos = 0;
     while pos < text.len() {
-        let budget = if windows.is_empty() {
-            first_budget
-        } else {
-            budget
-        }
-        .max(1);
+        let budget = if windows.is_empty() { first_budget } else { budget }.max(1);
         // Tokens that end after `pos`; the one straddling `pos`, if any, counts whole.
         let from = ends.partition_point(|&end| end <= pos);
         let mut take = budget;
@@ -76,10 +71,7 @@ pub(crate) fn token_windows(
             }
             cut = shorter;
         };
-        windows.push(Window {
-            range: pos..cut,
-            tokens: count,
-        });
+        windows.push(Window { range: pos..cut, tokens: count });
         // Trailing blanks would only make a window of nothing: they join this one.
         if text[cut..].trim_start().is_empty() {
             if let Some(last) = windows.last_mut() {
@@ -109,49 +101,28 @@ fn window_end(text: &str, ends: &[usize], pos: usize, from: usize, take: usize) 
     }
     let bytes = text.as_bytes();
     let last = from + take - 1;
-    let word_end = (from + take.div_ceil(2)..=last)
-        .rev()
-        .map(|k| ends[k])
-        .find(|&end| {
-            end > 0
-                && bytes.get(end).is_some_and(u8::is_ascii_whitespace)
-                && !bytes[end - 1].is_ascii_whitespace()
-        });
+    let word_end = (from + take.div_ceil(2)..=last).rev().map(|k| ends[k]).find(|&end| {
+        end > 0
+            && bytes.get(end).is_some_and(u8::is_ascii_whitespace)
+            && !bytes[end - 1].is_ascii_whitespace()
+    });
     let cut = floor_char_boundary(text, word_end.unwrap_or(ends[last]));
-    if cut <= pos {
-        ceil_char_boundary(text, pos + 1)
-    } else {
-        cut
-    }
+    if cut <= pos { ceil_char_boundary(text, pos + 1) } else { cut }
 }
 
 /// Where the window after `window_start..cut` starts: `overlap` tokens before `cut`, moved
 /// forward to the start of a word when one comes before `cut`.
-fn overlap_start(
-    text: &str,
-    ends: &[usize],
-    window_start: usize,
-    cut: usize,
-    overlap: usize,
-) -> usize {
+fn overlap_start(text: &str, ends: &[usize], window_start: usize, cut: usize, overlap: usize) -> usize {
     let bytes = text.as_bytes();
     let after_window = ends.partition_point(|&end| end <= cut);
     let first_inside = ends.partition_point(|&end| end <= window_start);
     let start_token = after_window.saturating_sub(overlap).max(first_inside + 1);
-    let candidate = if start_token == 0 {
-        0
-    } else {
-        ends[start_token - 1]
-    };
+    let candidate = if start_token == 0 { 0 } else { ends[start_token - 1] };
     let word = (candidate.max(1)..cut)
         .find(|&p| bytes[p - 1].is_ascii_whitespace() && !bytes[p].is_ascii_whitespace());
     let start = ceil_char_boundary(text, word.unwrap_or(candidate));
     // Every window must move forward, however the snapping went.
-    if start <= window_start || start >= cut {
-        cut
-    } else {
-        start
-    }
+    if start <= window_start || start >= cut { cut } else { start }
 }
 
 /// The `fixed` strategy: windows of `max_tokens` with `overlap_tokens` overlap over the body,
@@ -167,38 +138,21 @@ pub(crate) fn fixed_chunks(
     let overlap_tokens = overlap_tokens.min(max_tokens / 2);
     let base = body.start;
     let mut last_end = 0;
-    token_windows(
-        &text[body],
-        max_tokens,
-        max_tokens,
-        overlap_tokens,
-        Counting::Exact,
-    )
-    .into_iter()
-    .filter_map(|window| {
-        let range = trim(text, base + window.range.start..base + window.range.end)?;
-        // A window shrunk to fit its budget can end inside the previous one; it would
-        // repeat text and add nothing.
-        if range.end <= last_end {
-            return None;
-        }
-        last_end = range.end;
-        let section = outline
-            .sections
-            .partition_point(|s| s.range.start <= range.start)
-            .checked_sub(1);
-        let path = section
-            .map(|i| outline.sections[i].heading_path.clone())
-            .unwrap_or_default();
-        Some((
-            RawChunk {
-                range,
-                tokens: window.tokens,
-            },
-            path,
-        ))
-    })
-    .collect()
+    token_windows(&text[body], max_tokens, max_tokens, overlap_tokens, Counting::Exact)
+        .into_iter()
+        .filter_map(|window| {
+            let range = trim(text, base + window.range.start..base + window.range.end)?;
+            // A window shrunk to fit its budget can end inside the previous one; it would
+            // repeat text and add nothing.
+            if range.end <= last_end {
+                return None;
+            }
+            last_end = range.end;
+            let section = outline.sections.partition_point(|s| s.range.start <= range.start).checked_sub(1);
+            let path = section.map(|i| outline.sections[i].heading_path.clone()).unwrap_or_default();
+            Some((RawChunk { range, tokens: window.tokens }, path))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -211,18 +165,10 @@ mod tests {
         let windows = token_windows(&text, 10, 25, 0, Counting::Exact);
         assert!(windows[0].tokens <= 10);
         assert!(windows.iter().all(|w| w.tokens <= 25));
-        assert!(
-            windows
-                .windows(2)
-                .all(|w| w[0].range.end == w[1].range.start)
-        );
+        assert!(windows.windows(2).all(|w| w[0].range.end == w[1].range.start));
         assert_eq!(windows.last().map(|w| w.range.end), Some(text.len()));
         // Cuts fall at the end of a word.
-        assert!(
-            windows
-                .iter()
-                .all(|w| text[w.range.clone()].trim_end().ends_with('a'))
-        );
+        assert!(windows.iter().all(|w| text[w.range.clone()].trim_end().ends_with('a')));
     }
 
     #[test]
@@ -240,10 +186,6 @@ mod tests {
         let text = "日本語のテキスト".repeat(50);
         let windows = token_windows(&text, 20, 20, 0, Counting::Exact);
         assert!(windows.len() > 1);
-        assert!(
-            windows
-                .iter()
-                .all(|w| w.tokens <= 20 && !w.range.is_empty())
-        );
+        assert!(windows.iter().all(|w| w.tokens <= 20 && !w.range.is_empty()));
     }
 }

@@ -30,12 +30,8 @@ pub(crate) fn parse(text: &str, body: Range<usize>) -> Outline {
     let mut outline = Outline::default();
     // Open headings, outermost first: (level, text).
     let mut stack: Vec<(usize, String)> = Vec::new();
-    let mut current = Section {
-        heading_path: Vec::new(),
-        range: body.clone(),
-        heading: None,
-        blocks: Vec::new(),
-    };
+    let mut current =
+        Section { heading_path: Vec::new(), range: body.clone(), heading: None, blocks: Vec::new() };
     let mut depth = 0usize;
     // Inside a top-level list, items are the blocks; inside a top-level heading, text events
     // make up the heading's text.
@@ -52,16 +48,12 @@ pub(crate) fn parse(text: &str, body: Range<usize>) -> Outline {
                             heading = Some((level as usize, range.clone(), String::new()));
                         }
                         Tag::List(_) => in_top_list = true,
-                        ref other => current.blocks.push(Block {
-                            start: range.start,
-                            kind: block_kind(other),
-                        }),
+                        ref other => {
+                            current.blocks.push(Block { start: range.start, kind: block_kind(other) })
+                        }
                     }
                 } else if depth == 1 && in_top_list && matches!(tag, Tag::Item) {
-                    current.blocks.push(Block {
-                        start: range.start,
-                        kind: BlockKind::ListItem,
-                    });
+                    current.blocks.push(Block { start: range.start, kind: BlockKind::ListItem });
                 }
                 depth += 1;
             }
@@ -89,10 +81,7 @@ pub(crate) fn parse(text: &str, body: Range<usize>) -> Outline {
                 if let Some((_, _, raw)) = heading.as_mut() {
                     raw.push_str(&t);
                 } else if depth == 0 {
-                    current.blocks.push(Block {
-                        start: range.start,
-                        kind: BlockKind::Prose,
-                    });
+                    current.blocks.push(Block { start: range.start, kind: BlockKind::Prose });
                 }
             }
             Event::SoftBreak | Event::HardBreak => {
@@ -104,18 +93,12 @@ pub(crate) fn parse(text: &str, body: Range<usize>) -> Outline {
             Event::InlineHtml(_) | Event::FootnoteReference(_) | Event::TaskListMarker(_) => {}
             Event::Html(_) => {
                 if depth == 0 {
-                    current.blocks.push(Block {
-                        start: range.start,
-                        kind: BlockKind::Lines,
-                    });
+                    current.blocks.push(Block { start: range.start, kind: BlockKind::Lines });
                 }
             }
             Event::Rule => {
                 if depth == 0 {
-                    current.blocks.push(Block {
-                        start: range.start,
-                        kind: BlockKind::Lines,
-                    });
+                    current.blocks.push(Block { start: range.start, kind: BlockKind::Lines });
                 }
             }
         }
@@ -140,11 +123,7 @@ fn open_section(
     stack.push((level, title));
     Section {
         // Empty headings (`#` alone) still bound sections, but add nothing to a path.
-        heading_path: stack
-            .iter()
-            .filter(|(_, t)| !t.is_empty())
-            .map(|(_, t)| t.clone())
-            .collect(),
+        heading_path: stack.iter().filter(|(_, t)| !t.is_empty()).map(|(_, t)| t.clone()).collect(),
         range: range.start..range.start,
         heading: Some(range),
         blocks: Vec::new(),
@@ -154,13 +133,8 @@ fn open_section(
 /// Closes `section` at `end` and keeps it.
 fn finish_section(text: &str, mut section: Section, end: usize, outline: &mut Outline) {
     section.range.end = end.max(section.range.start);
-    let body_start = section
-        .heading
-        .as_ref()
-        .map_or(section.range.start, |h| h.end.min(section.range.end));
-    section
-        .blocks
-        .retain(|b| b.start >= body_start && b.start < section.range.end);
+    let body_start = section.heading.as_ref().map_or(section.range.start, |h| h.end.min(section.range.end));
+    section.blocks.retain(|b| b.start >= body_start && b.start < section.range.end);
     // Blocks tile the section from their starts, so the starts must strictly increase; the
     // parser emits them in order, and sorting makes that a guarantee rather than a hope.
     section.blocks.sort_by_key(|b| b.start);
@@ -170,10 +144,7 @@ fn finish_section(text: &str, mut section: Section, end: usize, outline: &mut Ou
         // and must not vanish from the index.
         let body = &text[body_start..section.range.end];
         if let Some(offset) = body.find(|c: char| !c.is_whitespace()) {
-            section.blocks.push(Block {
-                start: body_start + offset,
-                kind: BlockKind::Lines,
-            });
+            section.blocks.push(Block { start: body_start + offset, kind: BlockKind::Lines });
         }
     }
     // The preamble before the first heading is kept even when empty so that sections start
@@ -205,11 +176,7 @@ mod tests {
     }
 
     fn paths(text: &str) -> Vec<Vec<String>> {
-        outline(text)
-            .sections
-            .into_iter()
-            .map(|s| s.heading_path)
-            .collect()
+        outline(text).sections.into_iter().map(|s| s.heading_path).collect()
     }
 
     #[test]
@@ -239,10 +206,7 @@ mod tests {
     #[test]
     fn setext_headings_and_fenced_hashes() {
         let text = "Title\n=====\n\n```\n# not a heading\n```\n\nSub\n---\n~~~\n## nor this\n~~~\n";
-        assert_eq!(
-            paths(text),
-            vec![vec![], vec!["Title"], vec!["Title", "Sub"]]
-        );
+        assert_eq!(paths(text), vec![vec![], vec!["Title"], vec!["Title", "Sub"]]);
     }
 
     #[test]

@@ -73,13 +73,7 @@ impl<'a> Splitter<'a> {
         warnings: &'a mut Vec<String>,
     ) -> Splitter<'a> {
         let max_tokens = max_tokens.max(1);
-        Splitter {
-            text,
-            lines,
-            max_tokens,
-            overlap_tokens: overlap_tokens.min(max_tokens / 2),
-            warnings,
-        }
+        Splitter { text, lines, max_tokens, overlap_tokens: overlap_tokens.min(max_tokens / 2), warnings }
     }
 
     /// The chunks of one section, in order. A section without body blocks yields none.
@@ -98,10 +92,7 @@ impl<'a> Splitter<'a> {
         if whole.len() <= self.max_tokens.saturating_mul(LIKELY_BYTES_PER_TOKEN) {
             let count = tokens::count_capped(&self.text[whole.clone()], self.max_tokens);
             if count <= self.max_tokens {
-                return vec![RawChunk {
-                    range: whole,
-                    tokens: count,
-                }];
+                return vec![RawChunk { range: whole, tokens: count }];
             }
         }
         let counts: Vec<usize> = blocks
@@ -111,12 +102,7 @@ impl<'a> Splitter<'a> {
         let mut pieces = Vec::new();
         for (i, ((range, kind), count)) in blocks.into_iter().zip(counts).enumerate() {
             if count <= self.max_tokens {
-                pieces.push(Piece {
-                    range,
-                    tokens: count,
-                    grain: Grain::Block(kind),
-                    starts_chunk: false,
-                });
+                pieces.push(Piece { range, tokens: count, grain: Grain::Block(kind), starts_chunk: false });
             } else if i == 0 && section.heading.is_some() {
                 self.split_heading_block(range, kind, section.blocks[0].start, &mut pieces);
             } else {
@@ -178,30 +164,17 @@ impl<'a> Splitter<'a> {
         // Where the first unit that had to be cut between tokens starts, for the warning.
         let mut cut_hard: Option<usize> = None;
         for unit in units_of(self.text, range.clone(), kind) {
-            let budget = if pieces.len() == first_piece {
-                first_budget
-            } else {
-                self.max_tokens
-            };
+            let budget = if pieces.len() == first_piece { first_budget } else { self.max_tokens };
             let count = tokens::count_capped(&self.text[unit.clone()], self.max_tokens);
             if count <= budget {
-                pieces.push(Piece {
-                    range: unit,
-                    tokens: count,
-                    grain,
-                    starts_chunk: false,
-                });
+                pieces.push(Piece { range: unit, tokens: count, grain, starts_chunk: false });
             } else {
                 // A unit that only misses the room a heading leaves is no surprise; one over
                 // the whole budget is worth a warning.
                 if count > self.max_tokens && cut_hard.is_none() {
                     cut_hard = Some(unit.start);
                 }
-                let fragment = if grain == Grain::Sentence {
-                    Grain::Fragment
-                } else {
-                    grain
-                };
+                let fragment = if grain == Grain::Sentence { Grain::Fragment } else { grain };
                 self.hard_split(unit, budget, fragment, pieces);
             }
         }
@@ -231,19 +204,10 @@ impl<'a> Splitter<'a> {
         grain: Grain,
         pieces: &mut Vec<Piece>,
     ) {
-        let budget = if grain == Grain::Fragment {
-            self.max_tokens - self.overlap_tokens
-        } else {
-            self.max_tokens
-        };
+        let budget =
+            if grain == Grain::Fragment { self.max_tokens - self.overlap_tokens } else { self.max_tokens };
         let slice = &self.text[range.clone()];
-        let windows = token_windows(
-            slice,
-            first_budget.min(budget),
-            budget,
-            0,
-            Counting::InPlace,
-        );
+        let windows = token_windows(slice, first_budget.min(budget), budget, 0, Counting::InPlace);
         for window in windows {
             pieces.push(Piece {
                 range: range.start + window.range.start..range.start + window.range.end,
@@ -264,9 +228,7 @@ impl<'a> Splitter<'a> {
         let mut overlap: Option<(usize, usize)> = None;
         while i < pieces.len() {
             let (mut start, mut used) = match overlap.take() {
-                Some((start, tokens)) if tokens + pieces[i].tokens <= self.max_tokens => {
-                    (start, tokens)
-                }
+                Some((start, tokens)) if tokens + pieces[i].tokens <= self.max_tokens => (start, tokens),
                 _ => (pieces[i].range.start, 0),
             };
             used += pieces[i].tokens;
@@ -282,14 +244,9 @@ impl<'a> Splitter<'a> {
             // measure the real chunk and shed overlap, then pieces, until it fits.
             let made = loop {
                 let range = trim(self.text, start..pieces[j].range.end);
-                let count = range
-                    .as_ref()
-                    .map_or(0, |r| tokens::count(&self.text[r.clone()]));
+                let count = range.as_ref().map_or(0, |r| tokens::count(&self.text[r.clone()]));
                 if count <= self.max_tokens {
-                    break Vec::from_iter(range.map(|range| RawChunk {
-                        range,
-                        tokens: count,
-                    }));
+                    break Vec::from_iter(range.map(|range| RawChunk { range, tokens: count }));
                 }
                 if start < pieces[i].range.start {
                     start = pieces[i].range.start;
@@ -311,14 +268,8 @@ impl<'a> Splitter<'a> {
                     break token_windows(slice, max, max, 0, Counting::Exact)
                         .into_iter()
                         .filter_map(|window| {
-                            let range = trim(
-                                self.text,
-                                base + window.range.start..base + window.range.end,
-                            )?;
-                            Some(RawChunk {
-                                range,
-                                tokens: window.tokens,
-                            })
+                            let range = trim(self.text, base + window.range.start..base + window.range.end)?;
+                            Some(RawChunk { range, tokens: window.tokens })
                         })
                         .collect();
                 }
@@ -331,10 +282,7 @@ impl<'a> Splitter<'a> {
             for chunk in made {
                 // A chunk that ends where the previous one did holds nothing new (only blanks
                 // after the overlap); drop it.
-                if chunks
-                    .last()
-                    .is_none_or(|last: &RawChunk| chunk.range.end > last.range.end)
-                {
+                if chunks.last().is_none_or(|last: &RawChunk| chunk.range.end > last.range.end) {
                     chunks.push(chunk);
                 }
             }
@@ -364,10 +312,7 @@ impl<'a> Splitter<'a> {
                 }
                 Grain::Fragment => break,
             };
-            let prose = matches!(
-                piece.grain,
-                Grain::Sentence | Grain::Block(BlockKind::Prose)
-            );
+            let prose = matches!(piece.grain, Grain::Sentence | Grain::Block(BlockKind::Prose));
             for unit in tail_units.into_iter().rev() {
                 // Repeating the whole chunk would make no progress.
                 let inside = unit.start > chunk_start;
@@ -389,11 +334,7 @@ impl<'a> Splitter<'a> {
                 if inside && count <= tolerance {
                     return Some((unit.start, count));
                 }
-                return if prose {
-                    self.words_tail(unit, chunk_start)
-                } else {
-                    None
-                };
+                return if prose { self.words_tail(unit, chunk_start) } else { None };
             }
         }
         start.map(|s| (s, total))
@@ -409,11 +350,8 @@ impl<'a> Splitter<'a> {
         let tail_start = ceil_char_boundary(content, content.len().saturating_sub(reach));
         let tail = &content[tail_start..];
         let ends = tokens::token_ends(tail);
-        let from = if ends.len() > self.overlap_tokens {
-            ends[ends.len() - self.overlap_tokens - 1]
-        } else {
-            0
-        };
+        let from =
+            if ends.len() > self.overlap_tokens { ends[ends.len() - self.overlap_tokens - 1] } else { 0 };
         let bytes = tail.as_bytes();
         // The first word that starts after `from`: a non-blank byte right after a blank one.
         let word = (from.max(1)..tail.len())
@@ -496,11 +434,7 @@ mod tests {
         let text = "abcdefghij".repeat(200);
         let chunks = split(&text, BlockKind::Prose, 50, 0);
         assert!(chunks.iter().all(|c| c.tokens <= 50));
-        assert!(
-            chunks
-                .windows(2)
-                .all(|w| w[0].range.end == w[1].range.start)
-        );
+        assert!(chunks.windows(2).all(|w| w[0].range.end == w[1].range.start));
         assert_eq!(chunks.last().map(|c| c.range.end), Some(text.len()));
     }
 

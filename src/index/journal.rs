@@ -70,14 +70,18 @@ impl Journal {
         let mut replay = Replay { committed_len: HEADER_LEN, ..Replay::default() };
         let mut pending = Vec::new();
         let mut at = HEADER_LEN as usize;
-        let take_u64 = |at: usize| bytes.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()));
+        let take_u64 =
+            |at: usize| bytes.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()));
         while let Some(&tag) = bytes.get(at) {
             match tag {
                 ADD => {
                     let Some(id) = take_u64(at + 1) else { break };
                     let start = at + 9;
                     let Some(raw) = bytes.get(start..start + 4 * dimensions) else { break };
-                    let v = raw.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap_or_default())).collect();
+                    let v = raw
+                        .chunks_exact(4)
+                        .map(|b| f32::from_le_bytes(b.try_into().unwrap_or_default()))
+                        .collect();
                     pending.push(VectorOp::Add(id, v));
                     at = start + 4 * dimensions;
                 }

@@ -427,7 +427,8 @@ impl Index {
                                 committed_len = r.committed_len;
                             }
                             Err(e) => {
-                                self.notes.push(format!("{e}: vectors since the last full write are re-embedded"));
+                                self.notes
+                                    .push(format!("{e}: vectors since the last full write are re-embedded"));
                                 self.vectors_incomplete = expected > 0;
                             }
                         }
@@ -439,8 +440,10 @@ impl Index {
                             self.vectors_incomplete = true;
                         }
                         if writable {
-                            self.journal =
-                                Some(Journal::open(&journal_path, dims, committed_len).map_err(io_err(&journal_path))?);
+                            self.journal = Some(
+                                Journal::open(&journal_path, dims, committed_len)
+                                    .map_err(io_err(&journal_path))?,
+                            );
                         }
                     }
                     Err(e) => {
@@ -780,7 +783,8 @@ impl Index {
             self.vectors = self.vectors.compacted(live)?;
         }
         self.vectors.save(&self.layout.vectors())?;
-        let vectors_meta = VectorsMeta { generation: self.committed_generation, embedder: self.embedder.clone() };
+        let vectors_meta =
+            VectorsMeta { generation: self.committed_generation, embedder: self.embedder.clone() };
         files::write_json(&self.layout.vectors_meta(), &vectors_meta)
             .map_err(io_err(&self.layout.vectors_meta()))?;
         self.journal =
@@ -985,7 +989,9 @@ fn clear_index_files(layout: &IndexLayout) -> Result<(), IndexError> {
     if tantivy.exists() {
         std::fs::remove_dir_all(&tantivy).map_err(io_err(&tantivy))?;
     }
-    for p in [layout.vectors(), layout.vectors_meta(), layout.vectors_journal(), layout.manifest(), layout.meta()] {
+    for p in
+        [layout.vectors(), layout.vectors_meta(), layout.vectors_journal(), layout.manifest(), layout.meta()]
+    {
         match std::fs::remove_file(&p) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
