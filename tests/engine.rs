@@ -464,3 +464,30 @@ fn a_damaged_journal_costs_only_re_embedding() {
     assert_eq!(report.vectors_refilled, 1, "{report:?}");
     assert_eq!(engine.index().vector_count(), engine.index().manifest().chunk_count());
 }
+
+#[test]
+fn a_model_folder_named_in_the_config_is_used() {
+    let f = Fixture::standard();
+    let model = f.index.path().join("my-model");
+    std::fs::create_dir_all(&model).unwrap();
+    let assets = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/static-model");
+    for name in ["model.safetensors", "tokenizer.json", "config.json"] {
+        std::fs::copy(assets.join(name), model.join(name)).unwrap();
+    }
+    f.write(
+        "situate.toml",
+        format!("index_dir = {:?}\n[embedding]\nmodel_path = {:?}\n", f.index_dir(), model),
+    );
+    let mut engine = Engine::open(f.root(), None, OpenMode::Write).unwrap();
+    assert!(engine.config_problems().is_empty(), "{:?}", engine.config_problems());
+    let identity = engine.status().embedder;
+    assert!(identity.model.starts_with("dir:"), "{identity:?}");
+    reconcile(&mut engine);
+    let hits = engine.search(&request("herons canal", SearchMode::Vector)).unwrap();
+    assert_eq!(hits[0].chunk.path, "journal/2026-03-02.txt");
+
+    // A folder that is not a model is a clear error naming it.
+    f.write("situate.toml", format!("index_dir = {:?}\n[embedding]\nmodel_path = \"/no/such/model\"\n", f.index_dir()));
+    let err = Engine::open(f.root(), None, OpenMode::Write).unwrap_err().to_string();
+    assert!(err.contains("/no/such/model"), "{err}");
+}
