@@ -487,7 +487,10 @@ fn a_model_folder_named_in_the_config_is_used() {
     assert_eq!(hits[0].chunk.path, "journal/2026-03-02.txt");
 
     // A folder that is not a model is a clear error naming it.
-    f.write("situate.toml", format!("index_dir = {:?}\n[embedding]\nmodel_path = \"/no/such/model\"\n", f.index_dir()));
+    f.write(
+        "situate.toml",
+        format!("index_dir = {:?}\n[embedding]\nmodel_path = \"/no/such/model\"\n", f.index_dir()),
+    );
     let err = Engine::open(f.root(), None, OpenMode::Write).unwrap_err().to_string();
     assert!(err.contains("/no/such/model"), "{err}");
 }

@@ -816,14 +816,32 @@ impl Index {
             (f.headings, boosts.headings),
             (f.path_text, boosts.path),
         ];
+        let total = searcher.num_docs() as f32;
+        let idf = |df: u64| (1.0 + (total - df as f32 + 0.5) / (df as f32 + 0.5)).ln();
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for term in terms {
-            for (field, boost) in fields {
-                if boost <= 0.0 {
+            let field_terms: Vec<(Term, f32, u64)> = fields
+                .iter()
+                .filter(|(_, boost)| *boost > 0.0)
+                .map(|(field, boost)| {
+                    let t = Term::from_field_text(*field, term);
+                    let df = searcher.doc_freq(&t).unwrap_or(0);
+                    (t, *boost, df)
+                })
+                .collect();
+            // One IDF per term, as BM25F has it: tantivy weighs each field by the term's
+            // rarity in that field, so a word common in text ("request") but rare among
+            // titles and paths would earn a large bonus in every short field that has it.
+            // Scaling each field to the term's document-level IDF (approximated by its
+            // largest document frequency over the fields) removes that bonus.
+            let shared_df = field_terms.iter().map(|(_, _, df)| *df).max().unwrap_or(0);
+            for (t, boost, df) in field_terms {
+                if df == 0 {
                     continue;
                 }
-                let q = TermQuery::new(Term::from_field_text(field, term), IndexRecordOption::WithFreqs);
-                clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), boost))));
+                let weight = boost * idf(shared_df) / idf(df).max(f32::EPSILON);
+                let q = TermQuery::new(t, IndexRecordOption::WithFreqs);
+                clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), weight))));
             }
         }
         let query = BooleanQuery::new(clauses);
