@@ -494,3 +494,29 @@ fn a_model_folder_named_in_the_config_is_used() {
     let err = Engine::open(f.root(), None, OpenMode::Write).unwrap_err().to_string();
     assert!(err.contains("/no/such/model"), "{err}");
 }
+
+#[test]
+fn a_word_common_in_text_earns_no_bonus_from_one_page_title() {
+    let f = Fixture::empty();
+    // "request" is everywhere in the text of these docs, but only one page has it in its
+    // title, headings and path.
+    f.write(
+        "contributing/pull-requests.md",
+        "# Pull Requests\n\n## Reviewing a Pull Request\n\nA request for review is answered within a week. \
+         Each request is labelled.\n",
+    );
+    f.write(
+        "middlewares/ratelimit.md",
+        "# Throttling\n\n## Average\n\nThe number of requests allowed per second. Extra requests wait.\n",
+    );
+    for (i, topic) in ["headers", "retry", "compress", "redirect", "auth", "buffering"].iter().enumerate() {
+        f.write(
+            &format!("middlewares/{topic}.md"),
+            format!("# {topic}\n\n## Behaviour {i}\n\nEvery request passes through the {topic} middleware before the service sees the request.\n"),
+        );
+    }
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    let hits = engine.search(&request("requests per second", SearchMode::Bm25)).unwrap();
+    assert_eq!(hits[0].chunk.path, "middlewares/ratelimit.md", "{:?}", top_paths(&hits));
+}
