@@ -131,3 +131,43 @@ fn errors_are_clear_and_exit_non_zero() {
     assert!(!out.status.success());
     assert!(String::from_utf8(out.stderr).unwrap().contains("missing.md is not an indexed file"));
 }
+
+#[test]
+fn an_index_killed_mid_write_recovers_on_the_next_run() {
+    let cli = Cli { fixture: Fixture::empty() };
+    let files = 3000;
+    for i in 0..files {
+        cli.fixture.write(
+            &format!("notes/{:02}/n{i}.md", i % 50),
+            format!("# Note {i}\n\n## Body\n\nThis note mentions the token marker{i} and some filler words about gardens.\n"),
+        );
+    }
+    // Kill the process at a few points of its run: before, around and after the periodic
+    // commit that a long run makes.
+    for delay_ms in [150, 600, 1500] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_situate"))
+            .arg("index")
+            .current_dir(cli.fixture.root())
+            .env("XDG_CACHE_HOME", cli.fixture.index.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+
+        let (out, err) = cli.ok(&["index", "--json"]);
+        let report: serde_json::Value =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+        assert_eq!(report["files_seen"], files, "{out}");
+        let (out, _) = cli.ok(&["status", "--json"]);
+        let status: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(status["files"], files, "after a kill at {delay_ms} ms: {out}");
+        assert_eq!(status["chunks"], status["vectors"], "after a kill at {delay_ms} ms: {out}");
+        let (out, _) = cli.ok(&["search", "marker2999", "--json", "-k", "1", "--mode", "bm25"]);
+        assert!(out.contains("notes/49/n2999.md"), "{out}");
+        // Start over for the next kill.
+        std::fs::remove_dir_all(cli.fixture.index.path().join("situate")).unwrap();
+    }
+}
