@@ -267,53 +267,22 @@ impl Index {
             }
         };
         if wipe {
-            clear_index_files(&layout)?;
-            files::write_json(&layout.meta(), &FormatRecord { format: FORMAT_VERSION })
-                .map_err(io_err(&layout.meta()))?;
+            reset_index_files(&layout)?;
         }
 
         let (store, fields) = match open_store(&layout, true) {
             Ok(s) => s,
             Err(e) => {
                 notes.push(format!("chunk store unreadable ({e}): rebuilt"));
-                clear_index_files(&layout)?;
-                files::write_json(&layout.meta(), &FormatRecord { format: FORMAT_VERSION })
-                    .map_err(io_err(&layout.meta()))?;
+                reset_index_files(&layout)?;
                 open_store(&layout, true)?
             }
         };
         let tantivy_dir = layout.tantivy();
-        let payload = read_payload(&store);
-        let reader = store
-            .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
-            .try_into()
-            .map_err(store_err(&tantivy_dir))?;
         let writer: IndexWriter =
             store.writer_with_num_threads(1, WRITER_HEAP_BYTES).map_err(store_err(&tantivy_dir))?;
-
-        let mut index = Index {
-            vectors: VectorIndex::create(embedder.dimensions)?,
-            layout,
-            fields,
-            reader,
-            writer: Some(writer),
-            manifest: Manifest::default(),
-            embedder: embedder.clone(),
-            pipeline: pipeline.to_string(),
-            committed_generation: payload.generation,
-            store_dirty: false,
-            vectors_dirty: false,
-            pending_removals: Vec::new(),
-            pending_ops: Vec::new(),
-            journal: None,
-            vectors_incomplete: false,
-            notes,
-            other_writer: false,
-            _lock: Some(lock),
-        };
-        index.load_manifest(&payload)?;
-        index.load_vectors(true)?;
+        let (mut index, payload) =
+            Index::assemble(layout, &store, fields, embedder, pipeline, Some((writer, lock)), notes)?;
         if !payload.pipeline.is_empty() && payload.pipeline != pipeline {
             index.notes.push("chunking or context settings changed: files are re-chunked".to_string());
             // Forgetting the content hashes makes the next reconcile re-chunk every file,
@@ -339,19 +308,36 @@ impl Index {
         // Only asked, not kept: a reader must not stop a writer from starting.
         let other_writer = matches!(WriterLock::try_acquire(&layout.lock()), Ok(None));
         let (store, fields) = open_store(&layout, false)?;
-        let tantivy_dir = layout.tantivy();
-        let payload = read_payload(&store);
+        let (mut index, _) = Index::assemble(layout, &store, fields, embedder, pipeline, None, Vec::new())?;
+        index.other_writer = other_writer;
+        Ok(index)
+    }
+
+    /// Builds the index around an open chunk store and loads (or repairs) the manifest and
+    /// the vectors. With a writer and its lock, repairs may write; without, nothing does.
+    fn assemble(
+        layout: IndexLayout,
+        store: &tantivy::Index,
+        fields: Fields,
+        embedder: &EmbedderIdentity,
+        pipeline: &str,
+        writer: Option<(IndexWriter, WriterLock)>,
+        notes: Vec<String>,
+    ) -> Result<(Index, CommitPayload), IndexError> {
+        let payload = read_payload(store);
         let reader = store
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
-            .map_err(store_err(&tantivy_dir))?;
+            .map_err(store_err(&layout.tantivy()))?;
+        let writable = writer.is_some();
+        let (writer, lock) = writer.unzip();
         let mut index = Index {
             vectors: VectorIndex::create(embedder.dimensions)?,
             layout,
             fields,
             reader,
-            writer: None,
+            writer,
             manifest: Manifest::default(),
             embedder: embedder.clone(),
             pipeline: pipeline.to_string(),
@@ -362,13 +348,13 @@ impl Index {
             pending_ops: Vec::new(),
             journal: None,
             vectors_incomplete: false,
-            notes: Vec::new(),
-            other_writer,
-            _lock: None,
+            notes,
+            other_writer: false,
+            _lock: lock,
         };
         index.load_manifest(&payload)?;
-        index.load_vectors(false)?;
-        Ok(index)
+        index.load_vectors(writable)?;
+        Ok((index, payload))
     }
 
     fn load_manifest(&mut self, payload: &CommitPayload) -> Result<(), IndexError> {
@@ -1000,6 +986,13 @@ fn read_payload(store: &tantivy::Index) -> CommitPayload {
         .and_then(|m| m.payload)
         .and_then(|p| serde_json::from_str(&p).ok())
         .unwrap_or_default()
+}
+
+/// Empties the index folder and writes a fresh format record.
+fn reset_index_files(layout: &IndexLayout) -> Result<(), IndexError> {
+    clear_index_files(layout)?;
+    files::write_json(&layout.meta(), &FormatRecord { format: FORMAT_VERSION })
+        .map_err(io_err(&layout.meta()))
 }
 
 fn clear_index_files(layout: &IndexLayout) -> Result<(), IndexError> {
