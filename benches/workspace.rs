@@ -60,6 +60,11 @@ fn main() {
     let t = Instant::now();
     let one = engine.reconcile(&mut |_| {}).expect("one-file reindex");
     let one_time = t.elapsed();
+    // A save: the same file again, through `update` (no walk of the workspace).
+    append_paragraph(&median);
+    let t = Instant::now();
+    let saved = engine.update(&[median.display().to_string()]).expect("update");
+    let save_time = t.elapsed();
     let edited = std::fs::read_to_string(&target).unwrap_or_default();
     let t = Instant::now();
     let chunked = situate::chunk::chunk_document(
@@ -98,6 +103,11 @@ fn main() {
         one.chunks_written,
         one.vectors_embedded,
         one.vectors_reused
+    );
+    println!(
+        "save (update one median file, no walk): {:.1} ms ({} chunks written)",
+        ms(save_time),
+        saved.chunks_written
     );
     println!(
         "  of which chunking {:.1} ms ({} KiB, {} chunks)",

@@ -277,8 +277,103 @@ impl Engine {
             tracing::info!(path = %s.path, "skipped: {}", s.reason);
         }
         report.skipped = skipped.clone();
-        self.index.finish_reconcile(skipped);
+        self.index.set_skipped(skipped);
         self.index.commit()?;
+        report.seconds = started.elapsed().as_secs_f64();
+        Ok(report)
+    }
+
+    /// Re-indexes these files alone, without walking the workspace (an editor's save, a
+    /// file watcher's event). Paths are workspace-relative or absolute. A file that exists
+    /// and is selected is re-chunked if its contents changed; one that is gone, no longer
+    /// selected, or now unreadable leaves the index.
+    pub fn update(&mut self, paths: &[String]) -> Result<ReconcileReport, EngineError> {
+        let started = Instant::now();
+        if self.index.is_read_only() {
+            return Err(IndexError::ReadOnly.into());
+        }
+        let mut report = ReconcileReport::default();
+        let mut changes = Vec::new();
+        let mut skipped = Vec::new();
+        let mut touched_paths = Vec::new();
+        let index_dir = self.index.dir().canonicalize().ok();
+        for path in paths {
+            let Some(rel) = self.relative(path) else {
+                skipped.push(Skipped {
+                    path: path.clone(),
+                    reason: SkipReason::Unreadable { error: "outside the workspace".to_string() },
+                });
+                continue;
+            };
+            touched_paths.push(rel.clone());
+            let indexed = self.index.manifest().files.contains_key(&rel);
+            let in_index_dir = index_dir.as_ref().is_some_and(|d| self.root.join(&rel).starts_with(d));
+            let file = match workspace::stat(&self.root, &rel) {
+                Ok(file) if !in_index_dir && workspace::is_selected(&self.root, &rel, &self.config.walk) => {
+                    file
+                }
+                Ok(_) => {
+                    if indexed {
+                        changes.push(FileChange::Remove { path: rel });
+                        report.files_removed += 1;
+                    }
+                    continue;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    if indexed {
+                        changes.push(FileChange::Remove { path: rel });
+                        report.files_removed += 1;
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    skipped
+                        .push(Skipped { path: rel, reason: SkipReason::Unreadable { error: e.to_string() } });
+                    continue;
+                }
+            };
+            report.files_seen += 1;
+            if self.index.manifest().is_unchanged(&file.rel_path, file.size, file.mtime_ns) {
+                report.files_unchanged += 1;
+                continue;
+            }
+            match prepare(&file, &self.config, &self.index) {
+                Ok(Prepared::Changed(file)) => {
+                    if file.lossy {
+                        report.lossy.push(file.path.clone());
+                    }
+                    report.files_indexed += 1;
+                    changes.push(FileChange::Upsert(file));
+                }
+                Ok(Prepared::Touched { path, size, mtime_ns }) => {
+                    report.files_touched += 1;
+                    changes.push(FileChange::Touch { path, size, mtime_ns });
+                }
+                Err(skip) => {
+                    if indexed {
+                        changes.push(FileChange::Remove { path: skip.path.clone() });
+                        report.files_removed += 1;
+                    }
+                    skipped.push(skip);
+                }
+            }
+        }
+        let stats = self.index.apply(changes, self.embedder.as_ref())?;
+        report.add(stats);
+        // The skip list keeps its entries for other files and takes this call's.
+        let mut all_skipped: Vec<Skipped> = self
+            .index
+            .manifest()
+            .skipped
+            .iter()
+            .filter(|s| !touched_paths.contains(&s.path))
+            .cloned()
+            .chain(skipped.iter().cloned())
+            .collect();
+        all_skipped.sort_by(|a, b| a.path.cmp(&b.path));
+        self.index.set_skipped(all_skipped);
+        self.index.commit()?;
+        report.skipped = skipped;
         report.seconds = started.elapsed().as_secs_f64();
         Ok(report)
     }

@@ -131,8 +131,43 @@ pub fn walk(root: &Path, config: &WalkConfig, index_dir: Option<&Path>) -> WalkR
     result
 }
 
-/// Whether `rel_path` is a file the configuration selects (for single-file updates, which do
-/// not walk). Ignore files are not consulted here.
+/// Whether `rel_path` is a file the walk would select, decided without walking (for
+/// single-file updates): extension, hidden segments, include/exclude globs, and the
+/// `.gitignore` / `.ignore` files of the folders on its way down from `root`.
+pub fn is_selected(root: &Path, rel_path: &str, config: &WalkConfig) -> bool {
+    is_candidate(rel_path, config) && !is_ignored(root, rel_path)
+}
+
+/// Whether ignore files along the path leave `rel_path` out. As in the walk, a deeper
+/// folder's rules win over a shallower one's, `.ignore` over `.gitignore`, and a later
+/// `!pattern` can take a file back.
+pub fn is_ignored(root: &Path, rel_path: &str) -> bool {
+    let path = root.join(rel_path);
+    let mut dirs = vec![root.to_path_buf()];
+    let parts: Vec<&str> = rel_path.split('/').collect();
+    for part in &parts[..parts.len().saturating_sub(1)] {
+        let next = dirs[dirs.len() - 1].join(part);
+        dirs.push(next);
+    }
+    for dir in dirs.iter().rev() {
+        for name in [".ignore", ".gitignore"] {
+            let file = dir.join(name);
+            if !file.is_file() {
+                continue;
+            }
+            let (rules, _) = ignore::gitignore::Gitignore::new(&file);
+            match rules.matched_path_or_any_parents(&path, false) {
+                ignore::Match::Ignore(_) => return true,
+                ignore::Match::Whitelist(_) => return false,
+                ignore::Match::None => {}
+            }
+        }
+    }
+    false
+}
+
+/// Whether `rel_path` is a file the configuration selects by name alone: extension, hidden
+/// segments and globs.
 pub fn is_candidate(rel_path: &str, config: &WalkConfig) -> bool {
     if !has_extension(rel_path, &config.extensions) {
         return false;
@@ -337,6 +372,42 @@ mod tests {
         assert!(!is_candidate("notes/a.rs", &cfg));
         assert!(!is_candidate(".obsidian/a.md", &cfg));
         assert!(!is_candidate("drafts/x/a.md", &cfg));
+    }
+
+    #[test]
+    fn single_paths_follow_the_ignore_files_of_their_folders() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, ".gitignore", b"build/\n*.tmp.md\n");
+        write(root, "docs/.gitignore", b"drafts/\n!keep.tmp.md\n");
+        write(root, "docs/.ignore", b"private.md\n");
+        for rel in [
+            "a.md",
+            "build/x.md",
+            "x.tmp.md",
+            "docs/keep.tmp.md",
+            "docs/drafts/d.md",
+            "docs/private.md",
+            "docs/ok.md",
+        ] {
+            write(root, rel, b"text");
+        }
+        let cfg = config();
+        let walked = walk(root, &cfg, None);
+        for rel in [
+            "a.md",
+            "build/x.md",
+            "x.tmp.md",
+            "docs/keep.tmp.md",
+            "docs/drafts/d.md",
+            "docs/private.md",
+            "docs/ok.md",
+        ] {
+            let in_walk = walked.files.iter().any(|f| f.rel_path == rel);
+            assert_eq!(is_selected(root, rel, &cfg), in_walk, "{rel}: the walk says {in_walk}");
+        }
+        assert!(is_selected(root, "docs/keep.tmp.md", &cfg));
+        assert!(!is_selected(root, "docs/drafts/d.md", &cfg));
     }
 
     #[test]

@@ -520,3 +520,78 @@ fn a_word_common_in_text_earns_no_bonus_from_one_page_title() {
     let hits = engine.search(&request("requests per second", SearchMode::Bm25)).unwrap();
     assert_eq!(hits[0].chunk.path, "middlewares/ratelimit.md", "{:?}", top_paths(&hits));
 }
+
+#[test]
+fn update_reindexes_only_the_files_named() {
+    let f = Fixture::standard();
+    let embedder = Counting::new();
+    let mut engine = f.engine(embedder.clone());
+    reconcile(&mut engine);
+    let before = engine.index().manifest().clone();
+
+    // A save: one changed file, by absolute path.
+    let path = f.root().join("ops/deploy.md");
+    let text = std::fs::read_to_string(&path).unwrap().replace("Tuesdays", "Wednesdays");
+    std::fs::write(&path, text).unwrap();
+    // Another file changed too, but nobody said so: it waits for the next reconcile.
+    f.write("kitchen/bread.md", "# Rye\n\nRye needs no kneading at all.\n");
+    let n = embedder.count();
+    let report = engine.update(&[path.display().to_string()]).unwrap();
+    assert_eq!((report.files_seen, report.files_indexed, report.vectors_embedded), (1, 1, 1), "{report:?}");
+    assert_eq!(embedder.count() - n, 1);
+    assert_eq!(engine.index().manifest().files["kitchen/bread.md"], before.files["kitchen/bread.md"]);
+    let hits = engine.search(&request("wednesdays", SearchMode::Bm25)).unwrap();
+    assert_eq!(hits[0].chunk.path, "ops/deploy.md");
+    assert!(engine.search(&request("rye kneading", SearchMode::Bm25)).unwrap().is_empty());
+
+    // Saving it again unchanged reads nothing new.
+    let report = engine.update(&["ops/deploy.md".to_string()]).unwrap();
+    assert_eq!(report.files_indexed, 0);
+}
+
+#[test]
+fn update_adds_new_files_drops_deleted_ones_and_respects_ignore_rules() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    f.write(".gitignore", "scratch/\n");
+    f.write("ops/oncall.md", "# On-call\n\nThe pager rotation changes every Monday.\n");
+    f.write("scratch/todo.md", "# Todo\n\nBuy a pager.\n");
+    f.write("ops/script.sh", "echo pager\n");
+    std::fs::remove_file(f.root().join("journal/2026-03-02.txt")).unwrap();
+    let names: Vec<String> =
+        ["ops/oncall.md", "scratch/todo.md", "ops/script.sh", "journal/2026-03-02.txt", "/etc/hosts"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+    let report = engine.update(&names).unwrap();
+    assert_eq!((report.files_indexed, report.files_removed), (1, 1), "{report:?}");
+    assert_eq!(report.skipped.len(), 1, "{report:?}");
+    assert_eq!(report.skipped[0].path, "/etc/hosts");
+    let files = &engine.index().manifest().files;
+    assert!(files.contains_key("ops/oncall.md"));
+    assert!(!files.contains_key("scratch/todo.md") && !files.contains_key("ops/script.sh"));
+    assert!(!files.contains_key("journal/2026-03-02.txt"));
+    let hits = engine.search(&request("pager", SearchMode::Bm25)).unwrap();
+    assert_eq!(top_paths(&hits), ["ops/oncall.md:1"]);
+    // A full reconcile afterwards agrees and has nothing to do.
+    let report = reconcile(&mut engine);
+    assert_eq!((report.files_indexed, report.files_removed), (0, 0), "{report:?}");
+}
+
+#[test]
+fn update_drops_a_file_that_became_unreadable_and_lists_it() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    f.write("kitchen/bread.md", b"\0\0binary now");
+    let report = engine.update(&["kitchen/bread.md".to_string()]).unwrap();
+    assert_eq!(report.files_removed, 1);
+    assert_eq!(engine.status().skipped.len(), 1);
+    assert_eq!(engine.status().skipped[0].path, "kitchen/bread.md");
+    // Fixed again: it comes back and leaves the skip list.
+    f.write("kitchen/bread.md", "# Bread\n\nBack to text.\n");
+    let report = engine.update(&["kitchen/bread.md".to_string()]).unwrap();
+    assert_eq!(report.files_indexed, 1);
+    assert!(engine.status().skipped.is_empty());
+}

@@ -28,6 +28,19 @@ pub struct FileEntry {
     /// Chunker warnings.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The file was modified within the clock's resolution of being read, so its size and
+    /// mtime cannot prove it unchanged: the next reconcile reads it again (as git does).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub racy: bool,
+}
+
+/// Seconds within which an mtime is too close to the read to be trusted.
+const RACY_SECONDS: u64 = 2;
+
+/// Whether a file with this mtime, read now, could change again without its mtime moving.
+pub fn is_racy(mtime_ns: u64) -> bool {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    mtime_ns / 1_000_000_000 + RACY_SECONDS >= now
 }
 
 /// The manifest of one index.
@@ -39,9 +52,6 @@ pub struct Manifest {
     pub next_chunk_id: u64,
     /// Unix seconds of the last commit that changed chunks.
     pub committed_at: u64,
-    /// Unix seconds of the last time the manifest was written (any reconcile).
-    #[serde(default)]
-    pub checked_at: u64,
     pub files: BTreeMap<String, FileEntry>,
     /// Files left out at the last reconcile, with reasons.
     #[serde(default)]
@@ -59,20 +69,11 @@ impl Manifest {
         self.files.values().flat_map(|f| f.chunks.iter()).map(|c| (c.embed_hash, c.id)).collect()
     }
 
-    /// Whether a file's recorded size and mtime can be trusted to mean "unchanged": a file
-    /// modified within the clock's resolution of the last check could have changed again
-    /// in the same tick without its mtime moving, so it is read again (as git does).
+    /// Whether a file's recorded size and mtime say it is unchanged.
     pub fn is_unchanged(&self, path: &str, size: u64, mtime_ns: u64) -> bool {
-        const RACY_SECONDS: u64 = 2;
-        match self.files.get(path) {
-            Some(e) => {
-                e.size == size
-                    && e.mtime_ns == mtime_ns
-                    && e.content_hash != 0
-                    && mtime_ns / 1_000_000_000 + RACY_SECONDS < self.checked_at
-            }
-            None => false,
-        }
+        self.files
+            .get(path)
+            .is_some_and(|e| e.size == size && e.mtime_ns == mtime_ns && e.content_hash != 0 && !e.racy)
     }
 
     /// Hands out a fresh chunk id.

@@ -476,6 +476,7 @@ impl Index {
                 chunks: Vec::new(),
                 lossy: false,
                 warnings: Vec::new(),
+                racy: true,
             });
             by_file
                 .entry(record.path)
@@ -515,11 +516,12 @@ impl Index {
         &self.manifest
     }
 
-    /// Records the outcome of a full reconcile: the files left out, and that every file was
-    /// checked now (the next commit writes the manifest even if nothing else changed).
-    pub fn finish_reconcile(&mut self, skipped: Vec<crate::workspace::Skipped>) {
-        self.manifest.skipped = skipped;
-        self.vectors_dirty = true;
+    /// Replaces the list of files left out (after an update of single files).
+    pub fn set_skipped(&mut self, skipped: Vec<crate::workspace::Skipped>) {
+        if self.manifest.skipped != skipped {
+            self.manifest.skipped = skipped;
+            self.vectors_dirty = true;
+        }
     }
 
     pub fn embedder(&self) -> &EmbedderIdentity {
@@ -574,6 +576,7 @@ impl Index {
                     if let Some(entry) = self.manifest.files.get_mut(&path) {
                         entry.size = size;
                         entry.mtime_ns = mtime_ns;
+                        entry.racy = manifest::is_racy(mtime_ns);
                         self.vectors_dirty = true;
                     }
                 }
@@ -646,6 +649,7 @@ impl Index {
                     chunks: refs,
                     lossy: file.lossy,
                     warnings: file.warnings,
+                    racy: manifest::is_racy(file.mtime_ns),
                 },
             );
         }
@@ -738,12 +742,10 @@ impl Index {
         }
         self.persist_vectors()?;
         self.manifest.generation = self.committed_generation;
-        let now =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
         if store_changed {
-            self.manifest.committed_at = now;
+            self.manifest.committed_at =
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
         }
-        self.manifest.checked_at = now;
         files::write_json(&self.layout.manifest(), &self.manifest)
             .map_err(io_err(&self.layout.manifest()))?;
         self.vectors_dirty = false;
