@@ -87,7 +87,10 @@ pub fn search(
     let use_bm25 = request.mode != SearchMode::Vector;
     let use_vector = request.mode != SearchMode::Bm25;
 
-    let mut arms = Vec::new();
+    // Both arms always take part, in this order; an arm left out is empty and changes
+    // nothing in the fusion.
+    let mut bm25 = Ranked { weight: config.bm25_weight, ids: Vec::new() };
+    let mut vector = Ranked { weight: config.vector_weight, ids: Vec::new() };
     if use_bm25 {
         let terms = tokenizer::query_terms(&request.query);
         let boosts = FieldBoosts {
@@ -95,8 +98,7 @@ pub fn search(
             headings: config.headings_boost,
             path: config.path_boost,
         };
-        let ids = index.bm25(&searcher, &terms, boosts, candidates)?;
-        arms.push(Ranked { weight: config.bm25_weight, ids });
+        bm25.ids = index.bm25(&searcher, &terms, boosts, candidates)?;
     }
     if use_vector && !request.query.trim().is_empty() {
         let query_vector = embedder
@@ -106,25 +108,15 @@ pub fn search(
             .unwrap_or_default();
         // A query of only unknown tokens embeds to nothing useful: leave the arm out.
         if query_vector.iter().any(|x| *x != 0.0) {
-            let ids =
+            vector.ids =
                 index.nearest(&query_vector, candidates)?.into_iter().map(|(id, d)| (id, 1.0 - d)).collect();
-            arms.push(Ranked { weight: config.vector_weight, ids });
         }
     }
+    let arms = [bm25, vector];
     let fused = fuse(&arms, config.rrf_k);
+    let [bm25_scores, vector_scores] = arms.map(|a| a.ids.into_iter().collect::<HashMap<u64, f32>>());
 
     // Load records best-first until enough pass the path filter.
-    let arm_kinds: Vec<bool> = {
-        let mut kinds = Vec::new();
-        if use_bm25 {
-            kinds.push(true);
-        }
-        if use_vector && arms.len() > kinds.len() {
-            kinds.push(false);
-        }
-        kinds
-    };
-    let scores: Vec<HashMap<u64, f32>> = arms.iter().map(|a| a.ids.iter().copied().collect()).collect();
     let mut hits = Vec::with_capacity(request.limit);
     for window in fused.chunks(request.limit.max(16)) {
         let ids: Vec<u64> = window.iter().map(|f| f.id).collect();
@@ -135,24 +127,14 @@ pub fn search(
             if !request.paths.is_empty() && !request.paths.iter().any(|p| under(&record.path, p)) {
                 continue;
             }
-            let mut hit = Hit {
+            let hit = Hit {
                 chunk: record.clone(),
                 score: f.score,
-                bm25_rank: None,
-                vector_rank: None,
-                bm25_score: None,
-                vector_similarity: None,
+                bm25_rank: f.ranks[0],
+                vector_rank: f.ranks[1],
+                bm25_score: bm25_scores.get(&f.id).copied(),
+                vector_similarity: vector_scores.get(&f.id).copied(),
             };
-            for (a, is_bm25) in arm_kinds.iter().enumerate() {
-                let score = scores[a].get(&f.id).copied();
-                if *is_bm25 {
-                    hit.bm25_rank = f.ranks[a];
-                    hit.bm25_score = score;
-                } else {
-                    hit.vector_rank = f.ranks[a];
-                    hit.vector_similarity = score;
-                }
-            }
             hits.push(hit);
             if hits.len() == request.limit {
                 return Ok(hits);
