@@ -241,27 +241,7 @@ impl Engine {
             let prepared: Vec<Result<Prepared, Skipped>> =
                 batch.par_iter().map(|f| prepare(f, &self.config, &self.index)).collect();
             for p in prepared {
-                match p {
-                    Ok(Prepared::Changed(file)) => {
-                        if file.lossy {
-                            report.lossy.push(file.path.clone());
-                        }
-                        report.files_indexed += 1;
-                        changes.push(FileChange::Upsert(file));
-                    }
-                    Ok(Prepared::Touched { path, size, mtime_ns }) => {
-                        report.files_touched += 1;
-                        changes.push(FileChange::Touch { path, size, mtime_ns });
-                    }
-                    Err(skip) => {
-                        // A file that can no longer be read must not keep stale chunks.
-                        if self.index.manifest().files.contains_key(&skip.path) {
-                            changes.push(FileChange::Remove { path: skip.path.clone() });
-                            report.files_removed += 1;
-                        }
-                        skipped.push(skip);
-                    }
-                }
+                stage(p, &self.index, &mut report, &mut changes, &mut skipped);
             }
             since_checkpoint += batch.len();
             let stats = self.index.apply(std::mem::take(&mut changes), self.embedder.as_ref())?;
@@ -306,57 +286,32 @@ impl Engine {
                 continue;
             };
             touched_paths.push(rel.clone());
-            let indexed = self.index.manifest().files.contains_key(&rel);
             let in_index_dir = index_dir.as_ref().is_some_and(|d| self.root.join(&rel).starts_with(d));
+            let selected = !in_index_dir && workspace::is_selected(&self.root, &rel, &self.config.walk);
             let file = match workspace::stat(&self.root, &rel) {
-                Ok(file) if !in_index_dir && workspace::is_selected(&self.root, &rel, &self.config.walk) => {
-                    file
-                }
-                Ok(_) => {
-                    if indexed {
-                        changes.push(FileChange::Remove { path: rel });
-                        report.files_removed += 1;
-                    }
+                Ok(file) if selected => Some(file),
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    let skip = Skipped { path: rel, reason: SkipReason::Unreadable { error: e.to_string() } };
+                    stage(Err(skip), &self.index, &mut report, &mut changes, &mut skipped);
                     continue;
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    if indexed {
-                        changes.push(FileChange::Remove { path: rel });
-                        report.files_removed += 1;
-                    }
-                    continue;
+                // Gone, or no longer selected.
+                _ => None,
+            };
+            let Some(file) = file else {
+                if self.index.manifest().files.contains_key(&rel) {
+                    changes.push(FileChange::Remove { path: rel });
+                    report.files_removed += 1;
                 }
-                Err(e) => {
-                    skipped
-                        .push(Skipped { path: rel, reason: SkipReason::Unreadable { error: e.to_string() } });
-                    continue;
-                }
+                continue;
             };
             report.files_seen += 1;
             if self.index.manifest().is_unchanged(&file.rel_path, file.size, file.mtime_ns) {
                 report.files_unchanged += 1;
                 continue;
             }
-            match prepare(&file, &self.config, &self.index) {
-                Ok(Prepared::Changed(file)) => {
-                    if file.lossy {
-                        report.lossy.push(file.path.clone());
-                    }
-                    report.files_indexed += 1;
-                    changes.push(FileChange::Upsert(file));
-                }
-                Ok(Prepared::Touched { path, size, mtime_ns }) => {
-                    report.files_touched += 1;
-                    changes.push(FileChange::Touch { path, size, mtime_ns });
-                }
-                Err(skip) => {
-                    if indexed {
-                        changes.push(FileChange::Remove { path: skip.path.clone() });
-                        report.files_removed += 1;
-                    }
-                    skipped.push(skip);
-                }
-            }
+            let prepared = prepare(&file, &self.config, &self.index);
+            stage(prepared, &self.index, &mut report, &mut changes, &mut skipped);
         }
         let stats = self.index.apply(changes, self.embedder.as_ref())?;
         report.add(stats);
@@ -448,6 +403,37 @@ impl Engine {
 enum Prepared {
     Changed(PreparedFile),
     Touched { path: String, size: u64, mtime_ns: u64 },
+}
+
+/// Turns the outcome of reading one file into the change to apply, and counts it.
+fn stage(
+    prepared: Result<Prepared, Skipped>,
+    index: &Index,
+    report: &mut ReconcileReport,
+    changes: &mut Vec<FileChange>,
+    skipped: &mut Vec<Skipped>,
+) {
+    match prepared {
+        Ok(Prepared::Changed(file)) => {
+            if file.lossy {
+                report.lossy.push(file.path.clone());
+            }
+            report.files_indexed += 1;
+            changes.push(FileChange::Upsert(file));
+        }
+        Ok(Prepared::Touched { path, size, mtime_ns }) => {
+            report.files_touched += 1;
+            changes.push(FileChange::Touch { path, size, mtime_ns });
+        }
+        Err(skip) => {
+            // A file that can no longer be read must not keep stale chunks.
+            if index.manifest().files.contains_key(&skip.path) {
+                changes.push(FileChange::Remove { path: skip.path.clone() });
+                report.files_removed += 1;
+            }
+            skipped.push(skip);
+        }
+    }
 }
 
 fn prepare(file: &SourceFile, config: &Config, index: &Index) -> Result<Prepared, Skipped> {
