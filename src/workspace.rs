@@ -381,7 +381,7 @@ mod tests {
         write(root, ".gitignore", b"build/\n*.tmp.md\n");
         write(root, "docs/.gitignore", b"drafts/\n!keep.tmp.md\n");
         write(root, "docs/.ignore", b"private.md\n");
-        for rel in [
+        let files = [
             "a.md",
             "build/x.md",
             "x.tmp.md",
@@ -389,20 +389,13 @@ mod tests {
             "docs/drafts/d.md",
             "docs/private.md",
             "docs/ok.md",
-        ] {
+        ];
+        for rel in files {
             write(root, rel, b"text");
         }
         let cfg = config();
         let walked = walk(root, &cfg, None);
-        for rel in [
-            "a.md",
-            "build/x.md",
-            "x.tmp.md",
-            "docs/keep.tmp.md",
-            "docs/drafts/d.md",
-            "docs/private.md",
-            "docs/ok.md",
-        ] {
+        for rel in files {
             let in_walk = walked.files.iter().any(|f| f.rel_path == rel);
             assert_eq!(is_selected(root, rel, &cfg), in_walk, "{rel}: the walk says {in_walk}");
         }

@@ -19,6 +19,13 @@ fn top_paths(hits: &[Hit]) -> Vec<String> {
     hits.iter().map(|h| format!("{}:{}", h.chunk.path, h.chunk.start_line)).collect()
 }
 
+/// Indexes the fixture with a fresh engine and closes it; returns the chunk count.
+fn index_and_close(f: &Fixture) -> usize {
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    engine.index().manifest().chunk_count()
+}
+
 fn reconcile(engine: &mut Engine) -> situate::engine::ReconcileReport {
     engine.reconcile(&mut |_| {}).unwrap()
 }
@@ -161,10 +168,7 @@ fn a_deleted_file_leaves_both_indexes() {
 #[test]
 fn a_restart_reopens_the_index_without_embedding_again() {
     let f = Fixture::standard();
-    let mut engine = f.engine(Counting::new());
-    reconcile(&mut engine);
-    let chunks = engine.index().manifest().chunk_count();
-    drop(engine);
+    let chunks = index_and_close(&f);
 
     let embedder = Counting::new();
     let mut engine = f.engine(embedder.clone());
@@ -180,10 +184,7 @@ fn a_restart_reopens_the_index_without_embedding_again() {
 #[test]
 fn a_corrupt_vector_file_is_rebuilt_from_stored_texts() {
     let f = Fixture::standard();
-    let mut engine = f.engine(Counting::new());
-    reconcile(&mut engine);
-    let chunks = engine.index().manifest().chunk_count();
-    drop(engine);
+    let chunks = index_and_close(&f);
     std::fs::write(f.index_dir().join("vectors.usearch"), b"not a usearch file").unwrap();
 
     let embedder = Counting::new();
@@ -263,10 +264,7 @@ fn a_crash_between_commit_and_manifest_is_repaired() {
 #[test]
 fn a_model_change_rebuilds_vectors_without_rechunking() {
     let f = Fixture::standard();
-    let mut engine = f.engine(Counting::new());
-    reconcile(&mut engine);
-    let chunks = engine.index().manifest().chunk_count();
-    drop(engine);
+    let chunks = index_and_close(&f);
 
     let other = Counting::renamed("another-model");
     let mut engine = f.engine(other.clone());
