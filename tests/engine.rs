@@ -593,3 +593,27 @@ fn update_drops_a_file_that_became_unreadable_and_lists_it() {
     assert_eq!(report.files_indexed, 1);
     assert!(engine.status().skipped.is_empty());
 }
+
+#[test]
+fn a_large_change_rewrites_the_vector_file_and_empties_the_journal() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    let header_only = std::fs::metadata(f.index_dir().join("vectors.journal")).unwrap().len();
+    // A small change goes to the journal.
+    f.write("one.md", "# One\n\nA single new note.\n");
+    reconcile(&mut engine);
+    assert!(std::fs::metadata(f.index_dir().join("vectors.journal")).unwrap().len() > header_only);
+    // Hundreds of new chunks would make every later open replay hundreds of graph inserts:
+    // the vector file is written whole instead.
+    for i in 0..600 {
+        f.write(&format!("bulk/n{i}.md"), format!("# Bulk {i}\n\nBulk note number {i}.\n"));
+    }
+    reconcile(&mut engine);
+    assert_eq!(std::fs::metadata(f.index_dir().join("vectors.journal")).unwrap().len(), header_only);
+    let chunks = engine.index().manifest().chunk_count();
+    drop(engine);
+    let engine = f.engine(Counting::new());
+    assert!(engine.index().notes().is_empty(), "{:?}", engine.index().notes());
+    assert_eq!(engine.index().vector_count(), chunks);
+}

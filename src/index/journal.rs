@@ -43,6 +43,8 @@ pub struct Journal {
     dimensions: usize,
     /// Bytes of committed records after the header.
     len: u64,
+    /// Committed additions: each costs a graph insert when the journal is replayed.
+    adds: usize,
 }
 
 fn journal_err(path: &Path, e: impl ToString) -> std::io::Error {
@@ -104,9 +106,10 @@ impl Journal {
         Ok(replay)
     }
 
-    /// Opens the journal for appending after `committed_len` bytes (from [`Journal::replay`]),
-    /// cutting off any torn tail; creates it when missing.
-    pub fn open(path: &Path, dimensions: usize, committed_len: u64) -> std::io::Result<Journal> {
+    /// Opens the journal for appending after what `replay` found committed, cutting off any
+    /// torn tail; creates it when missing.
+    pub fn open(path: &Path, dimensions: usize, replay: &Replay) -> std::io::Result<Journal> {
+        let committed_len = replay.committed_len;
         if committed_len <= HEADER_LEN {
             return Journal::reset(path, dimensions);
         }
@@ -115,7 +118,8 @@ impl Journal {
             f.set_len(committed_len)?;
             f.sync_all()?;
         }
-        Ok(Journal { path: path.to_path_buf(), dimensions, len: committed_len - HEADER_LEN })
+        let adds = replay.ops.iter().filter(|op| matches!(op, VectorOp::Add(..))).count();
+        Ok(Journal { path: path.to_path_buf(), dimensions, len: committed_len - HEADER_LEN, adds })
     }
 
     /// Replaces the journal with an empty one (after the vector file was written whole).
@@ -124,7 +128,7 @@ impl Journal {
         header.extend_from_slice(MAGIC);
         header.extend_from_slice(&(dimensions as u32).to_le_bytes());
         super::files::write_atomic(path, &header)?;
-        Ok(Journal { path: path.to_path_buf(), dimensions, len: 0 })
+        Ok(Journal { path: path.to_path_buf(), dimensions, len: 0, adds: 0 })
     }
 
     /// Bytes of committed records.
@@ -134,6 +138,11 @@ impl Journal {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Committed additions.
+    pub fn adds(&self) -> usize {
+        self.adds
     }
 
     /// Appends `ops` and a commit marker for `generation`, and makes them durable.
@@ -154,6 +163,7 @@ impl Journal {
                         w.write_all(&x.to_le_bytes())?;
                     }
                     written += 9 + 4 * v.len() as u64;
+                    self.adds += 1;
                 }
                 VectorOp::Remove(id) => {
                     w.write_all(&[REMOVE])?;
@@ -209,7 +219,8 @@ mod tests {
         assert_eq!(r.ops.len(), 3);
 
         // The next writer cuts the tail off and appends after the last commit.
-        let mut j = Journal::open(&p, 2, r.committed_len).unwrap();
+        let mut j = Journal::open(&p, 2, &r).unwrap();
+        assert_eq!(j.adds(), 2);
         j.append(&[VectorOp::Remove(2)], 9).unwrap();
         let r = Journal::replay(&p, 2).unwrap();
         assert_eq!(r.generation, Some(9));

@@ -37,9 +37,10 @@ use vectors::{VectorError, VectorIndex};
 
 /// Texts sent to the embedder at once.
 const EMBED_BATCH: usize = 64;
-/// The vector file is rewritten whole (and the journal emptied) once the journal holds
-/// more than this many bytes or more than the vector file itself.
-const JOURNAL_MIN_BYTES: u64 = 4 * 1024 * 1024;
+/// The vector file is rewritten whole (and the journal emptied) once the journal holds more
+/// additions than this: replaying one costs a graph insert on every open, so the journal
+/// stays short, while a long run of changes ends with one full write.
+const JOURNAL_MAX_ADDS: usize = 512;
 /// Memory the tantivy writer may use before it flushes a segment.
 const WRITER_HEAP_BYTES: usize = 64 * 1024 * 1024;
 
@@ -400,7 +401,7 @@ impl Index {
                     Ok(v) => {
                         self.vectors = v;
                         let mut generation = m.generation;
-                        let mut committed_len = 0;
+                        let mut replayed = journal::Replay::default();
                         match replay {
                             Ok(r) => {
                                 for op in &r.ops {
@@ -410,7 +411,7 @@ impl Index {
                                     }
                                 }
                                 generation = r.generation.unwrap_or(generation);
-                                committed_len = r.committed_len;
+                                replayed = r;
                             }
                             Err(e) => {
                                 self.notes
@@ -427,7 +428,7 @@ impl Index {
                         }
                         if writable {
                             self.journal = Some(
-                                Journal::open(&journal_path, dims, committed_len)
+                                Journal::open(&journal_path, dims, &replayed)
                                     .map_err(io_err(&journal_path))?,
                             );
                         }
@@ -757,11 +758,11 @@ impl Index {
     fn persist_vectors(&mut self) -> Result<(), IndexError> {
         let ops = std::mem::take(&mut self.pending_ops);
         let journal_path = self.layout.vectors_journal();
-        let base_len = std::fs::metadata(self.layout.vectors()).map_or(0, |m| m.len());
         let compact = self.vectors.removed() > self.vectors.len().max(1024);
+        let adds = ops.iter().filter(|op| matches!(op, VectorOp::Add(..))).count();
         if let Some(journal) = self.journal.as_mut()
             && !compact
-            && journal.len() < JOURNAL_MIN_BYTES.max(base_len)
+            && journal.adds() + adds <= JOURNAL_MAX_ADDS
         {
             return journal.append(&ops, self.committed_generation).map_err(io_err(&journal_path));
         }
