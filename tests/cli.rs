@@ -142,9 +142,14 @@ fn an_index_killed_mid_write_recovers_on_the_next_run() {
             format!("# Note {i}\n\n## Body\n\nThis note mentions the token marker{i} and some filler words about gardens.\n"),
         );
     }
-    // Kill the process at a few points of its run: before, around and after the periodic
-    // commit that a long run makes.
-    for delay_ms in [150, 600, 1500] {
+    // Time one whole run, then kill runs at a fifth, a half and four fifths of it: before,
+    // around and after the periodic commit that a long run makes, whatever the machine.
+    let started = std::time::Instant::now();
+    cli.ok(&["index"]);
+    let whole = started.elapsed();
+    std::fs::remove_dir_all(cli.fixture.index.path().join("situate")).unwrap();
+    for share in [0.2, 0.5, 0.8] {
+        let delay = whole.mul_f64(share);
         let mut child = Command::new(env!("CARGO_BIN_EXE_situate"))
             .arg("index")
             .current_dir(cli.fixture.root())
@@ -153,7 +158,7 @@ fn an_index_killed_mid_write_recovers_on_the_next_run() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        std::thread::sleep(delay);
         let _ = child.kill();
         let _ = child.wait();
 
@@ -163,8 +168,8 @@ fn an_index_killed_mid_write_recovers_on_the_next_run() {
         assert_eq!(report["files_seen"], files, "{out}");
         let (out, _) = cli.ok(&["status", "--json"]);
         let status: serde_json::Value = serde_json::from_str(&out).unwrap();
-        assert_eq!(status["files"], files, "after a kill at {delay_ms} ms: {out}");
-        assert_eq!(status["chunks"], status["vectors"], "after a kill at {delay_ms} ms: {out}");
+        assert_eq!(status["files"], files, "after a kill at {delay:?}: {out}");
+        assert_eq!(status["chunks"], status["vectors"], "after a kill at {delay:?}: {out}");
         let (out, _) = cli.ok(&["search", "marker2999", "--json", "-k", "1", "--mode", "bm25"]);
         assert!(out.contains("notes/49/n2999.md"), "{out}");
         // Start over for the next kill.

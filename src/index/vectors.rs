@@ -11,8 +11,8 @@ use super::files;
 /// millisecond.
 const EXACT_SEARCH_LIMIT: usize = 20_000;
 /// Candidates examined when a vector is inserted into the graph. usearch's default (128)
-/// made an insert cost about 0.5 ms here (f16 distances without SIMD); 40 halves the cold
-/// index time, and the graph only serves indexes over `EXACT_SEARCH_LIMIT`.
+/// costs about three times as much per insert; 40 keeps cold indexing fast, and the graph
+/// only serves indexes over `EXACT_SEARCH_LIMIT` vectors.
 const EXPANSION_ADD: usize = 40;
 
 /// A usearch failure, with the file involved when there is one.
