@@ -7,8 +7,8 @@ use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 
 use super::files;
 
-/// Below this many vectors a search scans them all: exact, and still well under a
-/// millisecond.
+/// Below this many vectors a search scans them all: exact, and about a millisecond at the
+/// limit (1.4 ms measured for 30,000 vectors of 256 dimensions).
 const EXACT_SEARCH_LIMIT: usize = 20_000;
 /// Candidates examined when a vector is inserted into the graph. usearch's default (128)
 /// costs about three times as much per insert; 40 keeps cold indexing fast, and the graph
