@@ -131,15 +131,6 @@ impl Journal {
         Ok(Journal { path: path.to_path_buf(), dimensions, len: 0, adds: 0 })
     }
 
-    /// Bytes of committed records.
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Committed additions.
     pub fn adds(&self) -> usize {
         self.adds

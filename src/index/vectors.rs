@@ -84,10 +84,6 @@ impl VectorIndex {
         Ok(VectorIndex { index, dimensions, removed: meta.count_deleted as usize })
     }
 
-    pub fn dimensions(&self) -> usize {
-        self.dimensions
-    }
-
     /// Number of live vectors.
     pub fn len(&self) -> usize {
         self.index.size()
