@@ -15,7 +15,7 @@ use crate::chunk::{self, ChunkConfig};
 use crate::config::{Config, ConfigProblem, EmbeddingConfig};
 use crate::context;
 use crate::index::{
-    ApplyStats, ChunkRecord, FileChange, Index, IndexError, OpenMode, PreparedChunk, PreparedFile,
+    ApplyStats, ChunkRecord, FileChange, Index, IndexError, OpenMode, PreparedChunk, PreparedFile, Snapshot,
 };
 use crate::providers::{EmbedError, Embedder, EmbedderIdentity, static_model::StaticEmbedder};
 use crate::search::{self, Hit, SearchError, SearchRequest};
@@ -106,18 +106,42 @@ pub struct Status {
     pub notes: Vec<String>,
 }
 
-/// One workspace's engine.
-pub struct Engine {
+/// What does not change while an engine is open: the workspace, its settings and model.
+struct Setup {
     root: PathBuf,
     config: Config,
     config_problems: Vec<ConfigProblem>,
     embedder: Arc<dyn Embedder>,
+}
+
+/// One workspace's engine: the only writer of its index.
+pub struct Engine {
+    setup: Arc<Setup>,
     index: Index,
 }
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine").field("root", &self.root).field("index", &self.index).finish()
+        f.debug_struct("Engine").field("root", &self.setup.root).field("index", &self.index).finish()
+    }
+}
+
+/// A read-only view of one commit of an engine's index, with the settings and model that
+/// made it: what searches, hovers and status read. Cheap to clone and to send to another
+/// thread; it never waits on the writer, which goes on indexing meanwhile.
+#[derive(Clone)]
+pub struct View {
+    setup: Arc<Setup>,
+    snapshot: Snapshot,
+    index_dir: PathBuf,
+    read_only: bool,
+    other_writer: bool,
+    notes: Vec<String>,
+}
+
+impl std::fmt::Debug for View {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("View").field("root", &self.setup.root).field("snapshot", &self.snapshot).finish()
     }
 }
 
@@ -183,15 +207,27 @@ impl Engine {
                     .ok_or(IndexError::ReadOnly)?
             }
         };
-        Ok(Engine { root, config, config_problems, embedder, index })
+        Ok(Engine { setup: Arc::new(Setup { root, config, config_problems, embedder }), index })
     }
 
     pub fn root(&self) -> &Path {
-        &self.root
+        &self.setup.root
     }
 
     pub fn config(&self) -> &Config {
-        &self.config
+        &self.setup.config
+    }
+
+    /// The last commit, for readers on any thread.
+    pub fn view(&self) -> View {
+        View {
+            setup: Arc::clone(&self.setup),
+            snapshot: self.index.snapshot(),
+            index_dir: self.index.dir().to_path_buf(),
+            read_only: self.index.is_read_only(),
+            other_writer: self.index.other_writer(),
+            notes: self.index.notes().to_vec(),
+        }
     }
 
     pub fn index(&self) -> &Index {
@@ -209,9 +245,9 @@ impl Engine {
         if self.index.is_read_only() {
             return Err(IndexError::ReadOnly.into());
         }
-        report.vectors_refilled = self.index.fill_missing_vectors(self.embedder.as_ref())?;
+        report.vectors_refilled = self.index.fill_missing_vectors(self.setup.embedder.as_ref())?;
 
-        let walked = workspace::walk(&self.root, &self.config.walk, Some(self.index.dir()));
+        let walked = workspace::walk(&self.setup.root, &self.setup.config.walk, Some(self.index.dir()));
         report.files_seen = walked.files.len();
         progress(Progress::Scanned { files: walked.files.len() });
         let mut skipped = walked.skipped;
@@ -232,19 +268,19 @@ impl Engine {
         report.files_unchanged = walked.files.len() - to_read.len();
         report.files_removed = changes.len();
         if !changes.is_empty() {
-            self.index.apply(std::mem::take(&mut changes), self.embedder.as_ref())?;
+            self.index.apply(std::mem::take(&mut changes), self.setup.embedder.as_ref())?;
         }
 
         let total = to_read.len();
         let mut since_checkpoint = 0;
         for (n, batch) in to_read.chunks(READ_BATCH).enumerate() {
             let prepared: Vec<Result<Prepared, Skipped>> =
-                batch.par_iter().map(|f| prepare(f, &self.config, &self.index)).collect();
+                batch.par_iter().map(|f| prepare(f, &self.setup.config, &self.index)).collect();
             for p in prepared {
                 stage(p, &self.index, &mut report, &mut changes, &mut skipped);
             }
             since_checkpoint += batch.len();
-            let stats = self.index.apply(std::mem::take(&mut changes), self.embedder.as_ref())?;
+            let stats = self.index.apply(std::mem::take(&mut changes), self.setup.embedder.as_ref())?;
             report.add(stats);
             if since_checkpoint >= CHECKPOINT_FILES {
                 self.index.commit()?;
@@ -286,9 +322,10 @@ impl Engine {
                 continue;
             };
             touched_paths.push(rel.clone());
-            let in_index_dir = index_dir.as_ref().is_some_and(|d| self.root.join(&rel).starts_with(d));
-            let selected = !in_index_dir && workspace::is_selected(&self.root, &rel, &self.config.walk);
-            let file = match workspace::stat(&self.root, &rel) {
+            let in_index_dir = index_dir.as_ref().is_some_and(|d| self.setup.root.join(&rel).starts_with(d));
+            let selected =
+                !in_index_dir && workspace::is_selected(&self.setup.root, &rel, &self.setup.config.walk);
+            let file = match workspace::stat(&self.setup.root, &rel) {
                 Ok(file) if selected => Some(file),
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                     let skip = Skipped { path: rel, reason: SkipReason::Unreadable { error: e.to_string() } };
@@ -310,10 +347,10 @@ impl Engine {
                 report.files_unchanged += 1;
                 continue;
             }
-            let prepared = prepare(&file, &self.config, &self.index);
+            let prepared = prepare(&file, &self.setup.config, &self.index);
             stage(prepared, &self.index, &mut report, &mut changes, &mut skipped);
         }
-        let stats = self.index.apply(changes, self.embedder.as_ref())?;
+        let stats = self.index.apply(changes, self.setup.embedder.as_ref())?;
         report.add(stats);
         // The skip list keeps its entries for other files and takes this call's.
         let mut all_skipped: Vec<Skipped> = self
@@ -333,19 +370,59 @@ impl Engine {
         Ok(report)
     }
 
-    /// Runs a search on the last committed snapshot.
+    /// Runs a search on the last commit.
     pub fn search(&self, request: &SearchRequest) -> Result<Vec<Hit>, EngineError> {
-        Ok(search::search(&self.index, self.embedder.as_ref(), &self.config.search, request)?)
+        self.view().search(request)
+    }
+
+    /// See [`View::chunks_at`].
+    pub fn chunks_at(&self, path: &str, line: Option<u32>) -> Result<Vec<ChunkRecord>, EngineError> {
+        self.view().chunks_at(path, line)
+    }
+
+    /// Files, chunks, model and health of the index.
+    pub fn status(&self) -> Status {
+        self.view().status()
+    }
+
+    /// Problems found in the configuration (the defaults were used for those keys).
+    pub fn config_problems(&self) -> &[ConfigProblem] {
+        &self.setup.config_problems
+    }
+
+    /// `path` relative to the workspace root, `/`-separated; `None` when outside it.
+    pub fn relative(&self, path: &str) -> Option<String> {
+        relative_to(&self.setup.root, path)
+    }
+}
+
+impl View {
+    pub fn root(&self) -> &Path {
+        &self.setup.root
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.setup.config
+    }
+
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// Runs a search.
+    pub fn search(&self, request: &SearchRequest) -> Result<Vec<Hit>, EngineError> {
+        let setup = &self.setup;
+        Ok(search::search(&self.snapshot, setup.embedder.as_ref(), &setup.config.search, request)?)
     }
 
     /// The indexed chunks of a file (workspace-relative or absolute path), or only those
     /// whose line range holds `line`.
     pub fn chunks_at(&self, path: &str, line: Option<u32>) -> Result<Vec<ChunkRecord>, EngineError> {
         let rel = self.relative(path).ok_or_else(|| EngineError::NotIndexed { path: path.to_string() })?;
-        if !self.index.manifest().files.contains_key(&rel) {
+        if !self.snapshot.manifest().files.contains_key(&rel) {
             return Err(EngineError::NotIndexed { path: path.to_string() });
         }
-        let records = self.index.file_records(&self.index.searcher(), &rel)?;
+        let records = self.snapshot.file_records(&rel)?;
         Ok(match line {
             None => records,
             Some(line) => {
@@ -363,39 +440,39 @@ impl Engine {
 
     /// Files, chunks, model and health of the index.
     pub fn status(&self) -> Status {
-        let manifest = self.index.manifest();
+        let manifest = self.snapshot.manifest();
         Status {
-            workspace: self.root.display().to_string(),
-            index_dir: self.index.dir().display().to_string(),
-            read_only: self.index.is_read_only(),
-            other_writer: self.index.other_writer(),
+            workspace: self.setup.root.display().to_string(),
+            index_dir: self.index_dir.display().to_string(),
+            read_only: self.read_only,
+            other_writer: self.other_writer,
             files: manifest.files.len(),
             chunks: manifest.chunk_count(),
-            vectors: self.index.vector_count(),
-            embedder: self.index.embedder().clone(),
+            vectors: self.snapshot.vector_count(),
+            embedder: self.setup.embedder.identity(),
             last_commit: manifest.committed_at,
-            disk_bytes: self.index.disk_bytes(),
+            disk_bytes: crate::index::dir_bytes(&self.index_dir),
             skipped: manifest.skipped.clone(),
-            config_problems: self.config_problems.iter().map(ToString::to_string).collect(),
-            notes: self.index.notes().to_vec(),
+            config_problems: self.setup.config_problems.iter().map(ToString::to_string).collect(),
+            notes: self.notes.clone(),
         }
-    }
-
-    /// Problems found in the configuration (the defaults were used for those keys).
-    pub fn config_problems(&self) -> &[ConfigProblem] {
-        &self.config_problems
     }
 
     /// `path` relative to the workspace root, `/`-separated; `None` when outside it.
     pub fn relative(&self, path: &str) -> Option<String> {
-        let p = Path::new(path);
-        if p.is_absolute() {
-            let canonical = p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
-            workspace::relative_path(&self.root, &canonical)
-        } else {
-            let normal = path.trim_start_matches("./").replace('\\', "/");
-            if normal.split('/').any(|s| s == "..") { None } else { Some(normal) }
-        }
+        relative_to(&self.setup.root, path)
+    }
+}
+
+/// `path` (absolute, or relative to `root`) as a `/`-separated path under `root`.
+fn relative_to(root: &Path, path: &str) -> Option<String> {
+    let p = Path::new(path);
+    if p.is_absolute() {
+        let canonical = p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        workspace::relative_path(root, &canonical)
+    } else {
+        let normal = path.trim_start_matches("./").replace('\\', "/");
+        if normal.split('/').any(|s| s == "..") { None } else { Some(normal) }
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::config::{SearchConfig, SearchMode};
-use crate::index::{ChunkRecord, FieldBoosts, Index, IndexError, tokenizer};
+use crate::index::{ChunkRecord, FieldBoosts, IndexError, Snapshot, tokenizer};
 use crate::providers::Embedder;
 
 /// A query and how to run it.
@@ -73,14 +73,13 @@ pub fn fuse(arms: &[Ranked], k: f32) -> Vec<Fused> {
     fused
 }
 
-/// Runs a search on the committed snapshot of `index`.
+/// Runs a search on one committed snapshot of the index.
 pub fn search(
-    index: &Index,
+    index: &Snapshot,
     embedder: &dyn Embedder,
     config: &SearchConfig,
     request: &SearchRequest,
 ) -> Result<Vec<Hit>, SearchError> {
-    let searcher = index.searcher();
     // With a path filter, take more candidates so that enough survive it.
     let candidates =
         if request.paths.is_empty() { config.candidates } else { config.candidates * 4 }.max(request.limit);
@@ -98,7 +97,7 @@ pub fn search(
             headings: config.headings_boost,
             path: config.path_boost,
         };
-        bm25.ids = index.bm25(&searcher, &terms, boosts, candidates)?;
+        bm25.ids = index.bm25(&terms, boosts, candidates)?;
     }
     if use_vector && !request.query.trim().is_empty() {
         let query_vector = embedder
@@ -120,7 +119,7 @@ pub fn search(
     let mut hits = Vec::with_capacity(request.limit);
     for window in fused.chunks(request.limit.max(16)) {
         let ids: Vec<u64> = window.iter().map(|f| f.id).collect();
-        let records = index.records(&searcher, &ids)?;
+        let records = index.records(&ids)?;
         for f in window {
             // A vector may outlive its chunk for a moment (or after a crash); skip it.
             let Some(record) = records.get(&f.id) else { continue };

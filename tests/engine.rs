@@ -617,3 +617,36 @@ fn a_large_change_rewrites_the_vector_file_and_empties_the_journal() {
     assert!(engine.index().notes().is_empty(), "{:?}", engine.index().notes());
     assert_eq!(engine.index().vector_count(), chunks);
 }
+
+#[test]
+fn a_view_keeps_its_commit_while_the_engine_writes_and_searches_from_another_thread() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    let before = engine.view();
+
+    f.write("ops/pager.md", "# Pager\n\nThe zebra rota changes every Tuesday.\n");
+    std::fs::remove_file(f.root().join("kitchen/bread.md")).unwrap();
+    engine.update(&["ops/pager.md".to_string(), "kitchen/bread.md".to_string()]).unwrap();
+    let after = engine.view();
+
+    // The old view still answers from its own commit, on another thread, after the write.
+    let old = std::thread::spawn(move || {
+        let zebra = before.search(&request("zebra rota", SearchMode::Hybrid)).unwrap();
+        let bread = before.search(&request("sourdough starter", SearchMode::Hybrid)).unwrap();
+        let status = before.status();
+        (zebra, bread, status.files)
+    })
+    .join()
+    .unwrap();
+    assert!(!old.0.iter().any(|h| h.chunk.path == "ops/pager.md"), "{:?}", top_paths(&old.0));
+    assert_eq!(old.1[0].chunk.path, "kitchen/bread.md");
+    assert_eq!(old.2, 4);
+
+    let zebra = after.search(&request("zebra rota", SearchMode::Hybrid)).unwrap();
+    assert_eq!(zebra[0].chunk.path, "ops/pager.md");
+    let bread = after.search(&request("sourdough starter", SearchMode::Hybrid)).unwrap();
+    assert!(!bread.iter().any(|h| h.chunk.path == "kitchen/bread.md"));
+    assert_eq!(after.status().files, 4);
+    assert!(after.chunks_at("kitchen/bread.md", None).is_err());
+}

@@ -17,6 +17,7 @@ pub mod vectors;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use serde::{Deserialize, Serialize};
 use tantivy::collector::TopDocs;
@@ -185,8 +186,12 @@ pub struct Index {
     fields: Fields,
     reader: IndexReader,
     writer: Option<IndexWriter>,
-    vectors: VectorIndex,
+    /// Shared with snapshots: searches read it while the writer adds to it. A snapshot's
+    /// chunk store decides which ids exist, so vectors of uncommitted chunks are never seen.
+    vectors: Arc<RwLock<VectorIndex>>,
     manifest: Manifest,
+    /// The manifest as of the last commit, shared with snapshots.
+    committed_manifest: Arc<Manifest>,
     embedder: EmbedderIdentity,
     pipeline: String,
     /// Generation of the last tantivy commit.
@@ -334,12 +339,13 @@ impl Index {
         let writable = writer.is_some();
         let (writer, lock) = writer.unzip();
         let mut index = Index {
-            vectors: VectorIndex::create(embedder.dimensions)?,
+            vectors: Arc::new(RwLock::new(VectorIndex::create(embedder.dimensions)?)),
             layout,
             fields,
             reader,
             writer,
             manifest: Manifest::default(),
+            committed_manifest: Arc::default(),
             embedder: embedder.clone(),
             pipeline: pipeline.to_string(),
             committed_generation: payload.generation,
@@ -355,6 +361,7 @@ impl Index {
         };
         index.load_manifest(&payload)?;
         index.load_vectors(writable)?;
+        index.committed_manifest = Arc::new(index.manifest.clone());
         Ok((index, payload))
     }
 
@@ -399,15 +406,15 @@ impl Index {
                 let in_memory = writable || replay.as_ref().map_or(true, |r| !r.ops.is_empty());
                 match VectorIndex::open(&path, dims, in_memory) {
                     Ok(v) => {
-                        self.vectors = v;
+                        *write(&self.vectors) = v;
                         let mut generation = m.generation;
                         let mut replayed = journal::Replay::default();
                         match replay {
                             Ok(r) => {
                                 for op in &r.ops {
                                     match op {
-                                        VectorOp::Add(id, v) => self.vectors.add(*id, v)?,
-                                        VectorOp::Remove(id) => self.vectors.remove(*id)?,
+                                        VectorOp::Add(id, v) => write(&self.vectors).add(*id, v)?,
+                                        VectorOp::Remove(id) => write(&self.vectors).remove(*id)?,
                                     }
                                 }
                                 generation = r.generation.unwrap_or(generation);
@@ -531,7 +538,7 @@ impl Index {
 
     /// Live vectors.
     pub fn vector_count(&self) -> usize {
-        self.vectors.len()
+        read(&self.vectors).len()
     }
 
     /// Some chunks may lack vectors until [`Index::fill_missing_vectors`] runs.
@@ -541,20 +548,7 @@ impl Index {
 
     /// Size of the index folder in bytes.
     pub fn disk_bytes(&self) -> u64 {
-        fn walk(p: &Path) -> u64 {
-            std::fs::read_dir(p)
-                .map(|rd| {
-                    rd.flatten()
-                        .map(|e| match e.metadata() {
-                            Ok(m) if m.is_dir() => walk(&e.path()),
-                            Ok(m) => m.len(),
-                            Err(_) => 0,
-                        })
-                        .sum()
-                })
-                .unwrap_or(0)
-        }
-        walk(&self.layout.dir)
+        dir_bytes(&self.layout.dir)
     }
 
     /// Applies file changes to the uncommitted state: chunk store, vectors and manifest.
@@ -600,7 +594,7 @@ impl Index {
                 let embed_text = context::embedding_text(&prepared.context, &prepared.chunk.text);
                 let embed_hash = xxhash_rust::xxh3::xxh3_64(embed_text.as_bytes());
                 let id = self.manifest.allocate_id();
-                match reusable.get(&embed_hash).and_then(|old| self.vectors.get(*old)) {
+                match reusable.get(&embed_hash).and_then(|old| read(&self.vectors).get(*old)) {
                     Some(v) => {
                         new_vectors.push((id, v));
                         stats.vectors_reused += 1;
@@ -626,7 +620,7 @@ impl Index {
             new_vectors.extend(batch.iter().map(|(id, _)| *id).zip(vectors));
         }
         for (id, v) in new_vectors {
-            self.vectors.add(id, &v)?;
+            write(&self.vectors).add(id, &v)?;
             self.pending_ops.push(VectorOp::Add(id, v));
         }
         for (file, refs) in staged {
@@ -703,13 +697,13 @@ impl Index {
             return Err(IndexError::ReadOnly);
         }
         let missing: Vec<ChunkRecord> =
-            self.all_records()?.into_iter().filter(|r| !self.vectors.contains(r.id)).collect();
+            self.all_records()?.into_iter().filter(|r| !read(&self.vectors).contains(r.id)).collect();
         for batch in missing.chunks(EMBED_BATCH) {
             let texts: Vec<String> = batch.iter().map(ChunkRecord::embedding_text).collect();
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             let vectors = embedder.embed(&refs)?;
             for (record, v) in batch.iter().zip(vectors) {
-                self.vectors.add(record.id, &v)?;
+                write(&self.vectors).add(record.id, &v)?;
                 self.pending_ops.push(VectorOp::Add(record.id, v));
             }
         }
@@ -738,7 +732,7 @@ impl Index {
             return Ok(());
         }
         for id in std::mem::take(&mut self.pending_removals) {
-            self.vectors.remove(id)?;
+            write(&self.vectors).remove(id)?;
             self.pending_ops.push(VectorOp::Remove(id));
         }
         self.persist_vectors()?;
@@ -749,6 +743,7 @@ impl Index {
         }
         files::write_json(&self.layout.manifest(), &self.manifest)
             .map_err(io_err(&self.layout.manifest()))?;
+        self.committed_manifest = Arc::new(self.manifest.clone());
         self.vectors_dirty = false;
         Ok(())
     }
@@ -758,7 +753,10 @@ impl Index {
     fn persist_vectors(&mut self) -> Result<(), IndexError> {
         let ops = std::mem::take(&mut self.pending_ops);
         let journal_path = self.layout.vectors_journal();
-        let compact = self.vectors.removed() > self.vectors.len().max(1024);
+        let compact = {
+            let vectors = read(&self.vectors);
+            vectors.removed() > vectors.len().max(1024)
+        };
         let adds = ops.iter().filter(|op| matches!(op, VectorOp::Add(..))).count();
         if let Some(journal) = self.journal.as_mut()
             && !compact
@@ -769,9 +767,10 @@ impl Index {
         if compact {
             let live: Vec<u64> =
                 self.manifest.files.values().flat_map(|f| f.chunks.iter().map(|c| c.id)).collect();
-            self.vectors = self.vectors.compacted(live)?;
+            let fresh = read(&self.vectors).compacted(live)?;
+            *write(&self.vectors) = fresh;
         }
-        self.vectors.save(&self.layout.vectors())?;
+        read(&self.vectors).save(&self.layout.vectors())?;
         let vectors_meta =
             VectorsMeta { generation: self.committed_generation, embedder: self.embedder.clone() };
         files::write_json(&self.layout.vectors_meta(), &vectors_meta)
@@ -781,16 +780,80 @@ impl Index {
         Ok(())
     }
 
-    /// A snapshot of the committed chunk store.
-    pub fn searcher(&self) -> Searcher {
-        self.reader.searcher()
+    /// A read-only view of the last commit, for searches on any thread.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            searcher: self.reader.searcher(),
+            fields: self.fields,
+            vectors: Arc::clone(&self.vectors),
+            manifest: Arc::clone(&self.committed_manifest),
+            store_dir: self.layout.tantivy(),
+        }
+    }
+
+    fn all_records(&self) -> Result<Vec<ChunkRecord>, IndexError> {
+        Ok(self.all_records_with_file_meta()?.into_iter().map(|(r, _)| r).collect())
+    }
+
+    fn all_records_with_file_meta(&self) -> Result<Vec<(ChunkRecord, StoredFileMeta)>, IndexError> {
+        let searcher = self.reader.searcher();
+        let mut out = Vec::new();
+        for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+            for doc_id in segment.doc_ids_alive() {
+                let doc: TantivyDocument = searcher
+                    .doc(DocAddress::new(ord as u32, doc_id))
+                    .map_err(store_err(&self.layout.tantivy()))?;
+                let f = &self.fields;
+                let file = (u64_of(&doc, f.file_size), u64_of(&doc, f.file_mtime), u64_of(&doc, f.file_hash));
+                out.extend(record_of(f, &doc).map(|r| (r, file)));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Ids of every chunk in the manifest (for consistency checks).
+    pub fn chunk_ids(&self) -> HashSet<u64> {
+        self.manifest.files.values().flat_map(|f| f.chunks.iter().map(|c| c.id)).collect()
+    }
+
+    /// Whether a vector is stored for this chunk id.
+    pub fn has_vector(&self, id: u64) -> bool {
+        read(&self.vectors).contains(id)
+    }
+}
+
+/// One commit of the index, readable from any thread while the writer goes on: the chunk
+/// store as of that commit, its manifest, and the shared vectors (filtered through the
+/// chunk store, so chunks added since are never returned).
+#[derive(Clone)]
+pub struct Snapshot {
+    searcher: Searcher,
+    fields: Fields,
+    vectors: Arc<RwLock<VectorIndex>>,
+    manifest: Arc<Manifest>,
+    store_dir: PathBuf,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot").field("generation", &self.manifest.generation).finish()
+    }
+}
+
+impl Snapshot {
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// Live vectors (those of chunks being added may already count).
+    pub fn vector_count(&self) -> usize {
+        read(&self.vectors).len()
     }
 
     /// BM25 over text, title, headings and path: the ids and scores of the best `limit`
     /// chunks. `terms` are analysed terms (see [`tokenizer::query_terms`]).
     pub fn bm25(
         &self,
-        searcher: &Searcher,
         terms: &[String],
         boosts: FieldBoosts,
         limit: usize,
@@ -805,7 +868,7 @@ impl Index {
             (f.headings, boosts.headings),
             (f.path_text, boosts.path),
         ];
-        let total = searcher.num_docs() as f32;
+        let total = self.searcher.num_docs() as f32;
         let idf = |df: u64| (1.0 + (total - df as f32 + 0.5) / (df as f32 + 0.5)).ln();
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for term in terms {
@@ -814,7 +877,7 @@ impl Index {
                 .filter(|(_, boost)| *boost > 0.0)
                 .map(|(field, boost)| {
                     let t = Term::from_field_text(*field, term);
-                    let df = searcher.doc_freq(&t).unwrap_or(0);
+                    let df = self.searcher.doc_freq(&t).unwrap_or(0);
                     (t, *boost, df)
                 })
                 .collect();
@@ -834,12 +897,13 @@ impl Index {
             }
         }
         let query = BooleanQuery::new(clauses);
-        let top = searcher
+        let top = self
+            .searcher
             .search(&query, &TopDocs::with_limit(limit).order_by_score())
-            .map_err(store_err(&self.layout.tantivy()))?;
+            .map_err(store_err(&self.store_dir))?;
         let mut out = Vec::with_capacity(top.len());
         for (score, address) in top {
-            if let Some(id) = self.id_at(searcher, address) {
+            if let Some(id) = self.id_at(address) {
                 out.push((id, score));
             }
         }
@@ -848,27 +912,27 @@ impl Index {
 
     /// The `limit` chunks nearest to `query`, with cosine distances.
     pub fn nearest(&self, query: &[f32], limit: usize) -> Result<Vec<(u64, f32)>, IndexError> {
-        Ok(self.vectors.search(query, limit)?)
+        Ok(read(&self.vectors).search(query, limit)?)
     }
 
-    fn id_at(&self, searcher: &Searcher, address: DocAddress) -> Option<u64> {
-        let segment = searcher.segment_reader(address.segment_ord);
+    fn id_at(&self, address: DocAddress) -> Option<u64> {
+        let segment = self.searcher.segment_reader(address.segment_ord);
         let ids = segment.fast_fields().u64("id").ok()?;
         ids.first(address.doc_id)
     }
 
     /// The stored chunks with these ids (those that exist in the snapshot).
-    pub fn records(&self, searcher: &Searcher, ids: &[u64]) -> Result<HashMap<u64, ChunkRecord>, IndexError> {
+    pub fn records(&self, ids: &[u64]) -> Result<HashMap<u64, ChunkRecord>, IndexError> {
         let mut out = HashMap::with_capacity(ids.len());
         for &id in ids {
             let q = TermQuery::new(Term::from_field_u64(self.fields.id, id), IndexRecordOption::Basic);
-            let top = searcher
+            let top = self
+                .searcher
                 .search(&q, &TopDocs::with_limit(1).order_by_score())
-                .map_err(store_err(&self.layout.tantivy()))?;
+                .map_err(store_err(&self.store_dir))?;
             if let Some((_, address)) = top.first() {
-                let doc: TantivyDocument =
-                    searcher.doc(*address).map_err(store_err(&self.layout.tantivy()))?;
-                if let Some(r) = self.record_of(&doc) {
+                let doc: TantivyDocument = self.searcher.doc(*address).map_err(store_err(&self.store_dir))?;
+                if let Some(r) = record_of(&self.fields, &doc) {
                     out.insert(id, r);
                 }
             }
@@ -877,71 +941,49 @@ impl Index {
     }
 
     /// All stored chunks of one file, in order.
-    pub fn file_records(&self, searcher: &Searcher, path: &str) -> Result<Vec<ChunkRecord>, IndexError> {
+    pub fn file_records(&self, path: &str) -> Result<Vec<ChunkRecord>, IndexError> {
         let q = TermQuery::new(Term::from_field_text(self.fields.path, path), IndexRecordOption::Basic);
-        let limit = (searcher.num_docs() as usize).max(1);
-        let top = searcher
+        let limit = (self.searcher.num_docs() as usize).max(1);
+        let top = self
+            .searcher
             .search(&q, &TopDocs::with_limit(limit).order_by_score())
-            .map_err(store_err(&self.layout.tantivy()))?;
+            .map_err(store_err(&self.store_dir))?;
         let mut out = Vec::with_capacity(top.len());
         for (_, address) in top {
-            let doc: TantivyDocument = searcher.doc(address).map_err(store_err(&self.layout.tantivy()))?;
-            out.extend(self.record_of(&doc));
+            let doc: TantivyDocument = self.searcher.doc(address).map_err(store_err(&self.store_dir))?;
+            out.extend(record_of(&self.fields, &doc));
         }
         out.sort_by_key(|r| r.ordinal);
         Ok(out)
     }
+}
 
-    fn all_records(&self) -> Result<Vec<ChunkRecord>, IndexError> {
-        Ok(self.all_records_with_file_meta()?.into_iter().map(|(r, _)| r).collect())
-    }
+fn record_of(f: &Fields, doc: &TantivyDocument) -> Option<ChunkRecord> {
+    let text = |field| doc.get_first(field).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+    Some(ChunkRecord {
+        id: doc.get_first(f.id)?.as_u64()?,
+        path: text(f.path),
+        ordinal: u64_of(doc, f.ordinal) as u32,
+        start_line: u64_of(doc, f.start_line) as u32,
+        end_line: u64_of(doc, f.end_line) as u32,
+        start_byte: u64_of(doc, f.start_byte),
+        end_byte: u64_of(doc, f.end_byte),
+        title: text(f.title),
+        heading_path: serde_json::from_str(&text(f.heading_path)).unwrap_or_default(),
+        text: text(f.text),
+        context: text(f.context),
+        token_count: u64_of(doc, f.token_count) as u32,
+        content_hash: u64_of(doc, f.content_hash),
+        embed_hash: u64_of(doc, f.embed_hash),
+    })
+}
 
-    fn all_records_with_file_meta(&self) -> Result<Vec<(ChunkRecord, StoredFileMeta)>, IndexError> {
-        let searcher = self.reader.searcher();
-        let mut out = Vec::new();
-        for (ord, segment) in searcher.segment_readers().iter().enumerate() {
-            for doc_id in segment.doc_ids_alive() {
-                let doc: TantivyDocument = searcher
-                    .doc(DocAddress::new(ord as u32, doc_id))
-                    .map_err(store_err(&self.layout.tantivy()))?;
-                let f = &self.fields;
-                let file = (u64_of(&doc, f.file_size), u64_of(&doc, f.file_mtime), u64_of(&doc, f.file_hash));
-                out.extend(self.record_of(&doc).map(|r| (r, file)));
-            }
-        }
-        Ok(out)
-    }
+fn read(vectors: &RwLock<VectorIndex>) -> RwLockReadGuard<'_, VectorIndex> {
+    vectors.read().unwrap_or_else(PoisonError::into_inner)
+}
 
-    fn record_of(&self, doc: &TantivyDocument) -> Option<ChunkRecord> {
-        let f = &self.fields;
-        let text = |field| doc.get_first(field).and_then(|v| v.as_str()).unwrap_or_default().to_string();
-        Some(ChunkRecord {
-            id: doc.get_first(f.id)?.as_u64()?,
-            path: text(f.path),
-            ordinal: u64_of(doc, f.ordinal) as u32,
-            start_line: u64_of(doc, f.start_line) as u32,
-            end_line: u64_of(doc, f.end_line) as u32,
-            start_byte: u64_of(doc, f.start_byte),
-            end_byte: u64_of(doc, f.end_byte),
-            title: text(f.title),
-            heading_path: serde_json::from_str(&text(f.heading_path)).unwrap_or_default(),
-            text: text(f.text),
-            context: text(f.context),
-            token_count: u64_of(doc, f.token_count) as u32,
-            content_hash: u64_of(doc, f.content_hash),
-            embed_hash: u64_of(doc, f.embed_hash),
-        })
-    }
-
-    /// Ids of every chunk in the manifest (for consistency checks).
-    pub fn chunk_ids(&self) -> HashSet<u64> {
-        self.manifest.files.values().flat_map(|f| f.chunks.iter().map(|c| c.id)).collect()
-    }
-
-    /// Whether a vector is stored for this chunk id.
-    pub fn has_vector(&self, id: u64) -> bool {
-        self.vectors.contains(id)
-    }
+fn write(vectors: &RwLock<VectorIndex>) -> RwLockWriteGuard<'_, VectorIndex> {
+    vectors.write().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A file's size, mtime and content hash as stored with each of its chunks.
@@ -1013,6 +1055,21 @@ fn clear_index_files(layout: &IndexLayout) -> Result<(), IndexError> {
         }
     }
     Ok(())
+}
+
+/// Size in bytes of the files under `dir`.
+pub fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| match e.metadata() {
+                    Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+                    Ok(m) => m.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
 }
 
 /// The default index folder of a workspace: `<cache dir>/situate/<name>-<hash of the path>`.
