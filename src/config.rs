@@ -259,6 +259,31 @@ impl Validator {
     }
 }
 
+/// Lays `over` onto `base`: objects merge key by key, `null` changes nothing, anything else
+/// replaces.
+fn merge_json(base: &mut serde_json::Value, over: &serde_json::Value) {
+    match (base, over) {
+        (_, serde_json::Value::Null) => {}
+        (serde_json::Value::Object(b), serde_json::Value::Object(o)) => {
+            for (key, value) in o {
+                match b.get_mut(key) {
+                    Some(existing) => merge_json(existing, value),
+                    None if value.is_object() => {
+                        let mut fresh = serde_json::Value::Object(serde_json::Map::new());
+                        merge_json(&mut fresh, value);
+                        b.insert(key.clone(), fresh);
+                    }
+                    None if !value.is_null() => {
+                        b.insert(key.clone(), value.clone());
+                    }
+                    None => {}
+                }
+            }
+        }
+        (b, o) => *b = o.clone(),
+    }
+}
+
 fn any<T>(_: &T) -> Result<(), String> {
     Ok(())
 }
@@ -323,6 +348,54 @@ impl Config {
                 source: None,
             },
         }
+    }
+
+    /// The workspace's settings file (or `config_file`) with an editor's settings laid over
+    /// it: a key set in `overrides` wins, tables merge key by key, and `null` leaves the
+    /// file's value. Problems of both layers are reported.
+    pub fn load_layered(
+        root: &Path,
+        config_file: Option<&Path>,
+        overrides: Option<&serde_json::Value>,
+    ) -> LoadedConfig {
+        let path = config_file.map_or_else(|| root.join(CONFIG_FILE), Path::to_path_buf);
+        let Some(overrides) = overrides.filter(|o| !o.is_null()) else {
+            return if config_file.is_some() || path.exists() {
+                Config::load_file(&path)
+            } else {
+                LoadedConfig::default()
+            };
+        };
+        let mut problems = Vec::new();
+        let mut base = serde_json::Value::Object(serde_json::Map::new());
+        if config_file.is_some() || path.exists() {
+            match std::fs::read_to_string(&path) {
+                Ok(text) => match toml::from_str::<serde_json::Value>(&text) {
+                    Ok(value) => base = value,
+                    Err(e) => problems.push(ConfigProblem {
+                        key: CONFIG_FILE.to_string(),
+                        message: format!("not valid TOML: {}", e.message()),
+                    }),
+                },
+                Err(e) => problems.push(ConfigProblem {
+                    key: CONFIG_FILE.to_string(),
+                    message: format!("cannot read {}: {e}", path.display()),
+                }),
+            }
+        }
+        if !overrides.is_object() {
+            problems.push(ConfigProblem {
+                key: "(editor settings)".to_string(),
+                message: format!("must be an object of situate.toml keys, got {overrides}"),
+            });
+        } else {
+            merge_json(&mut base, overrides);
+        }
+        let mut loaded = Config::from_json(base);
+        problems.append(&mut loaded.problems);
+        loaded.problems = problems;
+        loaded.source = path.exists().then_some(path);
+        loaded
     }
 
     /// Validates a JSON object with the same keys (editor settings).
@@ -584,5 +657,39 @@ mod tests {
     fn unknown_provider_is_reported() {
         let loaded = Config::from_toml("[embedding]\nprovider = \"magic\"\n");
         assert_eq!(keys(&loaded), ["embedding.provider"]);
+    }
+
+    #[test]
+    fn editor_settings_override_the_file_key_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "exclude = [\"drafts/**\"]\n[search]\nlimit = 7\nmode = \"bm25\"\n[chunk]\nmax_tokens = 300\n",
+        )
+        .unwrap();
+        let overrides = serde_json::json!({
+            "search": { "limit": 20, "mode": null },
+            "chunk": { "overlap_tokens": null },
+            "context": { "header_template": null },
+        });
+        let loaded = Config::load_layered(dir.path(), None, Some(&overrides));
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+        let c = loaded.config;
+        assert_eq!(c.search.limit, 20);
+        assert_eq!(c.search.mode, SearchMode::Bm25, "null keeps the file's value");
+        assert_eq!(c.chunk.max_tokens, 300);
+        assert_eq!(c.walk.exclude, ["drafts/**"]);
+        assert_eq!(c.context.header_template, DEFAULT_HEADER_TEMPLATE);
+
+        let bad = serde_json::json!({ "search": { "limit": "many" }, "colour": "blue" });
+        let loaded = Config::load_layered(dir.path(), None, Some(&bad));
+        let keys: Vec<&str> = loaded.problems.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(keys, ["colour", "search.limit"]);
+        assert_eq!(loaded.config.search.limit, Config::default().search.limit);
+
+        let loaded = Config::load_layered(dir.path(), None, Some(&serde_json::json!([1])));
+        assert_eq!(loaded.problems[0].key, "(editor settings)");
+        assert_eq!(loaded.config.search.limit, 7);
+        assert_eq!(Config::load_layered(dir.path(), None, None).config.search.limit, 7);
     }
 }

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -73,6 +74,9 @@ pub struct ReconcileReport {
     pub skipped: Vec<Skipped>,
     /// Files decoded with replacement characters.
     pub lossy: Vec<String>,
+    /// The run was interrupted; what it did is committed, the rest is left for the next.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     pub seconds: f64,
 }
 
@@ -99,6 +103,8 @@ pub struct Status {
     pub embedder: EmbedderIdentity,
     /// Unix seconds of the last commit (0: never).
     pub last_commit: u64,
+    /// Commits so far (each save or batch of changes makes one).
+    pub generation: u64,
     pub disk_bytes: u64,
     pub skipped: Vec<Skipped>,
     pub config_problems: Vec<String>,
@@ -118,6 +124,8 @@ struct Setup {
 pub struct Engine {
     setup: Arc<Setup>,
     index: Index,
+    /// Set from another thread to make a running reconcile stop at its next batch.
+    interrupt: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -207,7 +215,8 @@ impl Engine {
                     .ok_or(IndexError::ReadOnly)?
             }
         };
-        Ok(Engine { setup: Arc::new(Setup { root, config, config_problems, embedder }), index })
+        let setup = Arc::new(Setup { root, config, config_problems, embedder });
+        Ok(Engine { setup, index, interrupt: Arc::default() })
     }
 
     pub fn root(&self) -> &Path {
@@ -216,6 +225,12 @@ impl Engine {
 
     pub fn config(&self) -> &Config {
         &self.setup.config
+    }
+
+    /// A flag that, once set, makes a running [`Engine::reconcile`] commit what it has
+    /// done and return early (with `interrupted` in its report).
+    pub fn interrupt_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.interrupt)
     }
 
     /// The last commit, for readers on any thread.
@@ -287,6 +302,10 @@ impl Engine {
                 since_checkpoint = 0;
             }
             progress(Progress::Indexing { done: ((n + 1) * READ_BATCH).min(total), total });
+            if self.interrupt.swap(false, Ordering::Relaxed) {
+                report.interrupted = true;
+                break;
+            }
         }
         skipped.sort_by(|a, b| a.path.cmp(&b.path));
         for s in &skipped {
@@ -339,6 +358,13 @@ impl Engine {
                 if self.index.manifest().files.contains_key(&rel) {
                     changes.push(FileChange::Remove { path: rel });
                     report.files_removed += 1;
+                } else if !self.setup.root.join(&rel).exists() {
+                    // A folder that is gone takes its files with it.
+                    let prefix = format!("{}/", rel.trim_end_matches('/'));
+                    for path in self.index.manifest().files.keys().filter(|p| p.starts_with(&prefix)) {
+                        changes.push(FileChange::Remove { path: path.clone() });
+                        report.files_removed += 1;
+                    }
                 }
                 continue;
             };
@@ -438,6 +464,13 @@ impl View {
         })
     }
 
+    /// The chunks most related to `of`, leaving out itself and its neighbours (the chunks
+    /// just before and after it in its file).
+    pub fn similar(&self, of: &ChunkRecord, limit: usize) -> Result<Vec<Hit>, EngineError> {
+        let neighbour = |r: &ChunkRecord| r.path == of.path && r.ordinal.abs_diff(of.ordinal) <= 1;
+        Ok(search::similar(&self.snapshot, &self.setup.config.search, of, limit, neighbour)?)
+    }
+
     /// Files, chunks, model and health of the index.
     pub fn status(&self) -> Status {
         let manifest = self.snapshot.manifest();
@@ -451,6 +484,7 @@ impl View {
             vectors: self.snapshot.vector_count(),
             embedder: self.setup.embedder.identity(),
             last_commit: manifest.committed_at,
+            generation: manifest.generation,
             disk_bytes: crate::index::dir_bytes(&self.index_dir),
             skipped: manifest.skipped.clone(),
             config_problems: self.setup.config_problems.iter().map(ToString::to_string).collect(),

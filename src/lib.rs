@@ -1,7 +1,8 @@
 //! situate: contextual semantic search over the markdown and text files of a workspace.
 //!
 //! The engine (`workspace` → `chunk` → `context` → `providers` → `index` → `search`,
-//! driven by `engine`) speaks plain data; `cli` is the only module that prints.
+//! driven by `engine`) speaks plain data; `cli` is the only module that prints, and `lsp`
+//! serves the same engine to editors.
 
 pub mod chunk;
 pub mod cli;
@@ -10,6 +11,7 @@ pub mod context;
 pub mod engine;
 pub mod eval;
 pub mod index;
+pub mod lsp;
 pub mod providers;
 pub mod search;
 pub mod workspace;

@@ -111,19 +111,56 @@ pub fn search(
                 index.nearest(&query_vector, candidates)?.into_iter().map(|(id, d)| (id, 1.0 - d)).collect();
         }
     }
-    let arms = [bm25, vector];
-    let fused = fuse(&arms, config.rrf_k);
+    let keep = |record: &ChunkRecord| {
+        request.paths.is_empty() || request.paths.iter().any(|p| under(&record.path, p))
+    };
+    hits_of(index, [bm25, vector], config.rrf_k, request.limit, keep)
+}
+
+/// The chunks most related to `of`: its stored vector and its words as the two arms,
+/// without the chunks `exclude` rejects (itself, its neighbours).
+pub fn similar(
+    index: &Snapshot,
+    config: &SearchConfig,
+    of: &ChunkRecord,
+    limit: usize,
+    exclude: impl Fn(&ChunkRecord) -> bool,
+) -> Result<Vec<Hit>, SearchError> {
+    // Room for the excluded chunks, which rank high by construction.
+    let candidates = config.candidates.max(limit) + 8;
+    let mut terms = tokenizer::query_terms(&of.embedding_text());
+    let mut seen = std::collections::HashSet::new();
+    terms.retain(|t| seen.insert(t.clone()));
+    let boosts =
+        FieldBoosts { title: config.title_boost, headings: config.headings_boost, path: config.path_boost };
+    let bm25 = Ranked { weight: config.bm25_weight, ids: index.bm25(&terms, boosts, candidates)? };
+    let mut vector = Ranked { weight: config.vector_weight, ids: Vec::new() };
+    if let Some(v) = index.vector_of(of.id) {
+        vector.ids = index.nearest(&v, candidates)?.into_iter().map(|(id, d)| (id, 1.0 - d)).collect();
+    }
+    hits_of(index, [bm25, vector], config.rrf_k, limit, |r| r.id != of.id && !exclude(r))
+}
+
+/// Fuses the BM25 and vector arms and loads the best `limit` chunks that `keep` accepts.
+fn hits_of(
+    index: &Snapshot,
+    arms: [Ranked; 2],
+    rrf_k: f32,
+    limit: usize,
+    keep: impl Fn(&ChunkRecord) -> bool,
+) -> Result<Vec<Hit>, SearchError> {
+    let fused = fuse(&arms, rrf_k);
     let [bm25_scores, vector_scores] = arms.map(|a| a.ids.into_iter().collect::<HashMap<u64, f32>>());
 
-    // Load records best-first until enough pass the path filter.
-    let mut hits = Vec::with_capacity(request.limit);
-    for window in fused.chunks(request.limit.max(16)) {
+    // Load records best-first until enough pass the filter.
+    let mut hits = Vec::with_capacity(limit);
+    for window in fused.chunks(limit.max(16)) {
         let ids: Vec<u64> = window.iter().map(|f| f.id).collect();
         let records = index.records(&ids)?;
         for f in window {
             // A vector may outlive its chunk for a moment (or after a crash); skip it.
             let Some(record) = records.get(&f.id) else { continue };
-            if !request.paths.is_empty() && !request.paths.iter().any(|p| under(&record.path, p)) {
+            if !keep(record) {
                 continue;
             }
             let hit = Hit {
@@ -135,7 +172,7 @@ pub fn search(
                 vector_similarity: vector_scores.get(&f.id).copied(),
             };
             hits.push(hit);
-            if hits.len() == request.limit {
+            if hits.len() == limit {
                 return Ok(hits);
             }
         }

@@ -650,3 +650,17 @@ fn a_view_keeps_its_commit_while_the_engine_writes_and_searches_from_another_thr
     assert_eq!(after.status().files, 4);
     assert!(after.chunks_at("kitchen/bread.md", None).is_err());
 }
+
+#[test]
+fn updating_a_deleted_folder_removes_the_files_it_held() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    std::fs::remove_dir_all(f.root().join("ops")).unwrap();
+    let report = engine.update(&["ops".to_string()]).unwrap();
+    assert_eq!(report.files_removed, 2);
+    let files: Vec<&String> = engine.index().manifest().files.keys().collect();
+    assert_eq!(files, ["journal/2026-03-02.txt", "kitchen/bread.md"]);
+    // A path that never existed changes nothing.
+    assert_eq!(engine.update(&["nowhere".to_string()]).unwrap().files_removed, 0);
+}

@@ -1,4 +1,4 @@
-//! The command line: `situate index|search|show|status`. The only module that prints.
+//! The command line: `situate index|search|show|status|eval|lsp`. The only module that prints.
 //!
 //! stdout carries the data (results, summaries, JSON); progress, warnings and logs go to
 //! stderr, so that `situate search … --json | jq` always works.
@@ -97,6 +97,12 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         run_file: Option<PathBuf>,
     },
+    /// Run the language server on stdin/stdout (editors start this).
+    Lsp {
+        /// Accepted for clients that always pass it; stdio is the only transport.
+        #[arg(long, hide = true)]
+        stdio: bool,
+    },
     /// Show what the index holds and its health.
     Status {
         /// The workspace folder.
@@ -128,7 +134,11 @@ impl From<ModeArg> for SearchMode {
 pub fn main() -> ExitCode {
     init_logging();
     let cli = Cli::parse();
-    match run(cli) {
+    let result = match cli.command {
+        Command::Lsp { .. } => return crate::lsp::serve_stdio(),
+        command => run(command, cli.config.as_deref()),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("situate: {e:#}");
@@ -143,10 +153,9 @@ fn init_logging() {
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 }
 
-fn run(cli: Cli) -> Result<()> {
+fn run(command: Command, config: Option<&Path>) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    let config = cli.config.as_deref();
-    match cli.command {
+    match command {
         Command::Index { dir, json } => {
             let mut engine = open(&dir, config, OpenMode::Write)?;
             if engine.is_read_only() {
@@ -226,6 +235,7 @@ fn run(cli: Cli) -> Result<()> {
                 render::eval(&mut out, &reports, per_query)?;
             }
         }
+        Command::Lsp { .. } => bail!("`situate lsp` is served on its own"),
         Command::Status { dir, json } => {
             let engine = open(&dir, config, OpenMode::ReadOnly)?;
             let status = engine.status();

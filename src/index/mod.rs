@@ -845,6 +845,11 @@ impl Snapshot {
         &self.manifest
     }
 
+    /// The stored vector of a chunk (f16 precision).
+    pub fn vector_of(&self, id: u64) -> Option<Vec<f32>> {
+        read(&self.vectors).get(id)
+    }
+
     /// Live vectors (those of chunks being added may already count).
     pub fn vector_count(&self) -> usize {
         read(&self.vectors).len()

@@ -1,0 +1,530 @@
+//! One workspace folder of the language server: a writer thread that owns the folder's
+//! engine and applies changes in the order they came, and the published view and live
+//! status that request handlers read without ever waiting for it.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::oneshot;
+
+use crate::config::{Config, EmbeddingConfig};
+use crate::engine::{self, Engine, Progress, ReconcileReport, View};
+use crate::index::OpenMode;
+use crate::index::files::IndexLayout;
+use crate::index::lock::WriterLock;
+use crate::providers::Embedder;
+use crate::workspace;
+
+/// Quiet time after a change before it is applied: saves in a burst become one commit.
+const DEBOUNCE: Duration = Duration::from_millis(100);
+/// The longest a change waits while more keep coming.
+const MAX_BATCH_WAIT: Duration = Duration::from_secs(1);
+/// How often a folder that cannot write checks whether it may now, or whether the other
+/// writer has committed.
+const POLL: Duration = Duration::from_secs(2);
+
+/// The answer to a job that someone waits for.
+pub type Reply = oneshot::Sender<Result<ReconcileReport, String>>;
+
+/// Work for a folder's writer.
+#[derive(Debug)]
+pub enum Job {
+    /// Re-read these files (absolute paths).
+    Update {
+        paths: Vec<String>,
+        reply: Option<Reply>,
+    },
+    /// Walk the folder and bring the index in line with it.
+    Reconcile {
+        reply: Option<Reply>,
+    },
+    /// New editor settings: reopen with them and reconcile.
+    Configure {
+        settings: Option<serde_json::Value>,
+    },
+    Stop,
+}
+
+/// What the writer tells the editor.
+#[derive(Debug, Clone)]
+pub enum Notice {
+    ProgressBegin {
+        token: String,
+        title: String,
+    },
+    ProgressReport {
+        token: String,
+        message: String,
+        percentage: u32,
+    },
+    ProgressEnd {
+        token: String,
+        message: String,
+    },
+    /// A problem the user must fix; shown once.
+    Problem(String),
+}
+
+/// What the writer is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    Opening,
+    Indexing,
+    Ready,
+    /// Another process writes the index; this one serves it as that one commits.
+    ReadOnly,
+    /// The index could not be opened (see `errors`).
+    Failed,
+}
+
+/// The folder's state as status reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Live {
+    pub phase: Phase,
+    /// Files done and to do in the running reconcile.
+    pub progress: Option<(usize, usize)>,
+    /// Workspace-relative paths changed but not yet indexed.
+    pub pending: BTreeSet<String>,
+    /// Problems met so far (the latest last).
+    pub errors: Vec<String>,
+    pub last_run: Option<ReconcileReport>,
+}
+
+/// Builds embedders once per process and shares them between folders.
+#[derive(Default)]
+pub struct Embedders {
+    built: Mutex<Vec<(EmbeddingConfig, Arc<dyn Embedder>)>>,
+}
+
+impl Embedders {
+    fn get(&self, config: &EmbeddingConfig) -> Result<Arc<dyn Embedder>, String> {
+        let mut built = self.built.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, e)) = built.iter().find(|(c, _)| c == config) {
+            return Ok(Arc::clone(e));
+        }
+        let embedder = engine::embedder_for(config).map_err(|e| e.to_string())?;
+        built.push((config.clone(), Arc::clone(&embedder)));
+        Ok(embedder)
+    }
+}
+
+/// One workspace folder.
+pub struct Folder {
+    pub root: PathBuf,
+    view: RwLock<Option<View>>,
+    live: Mutex<Live>,
+    jobs: Mutex<Sender<Job>>,
+    /// The running engine's interrupt flag, to cut a long reconcile short at shutdown.
+    interrupt: Mutex<Option<Arc<AtomicBool>>>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Folder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Folder").field("root", &self.root).finish()
+    }
+}
+
+impl Folder {
+    /// Starts the folder's writer: it opens the index, publishes it, and reconciles it.
+    pub fn start(
+        root: PathBuf,
+        settings: Option<serde_json::Value>,
+        embedders: Arc<Embedders>,
+        notices: UnboundedSender<Notice>,
+    ) -> Arc<Folder> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let folder = Arc::new(Folder {
+            root,
+            view: RwLock::new(None),
+            live: Mutex::new(Live {
+                phase: Phase::Opening,
+                progress: None,
+                pending: BTreeSet::new(),
+                errors: Vec::new(),
+                last_run: None,
+            }),
+            jobs: Mutex::new(tx),
+            interrupt: Mutex::new(None),
+            thread: Mutex::new(None),
+        });
+        let worker = Worker {
+            folder: Arc::clone(&folder),
+            jobs: rx,
+            backlog: VecDeque::new(),
+            notices,
+            embedders,
+            settings,
+            engine: None,
+            seen_commit: None,
+            runs: 0,
+        };
+        let name = format!("situate-writer-{}", folder.name());
+        let handle = std::thread::Builder::new().name(name).spawn(move || worker.run());
+        match handle {
+            Ok(h) => *lock(&folder.thread) = Some(h),
+            Err(e) => folder.fail(format!("cannot start the indexing thread: {e}")),
+        }
+        folder
+    }
+
+    /// The folder's name, for messages.
+    pub fn name(&self) -> String {
+        self.root.file_name().map_or_else(|| self.root.display().to_string(), |n| n.to_string_lossy().into())
+    }
+
+    /// The last published view (`None` until the index has been opened).
+    pub fn view(&self) -> Option<View> {
+        self.view.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    pub fn live(&self) -> Live {
+        lock(&self.live).clone()
+    }
+
+    /// `path` relative to this folder, when it lies inside it.
+    pub fn relative(&self, path: &Path) -> Option<String> {
+        workspace::relative_path(&self.root, path)
+    }
+
+    /// Queues files to re-read; they show as pending until indexed.
+    pub fn update(&self, paths: Vec<PathBuf>, reply: Option<Reply>) {
+        {
+            let mut live = lock(&self.live);
+            live.pending.extend(paths.iter().filter_map(|p| self.relative(p)));
+        }
+        let paths = paths.into_iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        self.send(Job::Update { paths, reply });
+    }
+
+    pub fn send(&self, job: Job) {
+        if let Err(std::sync::mpsc::SendError(job)) = lock(&self.jobs).send(job) {
+            tracing::warn!(folder = %self.root.display(), "writer has stopped; dropped {job:?}");
+        }
+    }
+
+    /// Stops the writer: a running reconcile commits what it has and ends; queued work is
+    /// dropped. Waits for the thread.
+    pub fn stop(&self) {
+        if let Some(flag) = lock(&self.interrupt).as_ref() {
+            flag.store(true, Ordering::Relaxed);
+        }
+        self.send(Job::Stop);
+        if let Some(handle) = lock(&self.thread).take() {
+            let _ = handle.join();
+        }
+    }
+
+    fn publish(&self, engine: &Engine) {
+        *self.view.write().unwrap_or_else(PoisonError::into_inner) = Some(engine.view());
+    }
+
+    fn fail(&self, message: String) {
+        let mut live = lock(&self.live);
+        live.phase = Phase::Failed;
+        live.errors.push(message);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The writer thread's state.
+struct Worker {
+    folder: Arc<Folder>,
+    jobs: Receiver<Job>,
+    /// Jobs received while gathering a batch, to run after it.
+    backlog: VecDeque<Job>,
+    notices: UnboundedSender<Notice>,
+    embedders: Arc<Embedders>,
+    settings: Option<serde_json::Value>,
+    engine: Option<Engine>,
+    /// When read-only: the manifest's modification time at the last open.
+    seen_commit: Option<SystemTime>,
+    /// Reconciles run, for progress tokens.
+    runs: u32,
+}
+
+impl Worker {
+    fn run(mut self) {
+        self.open();
+        self.reconcile(None);
+        loop {
+            let job = match self.backlog.pop_front() {
+                Some(job) => Some(job),
+                None if self.needs_polling() => match self.jobs.recv_timeout(POLL) {
+                    Ok(job) => Some(job),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                },
+                None => match self.jobs.recv() {
+                    Ok(job) => Some(job),
+                    Err(_) => return,
+                },
+            };
+            match job {
+                None => self.poll(),
+                Some(Job::Update { paths, reply }) => self.update(paths, reply),
+                Some(Job::Reconcile { reply }) => self.reconcile(reply),
+                Some(Job::Configure { settings }) => {
+                    self.settings = settings;
+                    // The old engine lets go of the index (and its lock) before the new opens.
+                    self.engine = None;
+                    self.open();
+                    self.reconcile(None);
+                }
+                Some(Job::Stop) => return,
+            }
+        }
+    }
+
+    fn needs_polling(&self) -> bool {
+        self.engine.as_ref().is_none_or(Engine::is_read_only)
+    }
+
+    fn set_phase(&self, phase: Phase) {
+        let mut live = lock(&self.folder.live);
+        live.phase = phase;
+        if phase != Phase::Indexing {
+            live.progress = None;
+        }
+    }
+
+    fn error(&self, message: String) {
+        tracing::warn!(folder = %self.folder.root.display(), "{message}");
+        let mut live = lock(&self.folder.live);
+        live.errors.push(message.clone());
+        let _ = self.notices.send(Notice::Problem(message));
+    }
+
+    /// Opens the engine with the current settings (read-only when another process writes)
+    /// and publishes its last commit.
+    fn open(&mut self) {
+        let root = &self.folder.root;
+        let loaded = Config::load_layered(root, None, self.settings.as_ref());
+        for problem in &loaded.problems {
+            self.error(format!("{}: {problem} (using the default)", self.folder.name()));
+        }
+        let embedder = match self.embedders.get(&loaded.config.embedding) {
+            Ok(e) => e,
+            Err(e) => {
+                self.error(format!("{}: {e}", self.folder.name()));
+                self.set_phase(Phase::Failed);
+                return;
+            }
+        };
+        match Engine::open_with(root, loaded.config, loaded.problems, embedder, OpenMode::Write) {
+            Ok(engine) => {
+                for note in engine.index().notes() {
+                    tracing::info!(folder = %root.display(), "{note}");
+                }
+                *lock(&self.folder.interrupt) = Some(engine.interrupt_flag());
+                if engine.is_read_only() {
+                    self.seen_commit = manifest_mtime(engine.index().dir());
+                    self.prune_pending(&engine);
+                    self.set_phase(Phase::ReadOnly);
+                } else {
+                    self.set_phase(Phase::Ready);
+                }
+                self.folder.publish(&engine);
+                self.engine = Some(engine);
+            }
+            Err(e) => {
+                // Read-only with no index yet: the other writer has not committed. Keep
+                // polling without alarming anyone.
+                let message = format!("{}: cannot open the index: {e}", self.folder.name());
+                if matches!(e, engine::EngineError::Index(crate::index::IndexError::Missing { .. })) {
+                    tracing::info!("{message}");
+                    self.set_phase(Phase::ReadOnly);
+                } else {
+                    self.error(message);
+                    self.set_phase(Phase::Failed);
+                }
+            }
+        }
+    }
+
+    /// Walks the folder and indexes what changed, with progress reports.
+    fn reconcile(&mut self, reply: Option<Reply>) {
+        let Some(engine) = self.engine.as_mut().filter(|e| !e.is_read_only()) else {
+            answer(reply, Err(self.cannot_write()));
+            return;
+        };
+        self.runs += 1;
+        let token = format!("situate/index/{}/{}", self.folder.name(), self.runs);
+        let notices = &self.notices;
+        let _ = notices.send(Notice::ProgressBegin {
+            token: token.clone(),
+            title: format!("Indexing {}", self.folder.name()),
+        });
+        set_phase_of(&self.folder, Phase::Indexing);
+        let folder = &self.folder;
+        let result = engine.reconcile(&mut |p| {
+            let (done, total, message) = match p {
+                Progress::Scanned { files } => (0, files, format!("{files} files found")),
+                Progress::Indexing { done, total } => (done, total, format!("{done}/{total} files")),
+            };
+            lock(&folder.live).progress = Some((done, total));
+            let percentage = (done * 100).checked_div(total).map_or(100, |p| p as u32);
+            let _ = notices.send(Notice::ProgressReport { token: token.clone(), message, percentage });
+        });
+        let status = engine.status();
+        self.folder.publish(engine);
+        let end = match &result {
+            Ok(r) => {
+                format!("{} files, {} chunks ({} indexed)", status.files, status.chunks, r.files_indexed)
+            }
+            Err(e) => format!("failed: {e}"),
+        };
+        let _ = self.notices.send(Notice::ProgressEnd { token, message: end });
+        match result {
+            Ok(report) => {
+                {
+                    let mut live = lock(&self.folder.live);
+                    live.pending.clear();
+                    live.last_run = Some(report.clone());
+                }
+                self.set_phase(Phase::Ready);
+                answer(reply, Ok(report));
+            }
+            Err(e) => {
+                let message = format!("{}: indexing failed: {e}", self.folder.name());
+                self.error(message.clone());
+                self.set_phase(Phase::Ready);
+                answer(reply, Err(message));
+            }
+        }
+    }
+
+    /// Gathers the changes that come in a burst, then applies them in one commit.
+    fn update(&mut self, paths: Vec<String>, reply: Option<Reply>) {
+        let mut batch: BTreeSet<String> = paths.into_iter().collect();
+        let mut replies: Vec<Reply> = reply.into_iter().collect();
+        let started = Instant::now();
+        while let Some(wait) = MAX_BATCH_WAIT.checked_sub(started.elapsed()) {
+            match self.jobs.recv_timeout(DEBOUNCE.min(wait)) {
+                Ok(Job::Update { paths, reply }) => {
+                    batch.extend(paths);
+                    replies.extend(reply);
+                }
+                Ok(other) => {
+                    self.backlog.push_back(other);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        let Some(engine) = self.engine.as_mut().filter(|e| !e.is_read_only()) else {
+            // Kept pending: the other writer or a later reopen picks them up.
+            let message = self.cannot_write();
+            for reply in replies {
+                answer(Some(reply), Err(message.clone()));
+            }
+            return;
+        };
+        // A folder that appeared (a checkout, a copy) needs a walk to find its files.
+        if batch.iter().any(|p| Path::new(p).is_dir()) {
+            let mut replies = replies.into_iter();
+            self.reconcile(replies.next());
+            let report = self.folder.live().last_run.unwrap_or_default();
+            for reply in replies {
+                answer(Some(reply), Ok(report.clone()));
+            }
+            return;
+        }
+        let paths: Vec<String> = batch.into_iter().collect();
+        let result = engine.update(&paths);
+        self.folder.publish(engine);
+        {
+            let mut live = lock(&self.folder.live);
+            for p in &paths {
+                if let Some(rel) = self.folder.relative(Path::new(p)) {
+                    live.pending.remove(&rel);
+                }
+            }
+        }
+        match result {
+            Ok(report) => {
+                for s in &report.skipped {
+                    tracing::info!(path = %s.path, "skipped: {}", s.reason);
+                }
+                for reply in replies {
+                    answer(Some(reply), Ok(report.clone()));
+                }
+            }
+            Err(e) => {
+                let message = format!("{}: reindexing {} files failed: {e}", self.folder.name(), paths.len());
+                self.error(message.clone());
+                for reply in replies {
+                    answer(Some(reply), Err(message.clone()));
+                }
+            }
+        }
+    }
+
+    fn cannot_write(&self) -> String {
+        match &self.engine {
+            Some(_) => "the index is read-only here: another situate process is writing it (its changes \
+                        show up as it commits; this one takes over when it exits)"
+                .to_string(),
+            None => format!("the index of {} is not open (see status errors)", self.folder.name()),
+        }
+    }
+
+    /// While read-only: take over when the other writer is gone, or reload its commits.
+    fn poll(&mut self) {
+        let Some(engine) = &self.engine else {
+            // No index yet (the other writer has not committed) or a failed open.
+            if lock(&self.folder.live).phase == Phase::ReadOnly {
+                self.open();
+                if self.engine.as_ref().is_some_and(|e| !e.is_read_only()) {
+                    self.reconcile(None);
+                }
+            }
+            return;
+        };
+        let dir = engine.index().dir().to_path_buf();
+        let layout = IndexLayout::new(&dir);
+        let free = matches!(WriterLock::try_acquire(&layout.lock()), Ok(Some(_)));
+        if free || manifest_mtime(&dir) != self.seen_commit {
+            self.engine = None;
+            self.open();
+            if free && self.engine.as_ref().is_some_and(|e| !e.is_read_only()) {
+                tracing::info!(folder = %self.folder.root.display(), "the other writer is gone: indexing here");
+                self.reconcile(None);
+            }
+        }
+    }
+
+    /// Drops pending paths that the other writer has indexed as they now are on disk.
+    fn prune_pending(&self, engine: &Engine) {
+        let manifest = engine.view().snapshot().manifest().clone();
+        let mut live = lock(&self.folder.live);
+        live.pending.retain(|rel| match workspace::stat(&self.folder.root, rel) {
+            Ok(f) => !manifest.is_unchanged(rel, f.size, f.mtime_ns),
+            Err(_) => manifest.files.contains_key(rel),
+        });
+    }
+}
+
+fn set_phase_of(folder: &Folder, phase: Phase) {
+    lock(&folder.live).phase = phase;
+}
+
+fn answer(reply: Option<Reply>, result: Result<ReconcileReport, String>) {
+    if let Some(reply) = reply {
+        let _ = reply.send(result);
+    }
+}
+
+fn manifest_mtime(index_dir: &Path) -> Option<SystemTime> {
+    std::fs::metadata(IndexLayout::new(index_dir).manifest()).and_then(|m| m.modified()).ok()
+}

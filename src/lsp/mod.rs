@@ -1,0 +1,41 @@
+//! The language server (`situate lsp`): semantic search, hover context and an index that
+//! follows every save, over the Language Server Protocol on stdin/stdout.
+//!
+//! Each workspace folder has its own engine on a writer thread ([`folder`]); handlers
+//! ([`server`]) read the last published view and never wait for indexing.
+
+pub mod documents;
+pub mod folder;
+pub mod protocol;
+pub mod server;
+pub mod transport;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use tower_lsp_server::{LspService, Server};
+
+/// Serves one client on stdin/stdout until it sends `exit` or closes the stream. The exit
+/// code is 0 when `shutdown` came first, 1 otherwise (as the protocol asks).
+pub fn serve_stdio() -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("situate: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let state = Arc::new(server::State::default());
+    let shared = Arc::clone(&state);
+    runtime.block_on(async move {
+        let (service, socket) = LspService::new(|client| server::Backend::new(client, shared));
+        let (input, output, written) = transport::guard(tokio::io::stdin(), tokio::io::stdout());
+        Server::new(input, output, socket).serve(service).await;
+        let _ = written.await;
+    });
+    // Writers still running (no `shutdown` came) are cut short; the index stays consistent
+    // because every commit is atomic.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    if state.shut_down.load(Ordering::Relaxed) { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}

@@ -1,0 +1,238 @@
+//! The JSON shapes of situate's commands, and the conversions between engine results and
+//! protocol types (ranges, URIs, hover text).
+
+use serde::{Deserialize, Serialize};
+use tower_lsp_server::ls_types::{Position, Range, Uri};
+
+use super::documents::Encoding;
+use super::folder::{Live, Phase};
+use crate::config::SearchMode;
+use crate::engine::Status;
+use crate::index::ChunkRecord;
+use crate::search::Hit;
+
+/// The commands `workspace/executeCommand` knows.
+pub const COMMANDS: [&str; 4] = ["situate.search", "situate.similar", "situate.reindex", "situate.status"];
+
+/// `situate.search`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchParams {
+    pub query: String,
+    pub limit: Option<usize>,
+    pub mode: Option<SearchMode>,
+    /// Workspace-relative path prefixes.
+    #[serde(default)]
+    pub paths: Vec<String>,
+}
+
+/// `situate.similar`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimilarParams {
+    pub uri: Uri,
+    pub position: Position,
+    pub limit: Option<usize>,
+}
+
+/// `situate.reindex`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReindexParams {
+    pub uri: Option<Uri>,
+}
+
+/// The answer to `situate.search` and `situate.similar`.
+#[derive(Debug, Serialize)]
+pub struct SearchAnswer {
+    /// Some folder is still being indexed: hits come from its last commit.
+    pub indexing: bool,
+    pub hits: Vec<HitInfo>,
+}
+
+/// One hit as editors show it.
+#[derive(Debug, Clone, Serialize)]
+pub struct HitInfo {
+    pub uri: Uri,
+    pub range: Range,
+    /// Workspace-relative path.
+    pub path: String,
+    pub title: String,
+    pub heading_path: Vec<String>,
+    /// The context indexed with the chunk (its header).
+    pub context: String,
+    pub score: f32,
+    /// The first line of text below the chunk's heading, shortened.
+    pub preview: String,
+}
+
+/// One folder in the answer to `situate.status`.
+#[derive(Debug, Serialize)]
+pub struct FolderStatus {
+    pub root: String,
+    /// `opening`, `indexing`, `ready`, `read-only` or `failed`.
+    pub phase: Phase,
+    pub indexing: Option<IndexingProgress>,
+    /// Files changed but not yet indexed (workspace-relative).
+    pub pending: Vec<String>,
+    pub errors: Vec<String>,
+    /// The index as of its last commit (absent until it has been opened).
+    pub index: Option<Status>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct IndexingProgress {
+    pub done: usize,
+    pub total: usize,
+}
+
+impl FolderStatus {
+    pub fn new(root: String, live: Live, index: Option<Status>) -> FolderStatus {
+        FolderStatus {
+            root,
+            phase: live.phase,
+            indexing: live.progress.map(|(done, total)| IndexingProgress { done, total }),
+            pending: live.pending.into_iter().collect(),
+            errors: live.errors,
+            index,
+        }
+    }
+}
+
+/// The range a chunk covers: from the start of its first line to the end of its last.
+pub fn chunk_range(chunk: &ChunkRecord, encoding: Encoding) -> Range {
+    let text = chunk.text.strip_suffix('\n').unwrap_or(&chunk.text);
+    let last = text.rsplit('\n').next().unwrap_or(text);
+    let last = last.strip_suffix('\r').unwrap_or(last);
+    Range {
+        start: Position { line: chunk.start_line.saturating_sub(1), character: 0 },
+        end: Position { line: chunk.end_line.saturating_sub(1), character: encoding.len(last) },
+    }
+}
+
+/// The first line of prose in a chunk (not a heading, fence or blank), at most `max` chars.
+pub fn preview(text: &str, max: usize) -> String {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("```") && !l.starts_with("---"))
+        .unwrap_or_default();
+    if line.chars().count() <= max {
+        return line.to_string();
+    }
+    let mut cut: String = line.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+pub fn hit_info(hit: &Hit, uri: Uri, encoding: Encoding) -> HitInfo {
+    let c = &hit.chunk;
+    HitInfo {
+        uri,
+        range: chunk_range(c, encoding),
+        path: c.path.clone(),
+        title: c.title.clone(),
+        heading_path: c.heading_path.clone(),
+        context: c.context.clone(),
+        score: hit.score,
+        preview: preview(&c.text, 160),
+    }
+}
+
+/// Why a hover's chunk may not match what the user sees.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Staleness {
+    /// The buffer has edits not yet saved.
+    pub unsaved: bool,
+    /// The file on disk differs from what was indexed.
+    pub changed_on_disk: bool,
+    /// A reindex of the file is queued.
+    pub pending: bool,
+}
+
+/// The hover text for a chunk: where it sits, the context it was indexed with, and
+/// whether it is current.
+pub fn hover_markdown(chunk: &ChunkRecord, chunks_in_file: usize, stale: Staleness) -> String {
+    let mut out = String::new();
+    let place = if chunk.heading_path.is_empty() {
+        format!("**{}**", chunk.title)
+    } else {
+        format!("**{}** · {}", chunk.heading_path.join(" › "), chunk.title)
+    };
+    out.push_str(&place);
+    out.push_str(&format!(
+        "\n\n`{}` lines {}–{} · chunk {} of {} · {} tokens\n",
+        chunk.path,
+        chunk.start_line,
+        chunk.end_line,
+        chunk.ordinal + 1,
+        chunks_in_file,
+        chunk.token_count
+    ));
+    if !chunk.context.is_empty() {
+        out.push_str("\nIndexed with the context:\n\n");
+        for line in chunk.context.lines() {
+            out.push_str(&format!("> {line}\n"));
+        }
+    }
+    if stale.unsaved {
+        out.push_str("\n⚠ Stale: the buffer has unsaved changes since this chunk was indexed.\n");
+    }
+    if stale.changed_on_disk {
+        out.push_str("\n⚠ Stale: the file changed on disk since it was indexed.\n");
+    }
+    if stale.pending {
+        out.push_str("\n⏳ A reindex of this file is pending.\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(text: &str, start: u32, end: u32) -> ChunkRecord {
+        ChunkRecord {
+            id: 1,
+            path: "ops/backup.md".into(),
+            ordinal: 2,
+            start_line: start,
+            end_line: end,
+            start_byte: 0,
+            end_byte: text.len() as u64,
+            title: "Backup policy".into(),
+            heading_path: vec!["Backups".into(), "Retention".into()],
+            text: text.into(),
+            context: "Document: Backup policy > Backups > Retention".into(),
+            token_count: 12,
+            content_hash: 0,
+            embed_hash: 0,
+        }
+    }
+
+    #[test]
+    fn a_chunk_range_ends_at_its_last_line_in_the_client_encoding() {
+        let r = record("## Retention\r\n\r\nKept for thirty days — 😀.\r\n", 10, 12);
+        let range = chunk_range(&r, Encoding::Utf16);
+        assert_eq!(range.start, Position { line: 9, character: 0 });
+        assert_eq!(range.end, Position { line: 11, character: 26 });
+        assert_eq!(chunk_range(&r, Encoding::Utf8).end.character, 30);
+    }
+
+    #[test]
+    fn previews_skip_headings_and_shorten() {
+        assert_eq!(preview("## Retention\n\nSnapshots are kept.\n", 80), "Snapshots are kept.");
+        assert_eq!(preview("# T\n\nabcdef", 4), "abc…");
+    }
+
+    #[test]
+    fn hover_names_the_place_the_context_and_staleness() {
+        let r = record("## Retention\n\nSnapshots.\n", 10, 12);
+        let md = hover_markdown(&r, 4, Staleness { unsaved: true, pending: true, ..Staleness::default() });
+        assert!(md.starts_with("**Backups › Retention** · Backup policy"), "{md}");
+        assert!(md.contains("chunk 3 of 4 · 12 tokens"), "{md}");
+        assert!(md.contains("> Document: Backup policy > Backups > Retention"), "{md}");
+        assert!(md.contains("unsaved changes") && md.contains("pending"), "{md}");
+        assert!(!md.contains("changed on disk"), "{md}");
+    }
+}

@@ -1,0 +1,235 @@
+//! The stdio transport around the protocol library: it frames messages itself and answers
+//! malformed ones (bad headers, bodies that are not JSON or not JSON-RPC) with an error,
+//! so that one bad message never ends the session. Well-formed messages pass through
+//! unchanged, in order; the library's output is copied out whole, message by message,
+//! with those error answers slotted in between.
+
+use serde_json::{Value, json};
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
+};
+use tokio::sync::mpsc;
+use tower_lsp_server::jsonrpc;
+
+/// Bodies larger than this are refused (and skipped) rather than buffered.
+const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+/// What reading one framed message gave.
+#[derive(Debug, PartialEq)]
+enum Frame {
+    Body(Vec<u8>),
+    /// The header block was unusable; the bytes up to the next header were skipped.
+    BadHeader(String),
+    End,
+}
+
+/// Reads one message: headers up to a blank line, then `Content-Length` bytes.
+async fn read_frame(input: &mut (impl AsyncBufRead + Unpin)) -> std::io::Result<Frame> {
+    let mut length: Option<Result<usize, String>> = None;
+    let mut saw_header = false;
+    loop {
+        let mut line = Vec::new();
+        if input.read_until(b'\n', &mut line).await? == 0 {
+            return Ok(Frame::End);
+        }
+        let text = String::from_utf8_lossy(&line);
+        let mut text = text.trim_end_matches(['\r', '\n']);
+        // A header glued to the end of a bad body: start again from it.
+        if let Some(i) = text.to_ascii_lowercase().find("content-length:").filter(|i| *i > 0) {
+            text = &text[i..];
+        }
+        if text.is_empty() {
+            if saw_header {
+                break;
+            }
+            continue;
+        }
+        saw_header = true;
+        match text.split_once(':') {
+            Some((name, value)) if name.trim().eq_ignore_ascii_case("content-length") => {
+                length = Some(value.trim().parse::<usize>().map_err(|e| format!("bad Content-Length: {e}")));
+            }
+            Some(_) => {}
+            None => return Ok(Frame::BadHeader(format!("not a header line: {:?}", truncate(text, 60)))),
+        }
+    }
+    match length {
+        None => Ok(Frame::BadHeader("missing Content-Length header".to_string())),
+        Some(Err(e)) => Ok(Frame::BadHeader(e)),
+        Some(Ok(n)) if n > MAX_BODY_BYTES => {
+            // Read and drop it, to stay in step with the stream.
+            tokio::io::copy(&mut input.take(n as u64), &mut tokio::io::sink()).await?;
+            Ok(Frame::BadHeader(format!("message of {n} bytes is over the {MAX_BODY_BYTES}-byte limit")))
+        }
+        Some(Ok(n)) => {
+            let mut body = vec![0; n];
+            input.read_exact(&mut body).await?;
+            Ok(Frame::Body(body))
+        }
+    }
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    s.chars().take(max).collect()
+}
+
+/// `None` when the body is a message the library accepts; otherwise the error to answer.
+fn check(body: &[u8]) -> Option<Value> {
+    let value: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => return Some(error(Value::Null, -32700, format!("Parse error: {e}"))),
+    };
+    let is_request = serde_json::from_value::<jsonrpc::Request>(value.clone()).is_ok();
+    let is_response = serde_json::from_value::<jsonrpc::Response>(value.clone()).is_ok();
+    if is_request || is_response {
+        return None;
+    }
+    let id = match value.get("id") {
+        Some(id @ (Value::Number(_) | Value::String(_))) => id.clone(),
+        _ => Value::Null,
+    };
+    Some(error(id, -32600, "Invalid request: not a JSON-RPC 2.0 request, notification or response".into()))
+}
+
+fn error(id: Value, code: i64, message: String) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
+}
+
+async fn write_frame(output: &mut (impl AsyncWrite + Unpin), body: &[u8]) -> std::io::Result<()> {
+    output.write_all(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes()).await?;
+    output.write_all(body).await?;
+    output.flush().await
+}
+
+/// Copies well-formed messages from `input` to `to_server`, and sends an error answer for
+/// each malformed one to `answers`. Ends (closing `to_server`) at the end of `input`.
+async fn pump_input(
+    input: impl AsyncRead + Unpin,
+    mut to_server: impl AsyncWrite + Unpin,
+    answers: mpsc::UnboundedSender<Value>,
+) {
+    let mut input = BufReader::new(input);
+    loop {
+        let frame = match read_frame(&mut input).await {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::warn!("reading the client's messages failed: {e}");
+                break;
+            }
+        };
+        match frame {
+            Frame::End => break,
+            Frame::BadHeader(reason) => {
+                tracing::warn!("malformed message header: {reason}");
+                let _ = answers.send(error(Value::Null, -32700, format!("Parse error: {reason}")));
+            }
+            Frame::Body(body) => match check(&body) {
+                Some(answer) => {
+                    tracing::warn!("malformed message: {}", answer["error"]["message"]);
+                    let _ = answers.send(answer);
+                }
+                None => {
+                    if write_frame(&mut to_server, &body).await.is_err() {
+                        break;
+                    }
+                }
+            },
+        }
+    }
+    let _ = to_server.shutdown().await;
+}
+
+/// Copies the server's messages to `output` whole, with the error answers in between.
+async fn pump_output(
+    from_server: impl AsyncRead + Unpin,
+    mut output: impl AsyncWrite + Unpin,
+    mut answers: mpsc::UnboundedReceiver<Value>,
+) {
+    let mut from_server = BufReader::new(from_server);
+    let mut answers_open = true;
+    loop {
+        tokio::select! {
+            frame = read_frame(&mut from_server) => match frame {
+                Ok(Frame::Body(body)) => {
+                    if write_frame(&mut output, &body).await.is_err() {
+                        return;
+                    }
+                }
+                Ok(Frame::BadHeader(reason)) => tracing::error!("the server wrote a bad header: {reason}"),
+                Ok(Frame::End) | Err(_) => return,
+            },
+            answer = answers.recv(), if answers_open => match answer {
+                Some(answer) => {
+                    if write_frame(&mut output, answer.to_string().as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+                None => answers_open = false,
+            },
+        }
+    }
+}
+
+/// Wraps `input`/`output`: returns the streams the protocol library reads and writes, and
+/// spawns the two tasks that connect them. The returned task ends once the library's
+/// output is closed and all of it has been written.
+pub fn guard(
+    input: impl AsyncRead + Unpin + Send + 'static,
+    output: impl AsyncWrite + Unpin + Send + 'static,
+) -> (tokio::io::DuplexStream, tokio::io::DuplexStream, tokio::task::JoinHandle<()>) {
+    let (server_in, to_server) = tokio::io::duplex(64 * 1024);
+    let (server_out, from_server) = tokio::io::duplex(64 * 1024);
+    let (answers_tx, answers_rx) = mpsc::unbounded_channel();
+    tokio::spawn(pump_input(input, to_server, answers_tx));
+    let output_task = tokio::spawn(pump_output(from_server, output, answers_rx));
+    (server_in, server_out, output_task)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn frames(bytes: &[u8]) -> Vec<Frame> {
+        let mut input = BufReader::new(bytes);
+        let mut out = Vec::new();
+        loop {
+            match read_frame(&mut input).await.unwrap() {
+                Frame::End => return out,
+                f => out.push(f),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn frames_are_read_and_bad_headers_are_skipped() {
+        let stream = b"Content-Length: 2\r\n\r\n{}\r\nContent-Type: x\r\n\r\nContent-Length: zz\r\n\r\ncontent-length: 4\r\n\r\nnull";
+        assert_eq!(
+            frames(stream).await,
+            vec![
+                Frame::Body(b"{}".to_vec()),
+                Frame::BadHeader("missing Content-Length header".into()),
+                Frame::BadHeader("bad Content-Length: invalid digit found in string".into()),
+                Frame::Body(b"null".to_vec()),
+            ]
+        );
+        let glued = b"Content-Length: zz\r\n\r\n{\"a\":1}Content-Length: 2\r\n\r\n[]";
+        assert_eq!(
+            frames(glued).await,
+            vec![
+                Frame::BadHeader("bad Content-Length: invalid digit found in string".into()),
+                Frame::Body(b"[]".to_vec())
+            ]
+        );
+    }
+
+    #[test]
+    fn bodies_are_checked_against_json_rpc() {
+        assert!(check(br#"{"jsonrpc":"2.0","id":1,"method":"shutdown"}"#).is_none());
+        assert!(check(br#"{"jsonrpc":"2.0","method":"exit"}"#).is_none());
+        assert!(check(br#"{"jsonrpc":"2.0","id":3,"result":null}"#).is_none());
+        assert_eq!(check(b"{ nope").unwrap()["error"]["code"], -32700);
+        let e = check(br#"{"id":7,"method":"x"}"#).unwrap();
+        assert_eq!((e["id"].clone(), e["error"]["code"].clone()), (json!(7), json!(-32600)));
+        assert_eq!(check(br#"[1,2]"#).unwrap()["id"], Value::Null);
+    }
+}

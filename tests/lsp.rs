@@ -1,0 +1,313 @@
+//! End-to-end tests of `situate lsp`: the real binary, spoken to over stdio by a small
+//! JSON-RPC client, on a temporary copy of the fixture workspace.
+
+mod common;
+mod lsp_client;
+
+use common::Fixture;
+use lsp_client::{LspClient, file_uri};
+use serde_json::{Value, json};
+
+fn search(client: &mut LspClient, query: &str) -> Vec<Value> {
+    let answer = client.command("situate.search", json!({ "query": query, "limit": 5 })).expect("search");
+    answer["hits"].as_array().cloned().unwrap_or_default()
+}
+
+fn paths(hits: &[Value]) -> Vec<String> {
+    hits.iter().map(|h| h["path"].as_str().unwrap_or_default().to_string()).collect()
+}
+
+fn hover(client: &mut LspClient, uri: &str, line: u32, character: u32) -> Result<Value, Value> {
+    client.request(
+        "textDocument/hover",
+        json!({ "textDocument": { "uri": uri }, "position": { "line": line, "character": character } }),
+    )
+}
+
+fn status(client: &mut LspClient) -> Value {
+    client.command("situate.status", Value::Null).expect("status")["folders"][0].clone()
+}
+
+#[test]
+fn a_session_indexes_searches_hovers_follows_saves_and_deletions_and_survives_bad_requests() {
+    let f = Fixture::standard();
+    let mut client = LspClient::start(f.index.path());
+    let init = client.initialize(f.root(), json!({}), json!({}));
+    assert_eq!(init["capabilities"]["positionEncoding"], "utf-16");
+    assert_eq!(init["serverInfo"]["name"], "situate");
+
+    // Progress: a token is created, then begin, report(s) with percentages, end.
+    client.wait_for(|m| m["method"] == "window/workDoneProgress/create");
+    let begin = client.wait_for(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "begin");
+    assert!(begin["params"]["value"]["title"].as_str().unwrap().starts_with("Indexing"), "{begin}");
+    let end = client.wait_indexed();
+    assert!(end["params"]["value"]["message"].as_str().unwrap().contains("4 files"), "{end}");
+    let report = client.wait_for(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "report");
+    assert!(report["params"]["value"]["percentage"].is_u64(), "{report}");
+    // Watching files outside the editor was registered.
+    let registration = client.wait_for(|m| m["method"] == "client/registerCapability");
+    assert_eq!(registration["params"]["registrations"][0]["method"], "workspace/didChangeWatchedFiles");
+
+    // Search finds a paragraph that never names its topic, through its heading context.
+    let hits = search(&mut client, "backup retention");
+    let top = &hits[0];
+    assert_eq!(top["path"], "ops/backup.md");
+    assert_eq!(top["heading_path"], json!(["Backups", "Retention"]));
+    assert_eq!(top["context"], "Document: Backup policy > Backups > Retention");
+    assert_eq!(top["range"]["start"], json!({ "line": 9, "character": 0 }));
+    assert_eq!(top["uri"], file_uri(&f.root().join("ops/backup.md")));
+    assert!(top["preview"].as_str().unwrap().starts_with("Snapshots are kept"), "{top}");
+
+    // The same search as workspace symbols, for editors without a plugin.
+    let symbols = client.request("workspace/symbol", json!({ "query": "backup retention" })).unwrap();
+    assert_eq!(symbols[0]["location"]["uri"], top["uri"]);
+    assert!(symbols[0]["name"].as_str().unwrap().starts_with("Retention"), "{symbols}");
+
+    // Hover shows the heading path and the context the chunk was indexed with.
+    let backup = file_uri(&f.root().join("ops/backup.md"));
+    let h = hover(&mut client, &backup, 11, 4).unwrap();
+    let text = h["contents"]["value"].as_str().unwrap();
+    assert!(text.contains("Backups › Retention"), "{text}");
+    assert!(text.contains("> Document: Backup policy > Backups > Retention"), "{text}");
+    assert!(!text.contains("Stale"), "{text}");
+    assert_eq!(h["range"]["start"]["line"], 9);
+    // Outside indexed files: nothing, not an error.
+    f.write("notes.rst", "plain\n");
+    assert_eq!(hover(&mut client, &file_uri(&f.root().join("notes.rst")), 0, 0).unwrap(), Value::Null);
+
+    // A new paragraph, saved, becomes searchable.
+    let deploy = f.root().join("ops/deploy.md");
+    let mut text = std::fs::read_to_string(&deploy).unwrap();
+    text.push_str("\n## Canary\n\nThe quokka canary takes five percent of traffic for an hour.\n");
+    std::fs::write(&deploy, text).unwrap();
+    client.notify("textDocument/didSave", json!({ "textDocument": { "uri": file_uri(&deploy) } }));
+    let found = client.eventually(|c| {
+        let hits = search(c, "quokka canary");
+        hits.first().filter(|h| h["path"] == "ops/deploy.md").cloned()
+    });
+    assert_eq!(found["heading_path"].as_array().unwrap().last().unwrap(), "Canary");
+
+    // A file deleted outside the editor leaves the index on the watcher's event.
+    let bread = f.root().join("kitchen/bread.md");
+    assert!(paths(&search(&mut client, "sourdough starter")).contains(&"kitchen/bread.md".to_string()));
+    std::fs::remove_file(&bread).unwrap();
+    client.notify(
+        "workspace/didChangeWatchedFiles",
+        json!({ "changes": [{ "uri": file_uri(&f.root().join("kitchen")) + "/bread.md", "type": 3 }] }),
+    );
+    client.eventually(|c| {
+        (!paths(&search(c, "sourdough starter")).contains(&"kitchen/bread.md".to_string())).then_some(())
+    });
+
+    // Bad requests get clear errors and the server keeps serving.
+    let e = client.command("situate.nope", json!({})).unwrap_err();
+    assert!(e["message"].as_str().unwrap().contains("unknown command `situate.nope`"), "{e}");
+    let e = client.command("situate.search", json!({ "limit": 3 })).unwrap_err();
+    assert!(e["message"].as_str().unwrap().contains("query"), "{e}");
+    let e = client.command("situate.search", json!({ "query": "x", "mode": "psychic" })).unwrap_err();
+    assert!(e["message"].as_str().unwrap().contains("psychic"), "{e}");
+    let e = hover(&mut client, &backup, 500, 0).unwrap_err();
+    assert!(e["message"].as_str().unwrap().contains("past the end"), "{e}");
+    let e = client
+        .command(
+            "situate.similar",
+            json!({ "uri": "untitled:Untitled-1", "position": { "line": 0, "character": 0 } }),
+        )
+        .unwrap_err();
+    assert!(e["message"].as_str().unwrap().contains("not a file: URI"), "{e}");
+    let e =
+        client.command("situate.reindex", json!({ "uri": "file:///definitely/elsewhere.md" })).unwrap_err();
+    assert!(e["message"].as_str().unwrap().contains("outside the workspace"), "{e}");
+    let e = client.request("textDocument/hover", json!({ "textDocument": 7 })).unwrap_err();
+    assert_eq!(e["code"], -32602, "{e}");
+    client.send_raw(b"{ this is not json");
+    let garbage = client.response_to_null();
+    assert_eq!(garbage["code"], -32700, "{garbage}");
+
+    // Related chunks leave out the chunk itself and its neighbours.
+    let related = client
+        .command("situate.similar", json!({ "uri": backup, "position": { "line": 11, "character": 0 } }))
+        .unwrap();
+    let hits = related["hits"].as_array().unwrap();
+    assert!(!hits.is_empty());
+    assert!(hits.iter().all(|h| h["path"] != "ops/backup.md"), "{related}");
+
+    // Reindex and status answer after all this.
+    let r = client.command("situate.reindex", json!({ "uri": file_uri(&deploy) })).unwrap();
+    assert_eq!(r["path"], "ops/deploy.md");
+    let s = status(&mut client);
+    assert_eq!(s["phase"], "ready");
+    assert_eq!(s["index"]["files"], 3);
+    assert_eq!(s["index"]["read_only"], false);
+    assert_eq!(s["pending"], json!([]));
+    assert_eq!(s["index"]["embedder"]["provider"], "static");
+
+    assert!(client.shutdown().success());
+}
+
+#[test]
+fn notifications_sent_back_to_back_are_applied_in_order() {
+    let f = Fixture::standard();
+    let mut client = LspClient::start(f.index.path());
+    client.initialize(f.root(), json!({}), json!({}));
+    client.wait_indexed();
+    let path = f.root().join("ops/backup.md");
+    let uri = file_uri(&path);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines = text.lines().count() as u32;
+    let added = "\nA line typed in the editor.\n".repeat(30);
+
+    // open, change (thirty more lines), hover on a new line: without the change applied
+    // first, that line would be past the end of the document.
+    client.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": uri, "languageId": "markdown", "version": 1, "text": text } }),
+    );
+    client.notify(
+        "textDocument/didChange",
+        json!({
+            "textDocument": { "uri": uri, "version": 2 },
+            "contentChanges": [{ "range": { "start": { "line": lines, "character": 0 }, "end": { "line": lines, "character": 0 } }, "text": added }],
+        }),
+    );
+    let id = client.send_request(
+        "textDocument/hover",
+        json!({ "textDocument": { "uri": uri }, "position": { "line": lines + 40, "character": 0 } }),
+    );
+    client.response(id).expect("the change was applied before the hover");
+    let id = client.send_request(
+        "textDocument/hover",
+        json!({ "textDocument": { "uri": uri }, "position": { "line": 11, "character": 0 } }),
+    );
+    let h = client.response(id).unwrap();
+    assert!(h["contents"]["value"].as_str().unwrap().contains("unsaved changes"), "{h}");
+
+    // Then save and hover at once: the save is applied first.
+    std::fs::write(&path, format!("{text}{added}")).unwrap();
+    client.notify("textDocument/didSave", json!({ "textDocument": { "uri": uri } }));
+    let h = hover(&mut client, &uri, 11, 0).unwrap();
+    let value = h["contents"]["value"].as_str().unwrap();
+    assert!(!value.contains("unsaved changes"), "{value}");
+    assert!(client.shutdown().success());
+}
+
+#[test]
+fn utf8_positions_are_used_when_the_client_offers_them() {
+    let f = Fixture::standard();
+    f.write("notes/café.md", "# Café\n\nLe crème brûlée du chef — très célèbre.\n");
+    let mut client = LspClient::start(f.index.path());
+    let init = client.initialize(
+        f.root(),
+        json!({}),
+        json!({ "general": { "positionEncodings": ["utf-8", "utf-16"] } }),
+    );
+    assert_eq!(init["capabilities"]["positionEncoding"], "utf-8");
+    client.wait_indexed();
+    let hits = search(&mut client, "crème brûlée célèbre");
+    let hit = hits.iter().find(|h| h["path"] == "notes/café.md").expect("found");
+    let last_line = "Le crème brûlée du chef — très célèbre.";
+    assert_eq!(hit["range"]["end"], json!({ "line": 2, "character": last_line.len() }));
+    assert!(hit["uri"].as_str().unwrap().ends_with("/notes/caf%C3%A9.md"), "{hit}");
+    assert!(client.shutdown().success());
+}
+
+#[test]
+fn a_checkout_of_many_files_is_indexed_in_one_commit() {
+    let f = Fixture::standard();
+    let mut client = LspClient::start(f.index.path());
+    client.initialize(f.root(), json!({}), json!({}));
+    client.wait_indexed();
+    let before = status(&mut client)["index"]["generation"].as_u64().unwrap();
+    let mut changes = Vec::new();
+    for i in 0..500 {
+        let rel = format!("checkout/page-{i:03}.md");
+        f.write(&rel, format!("# Page {i}\n\nThe wombat ledger entry number {i}.\n"));
+        changes.push(json!({ "uri": file_uri(&f.root().join(&rel)), "type": 1 }));
+    }
+    client.notify("workspace/didChangeWatchedFiles", json!({ "changes": changes }));
+    let s = client.eventually(|c| {
+        let s = status(c);
+        (s["index"]["files"] == 504 && s["pending"] == json!([])).then_some(s)
+    });
+    assert_eq!(s["index"]["generation"].as_u64().unwrap(), before + 1, "{s}");
+    assert!(paths(&search(&mut client, "wombat ledger")).iter().all(|p| p.starts_with("checkout/")));
+    assert!(client.shutdown().success());
+}
+
+#[test]
+fn bad_settings_are_shown_once_and_kept_in_status() {
+    let f = Fixture::standard();
+    let mut client = LspClient::start(f.index.path());
+    client.initialize(f.root(), json!({ "search": { "limit": "many" }, "colour": "blue" }), json!({}));
+    client.wait_indexed();
+    let shown: Vec<Value> =
+        client.received.iter().filter(|m| m["method"] == "window/showMessage").cloned().collect();
+    assert_eq!(shown.len(), 2, "{shown:?}");
+    assert!(shown.iter().any(|m| m["params"]["message"].as_str().unwrap().contains("search.limit")));
+    let s = status(&mut client);
+    let problems = s["index"]["config_problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 2, "{s}");
+    // The defaults are in force, and the server serves.
+    assert_eq!(search(&mut client, "backup").len(), 5);
+
+    // New settings from the editor reopen the folder with them.
+    client.notify(
+        "workspace/didChangeConfiguration",
+        json!({ "settings": { "situate": { "search": { "limit": 2 } } } }),
+    );
+    client.eventually(|c| {
+        let answer = c.command("situate.search", json!({ "query": "backup" })).unwrap();
+        (answer["hits"].as_array().unwrap().len() == 2).then_some(())
+    });
+    assert!(client.shutdown().success());
+}
+
+#[test]
+fn a_second_server_on_the_same_folder_reads_the_shared_index_and_takes_over_when_the_first_exits() {
+    let f = Fixture::standard();
+    let mut first = LspClient::start(f.index.path());
+    first.initialize(f.root(), json!({}), json!({}));
+    first.wait_indexed();
+
+    let mut second = LspClient::start(f.index.path());
+    second.initialize(f.root(), json!({}), json!({}));
+    let s = second.eventually(|c| {
+        let s = status(c);
+        (s["phase"] == "read-only" && s["index"].is_object()).then_some(s)
+    });
+    assert_eq!(s["index"]["read_only"], true);
+    assert_eq!(s["index"]["other_writer"], true);
+    assert_eq!(paths(&search(&mut second, "backup retention"))[0], "ops/backup.md");
+    let e = second.command("situate.reindex", json!({})).unwrap_err();
+    assert!(e["message"].as_str().unwrap().contains("read-only"), "{e}");
+
+    // What the first one indexes, the second one sees.
+    f.write("ops/pager.md", "# Pager\n\nThe narwhal rota changes every Tuesday.\n");
+    first.notify(
+        "textDocument/didSave",
+        json!({ "textDocument": { "uri": file_uri(&f.root().join("ops/pager.md")) } }),
+    );
+    second
+        .eventually(|c| paths(&search(c, "narwhal rota")).first().filter(|p| *p == "ops/pager.md").cloned());
+
+    assert!(first.shutdown().success());
+    second.eventually(|c| (status(c)["phase"] == "ready").then_some(()));
+    f.write("ops/oncall.md", "# On call\n\nThe axolotl handbook lists every escalation.\n");
+    second.notify(
+        "textDocument/didSave",
+        json!({ "textDocument": { "uri": file_uri(&f.root().join("ops/oncall.md")) } }),
+    );
+    second.eventually(|c| {
+        paths(&search(c, "axolotl handbook")).first().filter(|p| *p == "ops/oncall.md").cloned()
+    });
+    assert!(second.shutdown().success());
+}
+
+#[test]
+fn exit_without_shutdown_ends_with_code_one() {
+    let f = Fixture::standard();
+    let mut client = LspClient::start(f.index.path());
+    client.initialize(f.root(), json!({}), json!({}));
+    client.notify("exit", Value::Null);
+    assert_eq!(client.wait().code(), Some(1));
+}
