@@ -180,6 +180,38 @@ fn hits_of(
     Ok(hits)
 }
 
+/// Merges the hits of several indexes (a multi-folder workspace) into one ranking: fused
+/// scores of different indexes are not comparable (each index's best hit scores alike), so
+/// the hits are ranked again by their BM25 scores and vector similarities across all
+/// lists, and fused. One list is returned as it is. Items carry their list's number.
+pub fn merge(lists: Vec<Vec<Hit>>, config: &SearchConfig, limit: usize) -> Vec<(usize, Hit)> {
+    let mut all: Vec<(usize, Hit)> =
+        lists.into_iter().enumerate().flat_map(|(n, hits)| hits.into_iter().map(move |h| (n, h))).collect();
+    if all.iter().all(|(n, _)| *n == 0) {
+        all.truncate(limit);
+        return all;
+    }
+    let arm = |weight: f32, score: fn(&Hit) -> Option<f32>| {
+        let mut ids: Vec<(u64, f32)> =
+            all.iter().enumerate().filter_map(|(i, (_, h))| Some((i as u64, score(h)?))).collect();
+        ids.sort_by(|a, b| b.1.total_cmp(&a.1));
+        Ranked { weight, ids }
+    };
+    let arms =
+        [arm(config.bm25_weight, |h| h.bm25_score), arm(config.vector_weight, |h| h.vector_similarity)];
+    let order = fuse(&arms, config.rrf_k);
+    let mut slots: Vec<Option<(usize, Hit)>> = all.into_iter().map(Some).collect();
+    order
+        .into_iter()
+        .filter_map(|f| {
+            let (n, mut hit) = slots.get_mut(f.id as usize)?.take()?;
+            hit.score = f.score;
+            Some((n, hit))
+        })
+        .take(limit)
+        .collect()
+}
+
 /// Whether `path` lies under the prefix `prefix` (a folder or a file).
 fn under(path: &str, prefix: &str) -> bool {
     let prefix = prefix.trim_end_matches('/');
@@ -234,6 +266,48 @@ mod tests {
         let fused = fuse(&[arm(1.0, &[]), arm(1.0, &[5, 6])], 60.0);
         assert_eq!(fused.iter().map(|f| f.id).collect::<Vec<_>>(), [5, 6]);
         assert_eq!(fused[0].ranks, [None, Some(1)]);
+    }
+
+    fn hit(path: &str, bm25: Option<f32>, similarity: Option<f32>) -> Hit {
+        let chunk = ChunkRecord {
+            id: 0,
+            path: path.into(),
+            ordinal: 0,
+            start_line: 1,
+            end_line: 1,
+            start_byte: 0,
+            end_byte: 0,
+            title: String::new(),
+            heading_path: Vec::new(),
+            text: String::new(),
+            context: String::new(),
+            token_count: 0,
+            content_hash: 0,
+            embed_hash: 0,
+        };
+        Hit {
+            chunk,
+            score: 0.1,
+            bm25_rank: None,
+            vector_rank: None,
+            bm25_score: bm25,
+            vector_similarity: similarity,
+        }
+    }
+
+    #[test]
+    fn hits_of_several_indexes_are_ranked_on_their_scores_not_their_local_ranks() {
+        let config = crate::config::Config::default().search;
+        // Each list's first hit has the same fused score; the second list's is better on both arms.
+        let a = vec![hit("a1", Some(2.0), Some(0.3)), hit("a2", Some(1.0), Some(0.2))];
+        let b = vec![hit("b1", Some(5.0), Some(0.6))];
+        let merged = merge(vec![a.clone(), b], &config, 2);
+        let order: Vec<(usize, &str)> = merged.iter().map(|(n, h)| (*n, h.chunk.path.as_str())).collect();
+        assert_eq!(order, [(1, "b1"), (0, "a1")]);
+        // One list stays as it was.
+        let single = merge(vec![a], &config, 5);
+        assert_eq!(single.iter().map(|(_, h)| h.chunk.path.as_str()).collect::<Vec<_>>(), ["a1", "a2"]);
+        assert_eq!(single[0].1.score, 0.1);
     }
 
     #[test]

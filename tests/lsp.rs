@@ -311,3 +311,81 @@ fn exit_without_shutdown_ends_with_code_one() {
     client.notify("exit", Value::Null);
     assert_eq!(client.wait().code(), Some(1));
 }
+
+#[test]
+fn each_workspace_folder_has_its_own_index_and_folders_come_and_go() {
+    let notes = Fixture::standard();
+    let book = Fixture::empty();
+    book.write("chapters/one.md", "# The lighthouse\r\n\r\nThe keeper trims the lamp wick at dusk.\r\n");
+    let mut client = LspClient::start(notes.index.path());
+    let (a, b) = (file_uri(notes.root()), file_uri(book.root()));
+    client
+        .request(
+            "initialize",
+            json!({
+                "processId": null,
+                "capabilities": {},
+                "workspaceFolders": [{ "uri": a, "name": "notes" }, { "uri": b, "name": "book" }],
+            }),
+        )
+        .unwrap();
+    client.notify("initialized", json!({}));
+    let folders = client.eventually(|c| {
+        let s = c.command("situate.status", Value::Null).unwrap();
+        let folders = s["folders"].as_array().cloned().unwrap_or_default();
+        (folders.len() == 2 && folders.iter().all(|f| f["phase"] == "ready")).then_some(folders)
+    });
+    assert_ne!(folders[0]["index"]["index_dir"], folders[1]["index"]["index_dir"]);
+
+    // Hits come from both folders; a CRLF file's range ends before the `\r`.
+    let hits = search(&mut client, "lamp wick at dusk");
+    let hit = &hits[0];
+    assert_eq!(hit["uri"], file_uri(&book.root().join("chapters/one.md")));
+    assert_eq!(
+        hit["range"]["end"],
+        json!({ "line": 2, "character": "The keeper trims the lamp wick at dusk.".len() })
+    );
+    assert_eq!(paths(&search(&mut client, "backup retention"))[0], "ops/backup.md");
+    let h = hover(&mut client, hit["uri"].as_str().unwrap(), 2, 3).unwrap();
+    assert!(h["contents"]["value"].as_str().unwrap().contains("The lighthouse"), "{h}");
+
+    // Without progress support no progress is sent, and no watcher is registered.
+    assert!(
+        !client
+            .received
+            .iter()
+            .any(|m| m["method"] == "$/progress" || m["method"] == "client/registerCapability")
+    );
+
+    client.notify(
+        "workspace/didChangeWorkspaceFolders",
+        json!({ "event": { "added": [], "removed": [{ "uri": b, "name": "book" }] } }),
+    );
+    client.eventually(|c| {
+        let hits = search(c, "lamp wick at dusk");
+        (!hits.iter().any(|h| h["path"] == "chapters/one.md")).then_some(())
+    });
+    assert_eq!(
+        client.command("situate.status", Value::Null).unwrap()["folders"].as_array().unwrap().len(),
+        1
+    );
+    assert!(client.shutdown().success());
+}
+
+#[test]
+fn an_index_folder_that_cannot_be_created_is_reported_and_the_server_keeps_answering() {
+    let f = Fixture::standard();
+    f.write("blocker", "a file where the index folder would go\n");
+    let mut client = LspClient::start(f.index.path());
+    client.initialize(f.root(), json!({ "index_dir": "blocker/index" }), json!({}));
+    let shown = client.wait_for(|m| m["method"] == "window/showMessage");
+    assert!(shown["params"]["message"].as_str().unwrap().contains("cannot open the index"), "{shown}");
+    let s = client.eventually(|c| {
+        let s = status(c);
+        (s["phase"] == "failed").then_some(s)
+    });
+    assert!(s["errors"][0].as_str().unwrap().contains("blocker"), "{s}");
+    let answer = client.command("situate.search", json!({ "query": "backup" })).unwrap();
+    assert_eq!(answer["hits"], json!([]));
+    assert!(client.shutdown().success());
+}

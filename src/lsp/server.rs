@@ -17,7 +17,7 @@ use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer};
 
 use super::documents::{Documents, Encoding, offset_of};
-use super::folder::{Embedders, Folder, Job, Notice};
+use super::folder::{Embedders, Folder, Job, Notice, Phase};
 use super::protocol::{
     self, COMMANDS, FolderStatus, ReindexParams, SearchAnswer, SearchParams, SimilarParams, Staleness,
 };
@@ -136,11 +136,12 @@ impl Backend {
         let encoding = self.state.encoding();
         tokio::task::spawn_blocking(move || {
             let mut indexing = false;
-            let mut hits: Vec<(Hit, PathBuf)> = Vec::new();
+            let mut lists: Vec<Vec<Hit>> = Vec::new();
+            let mut roots: Vec<PathBuf> = Vec::new();
             let mut limit = 0;
+            let mut search_config = None;
             for folder in &folders {
-                indexing |= folder.live().phase != super::folder::Phase::Ready
-                    && folder.live().phase != super::folder::Phase::ReadOnly;
+                indexing |= !matches!(folder.live().phase, Phase::Ready | Phase::ReadOnly);
                 let Some(view) = folder.view() else { continue };
                 let config = &view.config().search;
                 let request = SearchRequest {
@@ -150,12 +151,15 @@ impl Backend {
                     paths: params.paths.clone(),
                 };
                 limit = limit.max(request.limit);
-                let found = view.search(&request).map_err(internal)?;
-                hits.extend(found.into_iter().map(|h| (h, folder.root.clone())));
+                search_config.get_or_insert_with(|| config.clone());
+                lists.push(view.search(&request).map_err(internal)?);
+                roots.push(folder.root.clone());
             }
-            hits.sort_by(|a, b| b.0.score.total_cmp(&a.0.score));
-            hits.truncate(limit);
-            let hits = hits.iter().filter_map(|(h, root)| info(h, root, encoding)).collect();
+            let Some(config) = search_config else { return Ok(SearchAnswer { indexing, hits: Vec::new() }) };
+            let hits = crate::search::merge(lists, &config, limit)
+                .iter()
+                .filter_map(|(n, h)| info(h, &roots[*n], encoding))
+                .collect();
             Ok(SearchAnswer { indexing, hits })
         })
         .await
@@ -170,7 +174,7 @@ impl Backend {
         let Some(view) = folder.view() else {
             return Ok(SearchAnswer { indexing: true, hits: Vec::new() });
         };
-        let indexing = folder.live().phase == super::folder::Phase::Indexing;
+        let indexing = folder.live().phase == Phase::Indexing;
         let line = params.position.line + 1;
         let path_str = path.to_string_lossy().into_owned();
         let limit = params.limit.unwrap_or(view.config().search.limit).max(1);
