@@ -84,3 +84,32 @@ fn a_failing_embedder_leaves_the_section_cut_by_size_with_a_warning() {
     assert_eq!(short.chunks, by_size.chunks);
     assert_eq!(short.warnings.len(), 1);
 }
+
+#[test]
+fn a_long_section_with_many_breakpoints_is_chunked_in_reasonable_time() {
+    // Two megabytes of short sentences, vectors drawn from their lengths and k = 0: tens of
+    // thousands of breakpoints and small pieces to merge. A step quadratic in them would
+    // take minutes; this bound only catches that, not noise.
+    let sentences = ["Bread rises.", "Packets drop.", "The cat sleeps on the mat.", "Routers queue packets."];
+    let mut text = String::new();
+    let mut i = 0usize;
+    while text.len() < 2 << 20 {
+        text.push_str(sentences[i % sentences.len()]);
+        text.push(' ');
+        i = i.wrapping_mul(31).wrapping_add(7) % 1009;
+    }
+    let by_length = |texts: &[&str]| {
+        Ok(texts.iter().map(|t| vec![(t.len() % 7) as f32 + 1.0, (t.len() % 3) as f32]).collect())
+    };
+    let config = ChunkConfig { semantic_threshold: 0.0, ..semantic(400, 40) };
+    let started = std::time::Instant::now();
+    let doc = chunk_document_with("long.txt", &text, DocKind::Text, &config, &by_length);
+    let elapsed = started.elapsed();
+    assert!(elapsed < std::time::Duration::from_secs(30), "chunking took {elapsed:?}");
+    let by_size =
+        chunk_document_with("long.txt", &text, DocKind::Text, &semantic(400, 40), &|_: &[&str]| {
+            Err("unused".to_string())
+        });
+    assert!(doc.chunks.len() > by_size.chunks.len(), "{} chunks", doc.chunks.len());
+    assert!(doc.chunks.iter().all(|c| c.token_count <= 400));
+}

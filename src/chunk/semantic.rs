@@ -161,48 +161,53 @@ fn breakpoints(distances: &[f32], k: f32) -> Vec<usize> {
     distances.iter().enumerate().filter(|&(_, &d)| d > threshold).map(|(i, _)| i).collect()
 }
 
-/// Removes breakpoints until every piece between them holds at least `min_tokens` tokens
-/// (or none is left): the smallest piece first, merged across the weaker of its breakpoints.
+/// Removes breakpoints so that no piece between them holds fewer than `min_tokens` tokens
+/// (unless the section itself is that small): a small piece joins the neighbour on the side
+/// of its weaker breakpoint. One pass from the start, so a section of any length costs time
+/// in proportion to it.
 fn merge_small_pieces(
     text: &str,
     units: &[Range<usize>],
     distances: &[f32],
-    mut cuts: Vec<usize>,
+    cuts: Vec<usize>,
     min_tokens: usize,
 ) -> Vec<usize> {
     if cuts.is_empty() || min_tokens == 0 {
         return cuts;
     }
-    let piece_tokens = |cuts: &[usize], p: usize| -> usize {
-        let first = if p == 0 { 0 } else { cuts[p - 1] + 1 };
-        let last = cuts.get(p).copied().unwrap_or(units.len() - 1);
+    // Pieces as (first unit, last unit, tokens); counts stop at `min_tokens`, which is all
+    // the comparison needs, and the count of two pieces joined is taken as their sum.
+    let count = |first: usize, last: usize| {
         tokens::count_capped(&text[units[first].start..units[last].end], min_tokens)
     };
-    let mut sizes: Vec<usize> = (0..=cuts.len()).map(|p| piece_tokens(&cuts, p)).collect();
-    while !cuts.is_empty() {
-        let Some((smallest, _)) =
-            sizes.iter().enumerate().filter(|&(_, &size)| size < min_tokens).min_by_key(|&(_, &size)| size)
-        else {
-            break;
+    let mut kept: Vec<(usize, usize, usize)> = Vec::with_capacity(cuts.len() + 1);
+    // A small piece waiting to join the piece after it.
+    let mut carried: Option<(usize, usize, usize)> = None;
+    let mut first = 0;
+    for (p, last) in cuts.iter().copied().chain(std::iter::once(units.len() - 1)).enumerate() {
+        let own = count(first, last);
+        let piece = match carried.take() {
+            Some((from, _, tokens)) => (from, last, tokens.saturating_add(own)),
+            None => (first, last, own),
         };
-        // Piece `p` lies between cut `p - 1` and cut `p`.
-        let cut = match (smallest.checked_sub(1), (smallest < cuts.len()).then_some(smallest)) {
-            (Some(before), Some(after)) => {
-                if distances[cuts[before]] <= distances[cuts[after]] {
-                    before
-                } else {
-                    after
-                }
+        first = last + 1;
+        if piece.2 >= min_tokens {
+            kept.push(piece);
+            continue;
+        }
+        // The breakpoints on either side: the one before the piece, the one after it.
+        let before = piece.0.checked_sub(1).map(|i| distances[i]);
+        let after = cuts.get(p).map(|&i| distances[i]);
+        match (kept.last_mut(), before, after) {
+            (Some(previous), Some(before), after) if after.is_none_or(|after| before <= after) => {
+                previous.1 = piece.1;
+                previous.2 = previous.2.saturating_add(piece.2);
             }
-            (Some(before), None) => before,
-            (None, Some(after)) => after,
-            (None, None) => break,
-        };
-        cuts.remove(cut);
-        sizes.remove(cut + 1);
-        sizes[cut] = piece_tokens(&cuts, cut);
+            (_, _, Some(_)) => carried = Some(piece),
+            _ => kept.push(piece),
+        }
     }
-    cuts
+    kept.iter().take(kept.len().saturating_sub(1)).map(|&(_, last, _)| last).collect()
 }
 
 /// The pieces of `section` between the breakpoints, as sections of their own for the packer:
@@ -215,14 +220,16 @@ fn sub_sections(section: &Section, units: &[Range<usize>], cuts: &[usize]) -> Ve
     bounds.push(section.range.end);
     let mut pieces = Vec::with_capacity(bounds.len());
     let mut start = section.range.start;
+    // Blocks are sorted by start: the blocks of each piece follow those of the one before.
+    let mut next_block = 0;
     for end in bounds {
-        let mut blocks: Vec<Block> =
-            section.blocks.iter().filter(|b| b.start >= start && b.start < end).copied().collect();
+        let from = next_block;
+        next_block += section.blocks[from..].partition_point(|b| b.start < end);
+        let mut blocks = section.blocks[from..next_block].to_vec();
         let first = pieces.is_empty();
         if !first && blocks.first().is_none_or(|b| b.start > start) {
             // The piece starts inside a block (a sentence of a paragraph): that block goes on.
-            let kind =
-                section.blocks.iter().rev().find(|b| b.start <= start).map_or(BlockKind::Prose, |b| b.kind);
+            let kind = from.checked_sub(1).map_or(BlockKind::Prose, |i| section.blocks[i].kind);
             blocks.insert(0, Block { start, kind });
         }
         pieces.push(Section {
@@ -266,6 +273,13 @@ mod tests {
         assert_eq!(cuts, vec![0]);
         // Nothing is merged when every piece is big enough.
         assert_eq!(merge_small_pieces(text, &units, &[0.9, 0.5], vec![0, 1], 2), vec![0, 1]);
+        // A small first piece can only join the one after it, whatever the distances.
+        let cuts =
+            merge_small_pieces("Tiny. Long enough second piece here.", &[0..6, 6..36], &[0.9], vec![0], 5);
+        assert!(cuts.is_empty());
+        // A small piece whose weaker breakpoint comes after it joins the next piece.
+        let cuts = merge_small_pieces(text, &units, &[0.5, 0.9], vec![0, 1], 5);
+        assert_eq!(cuts, vec![1]);
     }
 
     #[test]
