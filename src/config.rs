@@ -194,6 +194,7 @@ struct RawChunk {
     strategy: Setting<ChunkStrategy>,
     max_tokens: Setting<usize>,
     overlap_tokens: Setting<usize>,
+    semantic_threshold: Setting<f32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -458,6 +459,12 @@ impl Config {
             strategy: v.take("chunk.strategy", raw.chunk.strategy, d.chunk.strategy, any),
             max_tokens,
             overlap_tokens,
+            semantic_threshold: v.take(
+                "chunk.semantic_threshold",
+                raw.chunk.semantic_threshold,
+                d.chunk.semantic_threshold,
+                non_negative_finite,
+            ),
         };
         let context = ContextConfig {
             header_template: v.take(
@@ -568,6 +575,7 @@ mod tests {
             strategy = "fixed"
             max_tokens = 256
             overlap_tokens = 32
+            semantic_threshold = 1.5
             [search]
             mode = "bm25"
             rrf_k = 20
@@ -578,6 +586,7 @@ mod tests {
         assert_eq!(c.chunk.strategy, ChunkStrategy::Fixed);
         assert_eq!(c.chunk.max_tokens, 256);
         assert_eq!(c.chunk.overlap_tokens, 32);
+        assert_eq!(c.chunk.semantic_threshold, 1.5);
         assert_eq!(c.search.mode, SearchMode::Bm25);
         assert_eq!(c.search.rrf_k, 20.0);
         assert_eq!(c.walk.exclude, vec!["drafts/**".to_string()]);
@@ -641,6 +650,17 @@ mod tests {
         let loaded = Config::from_toml("[chunk]\nmax_tokens = 100\noverlap_tokens = 60\n");
         assert_eq!(keys(&loaded), ["chunk.overlap_tokens"]);
         assert_eq!(loaded.config.chunk.max_tokens, 100);
+    }
+
+    #[test]
+    fn semantic_strategy_and_its_threshold_are_read() {
+        let loaded = Config::from_toml("[chunk]\nstrategy = \"semantic\"\nsemantic_threshold = 2.5\n");
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+        assert_eq!(loaded.config.chunk.strategy, ChunkStrategy::Semantic);
+        assert_eq!(loaded.config.chunk.semantic_threshold, 2.5);
+        let loaded = Config::from_toml("[chunk]\nsemantic_threshold = -1\n");
+        assert_eq!(keys(&loaded), ["chunk.semantic_threshold"]);
+        assert_eq!(loaded.config.chunk.semantic_threshold, Config::default().chunk.semantic_threshold);
     }
 
     #[test]

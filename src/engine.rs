@@ -12,7 +12,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::chunk::{self, ChunkConfig};
+use crate::chunk::{self, ChunkConfig, ChunkStrategy};
 use crate::config::{Config, ConfigProblem, EmbeddingConfig};
 use crate::context;
 use crate::index::{
@@ -162,11 +162,17 @@ pub fn embedder_for(config: &EmbeddingConfig) -> Result<Arc<dyn Embedder>, Embed
 }
 
 /// A fingerprint of everything that shapes stored chunks and contexts.
-fn pipeline_fingerprint(chunk: &ChunkConfig, config: &Config) -> String {
-    format!(
+fn pipeline_fingerprint(chunk: &ChunkConfig, config: &Config, embedder: &EmbedderIdentity) -> String {
+    let mut fingerprint = format!(
         "v{PIPELINE_VERSION}:{:?}:{}:{}:{}",
         chunk.strategy, chunk.max_tokens, chunk.overlap_tokens, config.context.header_template
-    )
+    );
+    // Semantic breakpoints move with the threshold and with the model that embeds sentences.
+    if chunk.strategy == ChunkStrategy::Semantic {
+        fingerprint
+            .push_str(&format!(":k={}:{}/{}", chunk.semantic_threshold, embedder.provider, embedder.model));
+    }
+    fingerprint
 }
 
 impl Engine {
@@ -206,7 +212,7 @@ impl Engine {
             None => crate::index::default_dir(&root),
         };
         let identity = embedder.identity();
-        let pipeline = pipeline_fingerprint(&config.chunk, &config);
+        let pipeline = pipeline_fingerprint(&config.chunk, &config, &identity);
         let index = match Index::open(&index_dir, &identity, &pipeline, mode)? {
             Some(index) => index,
             None => {
@@ -289,8 +295,11 @@ impl Engine {
         let total = to_read.len();
         let mut since_checkpoint = 0;
         for (n, batch) in to_read.chunks(READ_BATCH).enumerate() {
-            let prepared: Vec<Result<Prepared, Skipped>> =
-                batch.par_iter().map(|f| prepare(f, &self.setup.config, &self.index)).collect();
+            let setup = &self.setup;
+            let prepared: Vec<Result<Prepared, Skipped>> = batch
+                .par_iter()
+                .map(|f| prepare(f, &setup.config, &self.index, setup.embedder.as_ref()))
+                .collect();
             for p in prepared {
                 stage(p, &self.index, &mut report, &mut changes, &mut skipped);
             }
@@ -373,7 +382,7 @@ impl Engine {
                 report.files_unchanged += 1;
                 continue;
             }
-            let prepared = prepare(&file, &self.setup.config, &self.index);
+            let prepared = prepare(&file, &self.setup.config, &self.index, self.setup.embedder.as_ref());
             stage(prepared, &self.index, &mut report, &mut changes, &mut skipped);
         }
         let stats = self.index.apply(changes, self.setup.embedder.as_ref())?;
@@ -547,7 +556,12 @@ fn stage(
     }
 }
 
-fn prepare(file: &SourceFile, config: &Config, index: &Index) -> Result<Prepared, Skipped> {
+fn prepare(
+    file: &SourceFile,
+    config: &Config,
+    index: &Index,
+    embedder: &dyn Embedder,
+) -> Result<Prepared, Skipped> {
     let skip = |reason: SkipReason| Skipped { path: file.rel_path.clone(), reason };
     let read = workspace::read(file, config.walk.max_file_bytes).map_err(skip)?;
     if let Some(entry) = index.manifest().files.get(&file.rel_path)
@@ -561,7 +575,9 @@ fn prepare(file: &SourceFile, config: &Config, index: &Index) -> Result<Prepared
     }
     let file_name = file.rel_path.rsplit('/').next().unwrap_or(&file.rel_path);
     let kind = workspace::doc_kind(&file.rel_path);
-    let doc = chunk::chunk_document(file_name, &read.text, kind, &config.chunk);
+    // Only the `semantic` strategy embeds sentences, with the index's own model.
+    let sentences = |texts: &[&str]| embedder.embed(texts).map_err(|e| e.to_string());
+    let doc = chunk::chunk_document_with(file_name, &read.text, kind, &config.chunk, &sentences);
     let chunks = doc
         .chunks
         .into_iter()

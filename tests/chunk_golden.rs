@@ -5,6 +5,8 @@
 //! - `*.small.*`: `section` strategy with a budget of 48 tokens and 12 of overlap, to show
 //!   splitting and overlap on short inputs;
 //! - `*.fixed.*`: `fixed` strategy with the same small budget;
+//! - `*.semantic.*`: `semantic` strategy with the default budget and threshold, sentences
+//!   embedded by the built-in static model;
 //! - anything else: the default configuration (`section`, 400 tokens, 40 of overlap).
 //!
 //! In expected files a carriage return is shown as `␍` so that line endings can be reviewed.
@@ -14,18 +16,29 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use situate::chunk::{ChunkConfig, ChunkStrategy, ChunkedDocument, DocKind, chunk_document};
+use situate::chunk::{
+    ChunkConfig, ChunkStrategy, ChunkedDocument, DocKind, chunk_document, chunk_document_with,
+};
+use situate::providers::Embedder;
+use situate::providers::static_model::StaticEmbedder;
 
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/chunk")
 }
 
 fn config_for(name: &str) -> ChunkConfig {
-    let small = ChunkConfig { strategy: ChunkStrategy::Section, max_tokens: 48, overlap_tokens: 12 };
+    let small = ChunkConfig {
+        strategy: ChunkStrategy::Section,
+        max_tokens: 48,
+        overlap_tokens: 12,
+        ..Default::default()
+    };
     if name.contains(".small.") {
         small
     } else if name.contains(".fixed.") {
         ChunkConfig { strategy: ChunkStrategy::Fixed, ..small }
+    } else if name.contains(".semantic.") {
+        ChunkConfig { strategy: ChunkStrategy::Semantic, ..ChunkConfig::default() }
     } else {
         ChunkConfig::default()
     }
@@ -37,12 +50,17 @@ fn render(config: &ChunkConfig, doc: &ChunkedDocument) -> String {
     let strategy = match config.strategy {
         ChunkStrategy::Section => "section",
         ChunkStrategy::Fixed => "fixed",
+        ChunkStrategy::Semantic => "semantic",
     };
-    let _ = writeln!(
+    let _ = write!(
         out,
         "config: {strategy} max_tokens={} overlap_tokens={}",
         config.max_tokens, config.overlap_tokens
     );
+    if config.strategy == ChunkStrategy::Semantic {
+        let _ = write!(out, " semantic_threshold={}", config.semantic_threshold);
+    }
+    let _ = writeln!(out);
     let _ = writeln!(out, "title: {}", visible(&doc.title));
     if doc.warnings.is_empty() {
         let _ = writeln!(out, "warnings: none");
@@ -81,6 +99,8 @@ fn chunks_match_the_golden_files() {
     inputs.sort();
     assert!(inputs.len() >= 15, "golden inputs are missing: {inputs:?}");
 
+    let model = StaticEmbedder::builtin().expect("built-in model loads");
+    let sentences = |texts: &[&str]| model.embed(texts).map_err(|e| e.to_string());
     let mut failures = Vec::new();
     for input in &inputs {
         let name = input.file_name().and_then(|n| n.to_str()).expect("utf-8 name");
@@ -89,7 +109,7 @@ fn chunks_match_the_golden_files() {
         let text = String::from_utf8_lossy(&bytes);
         let kind = if name.ends_with(".txt") { DocKind::Text } else { DocKind::Markdown };
         let config = config_for(name);
-        let doc = chunk_document(name, &text, kind, &config);
+        let doc = chunk_document_with(name, &text, kind, &config, &sentences);
         for chunk in &doc.chunks {
             assert_eq!(chunk.text, text[chunk.byte_range.clone()], "{name}: chunk text");
         }

@@ -1,12 +1,14 @@
 //! Property tests for the chunker: on any input it returns chunks that are exact slices of
 //! the input with correct lines, counts and hashes, in order, covering all the content, and
-//! in `section` mode never reaching across a heading.
+//! in `section` and `semantic` modes never reaching across a heading. The `semantic`
+//! strategy embeds sentences with a stand-in whose vectors come from a hash of each text, so
+//! that breakpoints fall anywhere.
 
 use std::ops::Range;
 
 use proptest::prelude::*;
 use pulldown_cmark::{Event, Options, Parser, Tag};
-use situate::chunk::{ChunkConfig, ChunkStrategy, ChunkedDocument, DocKind, chunk_document};
+use situate::chunk::{ChunkConfig, ChunkStrategy, ChunkedDocument, DocKind, chunk_document_with};
 
 /// The body of a markdown file: after a byte order mark and after front matter, which opens
 /// with a fence line directly followed by a non-blank line and closes with a matching fence
@@ -65,8 +67,25 @@ fn line_of(text: &str, offset: usize) -> u32 {
     1 + text.as_bytes()[..offset].iter().filter(|&&b| b == b'\n').count() as u32
 }
 
+/// Vectors of four numbers drawn from each text's hash: deterministic, and as far apart as
+/// chance makes them.
+fn hashed_vectors(texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+    Ok(texts
+        .iter()
+        .map(|text| {
+            let hash = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
+            (0..4).map(|i| ((hash >> (i * 16)) & 0xffff) as f32 - 32768.0).collect()
+        })
+        .collect())
+}
+
+/// Whether headings bound chunks in this strategy.
+fn heading_bounded(config: &ChunkConfig) -> bool {
+    matches!(config.strategy, ChunkStrategy::Section | ChunkStrategy::Semantic)
+}
+
 fn check(text: &str, kind: DocKind, config: &ChunkConfig) -> Result<(), TestCaseError> {
-    let doc: ChunkedDocument = chunk_document("doc", text, kind, config);
+    let doc: ChunkedDocument = chunk_document_with("doc", text, kind, config, &hashed_vectors);
     prop_assert!(!doc.title.is_empty());
     let bpe = tiktoken_rs::cl100k_base_singleton();
     let mut previous: Option<Range<usize>> = None;
@@ -110,7 +129,7 @@ fn check(text: &str, kind: DocKind, config: &ChunkConfig) -> Result<(), TestCase
         DocKind::Markdown => top_level_headings(text, body_start),
         DocKind::Text => Vec::new(),
     };
-    if config.strategy == ChunkStrategy::Section {
+    if heading_bounded(config) {
         for heading in &headings {
             for chunk in &doc.chunks {
                 let range = &chunk.byte_range;
@@ -123,15 +142,15 @@ fn check(text: &str, kind: DocKind, config: &ChunkConfig) -> Result<(), TestCase
             }
         }
     }
-    // Nothing but whitespace (and, in section mode, the lines of headings whose section has no
-    // body) is left out of every chunk.
+    // Nothing but whitespace (and, in heading-bounded modes, the lines of headings whose
+    // section has no body) is left out of every chunk.
     for (offset, c) in text[body_start..].char_indices() {
         let offset = offset + body_start;
         if c.is_whitespace() {
             continue;
         }
         let in_heading = headings.iter().any(|h| h.contains(&offset));
-        if config.strategy == ChunkStrategy::Section && in_heading {
+        if heading_bounded(config) && in_heading {
             continue;
         }
         prop_assert!(
@@ -193,11 +212,21 @@ fn markdownish() -> impl Strategy<Value = String> {
 }
 
 fn small_config() -> impl Strategy<Value = ChunkConfig> {
-    (1usize..48, 0usize..24, prop::bool::ANY).prop_map(|(max_tokens, overlap_tokens, fixed)| ChunkConfig {
-        strategy: if fixed { ChunkStrategy::Fixed } else { ChunkStrategy::Section },
-        max_tokens,
-        overlap_tokens,
-    })
+    let strategy =
+        prop_oneof![Just(ChunkStrategy::Section), Just(ChunkStrategy::Fixed), Just(ChunkStrategy::Semantic)];
+    (1usize..48, 0usize..24, strategy, 0.0f32..3.0).prop_map(
+        |(max_tokens, overlap_tokens, strategy, semantic_threshold)| ChunkConfig {
+            strategy,
+            max_tokens,
+            overlap_tokens,
+            semantic_threshold,
+        },
+    )
+}
+
+/// The default budget with the `semantic` strategy.
+fn semantic_default() -> ChunkConfig {
+    ChunkConfig { strategy: ChunkStrategy::Semantic, ..ChunkConfig::default() }
 }
 
 fn kind() -> impl Strategy<Value = DocKind> {
@@ -221,11 +250,24 @@ proptest! {
     fn arbitrary_strings(text in any::<String>(), kind in kind(), config in small_config()) {
         check(&text, kind, &config)?;
         check(&text, kind, &ChunkConfig::default())?;
+        check(&text, kind, &semantic_default())?;
+    }
+
+    #[test]
+    fn semantic_without_breakpoints_is_section(text in markdownish(), kind in kind(), config in small_config()) {
+        // Equal vectors have no outlying distance: the semantic strategy adds no cut.
+        let same = |texts: &[&str]| Ok(vec![vec![1.0, 0.0]; texts.len()]);
+        let semantic = ChunkConfig { strategy: ChunkStrategy::Semantic, ..config.clone() };
+        let section = ChunkConfig { strategy: ChunkStrategy::Section, ..config };
+        let expected = chunk_document_with("doc", &text, kind, &section, &same);
+        let actual = chunk_document_with("doc", &text, kind, &semantic, &same);
+        prop_assert_eq!(actual.chunks, expected.chunks);
     }
 
     #[test]
     fn markdownish_strings(text in markdownish(), kind in kind(), config in small_config()) {
         check(&text, kind, &config)?;
         check(&text, kind, &ChunkConfig::default())?;
+        check(&text, kind, &semantic_default())?;
     }
 }

@@ -664,3 +664,33 @@ fn updating_a_deleted_folder_removes_the_files_it_held() {
     // A path that never existed changes nothing.
     assert_eq!(engine.update(&["nowhere".to_string()]).unwrap().files_removed, 0);
 }
+
+#[test]
+fn the_semantic_strategy_cuts_at_a_topic_change_and_its_settings_rechunk() {
+    let f = Fixture::empty();
+    let notes = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/chunk/topic_change.semantic.md"),
+    )
+    .unwrap();
+    f.write("notes.md", &notes);
+    common::age(&f.root().join("notes.md"));
+    let mut config = f.config();
+    config.chunk.strategy = situate::chunk::ChunkStrategy::Semantic;
+    let counting = Counting::new();
+    let mut engine = f.engine_with(config.clone(), counting.clone());
+    reconcile(&mut engine);
+    let chunks = engine.chunks_at("notes.md", None).unwrap();
+    assert_eq!(chunks.len(), 2, "{chunks:#?}");
+    assert!(chunks[1].text.starts_with("TCP congestion control"), "{}", chunks[1].text);
+    // The sentences were embedded to find the cut, besides the chunks themselves.
+    assert!(counting.count() > chunks.len(), "{} texts embedded", counting.count());
+    drop(engine);
+
+    // A new threshold, or a new model, cuts differently: every file is chunked again.
+    config.chunk.semantic_threshold = 3.0;
+    let mut engine = f.engine_with(config.clone(), Counting::new());
+    assert_eq!(reconcile(&mut engine).files_indexed, 1);
+    drop(engine);
+    let mut engine = f.engine_with(config, Counting::renamed("another-model"));
+    assert_eq!(reconcile(&mut engine).files_indexed, 1);
+}

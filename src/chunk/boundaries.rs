@@ -1,5 +1,5 @@
-//! Where a block that is too long may be cut: after sentences in prose, after lines in code,
-//! tables and lists.
+//! Where a block may be cut: after sentences in prose, after lines in code, tables and
+//! lists.
 //!
 //! Each function returns the start offsets of the units after the first one, so the units
 //! tile the range they were cut from: a unit runs from its start to the next unit's start
@@ -97,6 +97,29 @@ pub(crate) fn sentence_starts(text: &str, range: Range<usize>) -> Vec<usize> {
     starts
 }
 
+/// Start offsets of the sentences of `text[range]` after its first one, for cutting by
+/// meaning rather than by size: like [`sentence_starts`], but a sentence must visibly start
+/// one, with anything but a lowercase letter (a capital, a digit, a quote, a bracket, a
+/// code span), or follow a blank line.
+///
+/// A stop before a lowercase word is more often a file name, a version or an abbreviation
+/// we do not know (`config.yaml. then`, `approx. ten`) than the end of a thought, and a
+/// sentence wrongly joined to its neighbour costs the semantic strategy nothing but a
+/// candidate breakpoint. Decimals and URLs (`2.5`, `traefik.io/docs`) never split, because a
+/// stop must be followed by whitespace.
+pub(crate) fn capitalised_sentence_starts(text: &str, range: Range<usize>) -> Vec<usize> {
+    let mut starts = sentence_starts(text, range.clone());
+    starts.retain(|&start| {
+        let next = text[start..].chars().next();
+        // The blanks before the sentence: scanned from its start backwards, so each costs
+        // only its own gap.
+        let gap_start = range.start + text[range.start..start].trim_end().len();
+        let after_blank_line = text[gap_start..start].matches('\n').count() >= 2;
+        after_blank_line || next.is_some_and(|c| !c.is_lowercase())
+    });
+    starts
+}
+
 /// Whether the word right before a period is an abbreviation or an initial ("J. Doe").
 fn is_abbreviation(before: &str) -> bool {
     let word = before.rsplit(|c: char| c.is_whitespace() || c == '(').next().unwrap_or("");
@@ -156,6 +179,49 @@ mod tests {
     fn blank_lines_and_cjk_stops_end_sentences() {
         assert_eq!(sentences("no stop\n\nnext"), vec!["no stop\n\n", "next"]);
         assert_eq!(sentences("一。二！三"), vec!["一。", "二！", "三"]);
+    }
+
+    fn capitalised_sentences(text: &str) -> Vec<&str> {
+        let starts = capitalised_sentence_starts(text, 0..text.len());
+        units(0..text.len(), &starts).into_iter().map(|r| &text[r]).collect()
+    }
+
+    #[test]
+    fn capitalised_sentences_start_with_anything_but_a_lowercase_letter() {
+        assert_eq!(
+            capitalised_sentences("Bake it. Then cool it! 3 hours? `x` works. \"Quoted.\" Done"),
+            vec!["Bake it. ", "Then cool it! ", "3 hours? ", "`x` works. ", "\"Quoted.\" ", "Done"]
+        );
+        // A stop before a lowercase word does not end a sentence.
+        assert_eq!(
+            capitalised_sentences("Edit config.yaml. then restart. It works."),
+            vec!["Edit config.yaml. then restart. ", "It works."]
+        );
+    }
+
+    #[test]
+    fn capitalised_sentences_keep_abbreviations_decimals_and_urls_whole() {
+        assert_eq!(
+            capitalised_sentences(
+                "Use e.g. Traefik 2.5 or later. See https://doc.traefik.io/traefik/v3.0/. Dr. Who agrees."
+            ),
+            vec![
+                "Use e.g. Traefik 2.5 or later. ",
+                "See https://doc.traefik.io/traefik/v3.0/. ",
+                "Dr. Who agrees."
+            ]
+        );
+    }
+
+    #[test]
+    fn capitalised_sentences_end_at_blank_lines_and_at_the_end() {
+        assert_eq!(
+            capitalised_sentences("one line\n\nlowercase next"),
+            vec!["one line\n\n", "lowercase next"]
+        );
+        assert_eq!(capitalised_sentences("Only one."), vec!["Only one."]);
+        assert_eq!(capitalised_sentences(""), vec![""]);
+        assert_eq!(capitalised_sentences("一。二。"), vec!["一。", "二。"]);
     }
 
     #[test]

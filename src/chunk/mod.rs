@@ -11,6 +11,7 @@ mod front_matter;
 mod lines;
 mod markdown;
 mod outline;
+mod semantic;
 mod split;
 mod text;
 mod tokens;
@@ -32,6 +33,10 @@ pub enum ChunkStrategy {
     Section,
     /// Fixed token windows with overlap, blind to structure: the baseline.
     Fixed,
+    /// Heading-bounded sections, also cut where the meaning of consecutive sentences jumps
+    /// (their embeddings' distance is an outlier in the section), then fitted to the budget
+    /// like `Section`.
+    Semantic,
 }
 
 /// What kind of text a file holds, which decides how it is parsed.
@@ -45,20 +50,32 @@ pub enum DocKind {
 }
 
 /// Chunking parameters, validated by `config`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ChunkConfig {
     pub strategy: ChunkStrategy,
     /// Token budget of one chunk (cl100k tokens).
     pub max_tokens: usize,
     /// Tokens repeated between consecutive pieces of a split section or fixed windows.
     pub overlap_tokens: usize,
+    /// `k` of the `semantic` strategy: a section is cut where the distance between two
+    /// consecutive sentences exceeds the mean of its distances by `k` standard deviations.
+    pub semantic_threshold: f32,
 }
 
 impl Default for ChunkConfig {
     fn default() -> Self {
-        ChunkConfig { strategy: ChunkStrategy::Section, max_tokens: 400, overlap_tokens: 40 }
+        ChunkConfig {
+            strategy: ChunkStrategy::Section,
+            max_tokens: 400,
+            overlap_tokens: 40,
+            semantic_threshold: 2.0,
+        }
     }
 }
+
+/// Embeds sentences for the `semantic` strategy: one vector per text, in order, or why not.
+/// Chunking stays pure as long as this function is (a model in memory, a fake in tests).
+pub type SentenceEmbedder<'a> = dyn Fn(&[&str]) -> Result<Vec<Vec<f32>>, String> + 'a;
 
 /// One chunk of a document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,8 +112,23 @@ pub struct ChunkedDocument {
 /// Cuts `text` into chunks. `file_name` is the fallback title.
 ///
 /// Never fails and never panics: problems (unclosed front matter, text cut between tokens)
-/// come back as warnings next to the chunks.
+/// come back as warnings next to the chunks. With no sentence embedder, the `semantic`
+/// strategy cuts by size only, like `section`, and says so in a warning; use
+/// [`chunk_document_with`] to give it one.
 pub fn chunk_document(file_name: &str, text: &str, kind: DocKind, config: &ChunkConfig) -> ChunkedDocument {
+    chunk_document_with(file_name, text, kind, config, &|_| Err("no sentence embedder was given".to_string()))
+}
+
+/// [`chunk_document`] with the embedder that the `semantic` strategy cuts by; the other
+/// strategies never call it. An embedder that fails leaves the document cut by size only,
+/// with a warning.
+pub fn chunk_document_with(
+    file_name: &str,
+    text: &str,
+    kind: DocKind,
+    config: &ChunkConfig,
+    embed: &SentenceEmbedder<'_>,
+) -> ChunkedDocument {
     let mut warnings = Vec::new();
     let lines = LineIndex::new(text);
     // A byte order mark is an encoding artefact, not content: it would hide a heading on the
@@ -140,6 +172,9 @@ pub fn chunk_document(file_name: &str, text: &str, kind: DocKind, config: &Chunk
         }
         ChunkStrategy::Fixed => {
             fixed::fixed_chunks(text, body, &outline, config.max_tokens, config.overlap_tokens)
+        }
+        ChunkStrategy::Semantic => {
+            semantic::semantic_chunks(text, &lines, &outline, config, embed, &mut warnings)
         }
     };
 
