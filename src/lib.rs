@@ -1,14 +1,16 @@
 //! situate: contextual semantic search over the markdown and text files of a workspace.
 //!
-//! The engine (`workspace` → `chunk` → `context` → `providers` → `index` → `search`,
-//! driven by `engine`) speaks plain data; `cli` is the only module that prints.
+//! The engine (`workspace` → `chunk` → `context` → `providers` → `index` → `search` →
+//! `expand`, driven by `engine`) speaks plain data; `cli` is the only module that prints.
 
 pub mod chunk;
 pub mod cli;
+pub mod compare;
 pub mod config;
 pub mod context;
 pub mod engine;
 pub mod eval;
+pub mod expand;
 pub mod index;
 pub mod providers;
 pub mod search;
