@@ -49,6 +49,9 @@ pub struct Metrics {
     /// of Anthropic's contextual-retrieval notebook).
     pub pass: [f64; 4],
     pub mrr_at_10: f64,
+    /// Lines per result in the top 10, averaged over queries: how much text a reader is
+    /// handed, which expansion raises.
+    pub lines_at_10: f64,
 }
 
 /// How one query went.
@@ -196,7 +199,22 @@ pub fn metrics<'a>(outcomes: impl Iterator<Item = &'a QueryOutcome>) -> Metrics 
         .map(|o| o.first_hit.filter(|r| *r <= 10).map_or(0.0, |r| 1.0 / r as f64))
         .sum::<f64>()
         / n as f64;
-    Metrics { queries: n, recall: RECALL_AT.map(recall), pass: RECALL_AT.map(pass), mrr_at_10: mrr }
+    let lines = outcomes
+        .iter()
+        .map(|o| {
+            let top = &o.results[..o.results.len().min(10)];
+            let total: u32 = top.iter().map(|(_, start, end)| end.saturating_sub(*start) + 1).sum();
+            if top.is_empty() { 0.0 } else { f64::from(total) / top.len() as f64 }
+        })
+        .sum::<f64>()
+        / n as f64;
+    Metrics {
+        queries: n,
+        recall: RECALL_AT.map(recall),
+        pass: RECALL_AT.map(pass),
+        mrr_at_10: mrr,
+        lines_at_10: lines,
+    }
 }
 
 #[cfg(test)]
@@ -221,6 +239,16 @@ mod tests {
         assert_eq!(m.queries, 4);
         assert_eq!(m.recall, [0.25, 0.5, 0.5, 0.75]);
         assert!((m.mrr_at_10 - (1.0 + 1.0 / 3.0) / 4.0).abs() < 1e-12);
+        assert_eq!(m.lines_at_10, 0.0);
+    }
+
+    #[test]
+    fn lines_average_the_top_ten_per_query() {
+        let mut wide = outcome(Some(1));
+        wide.results = (0..12).map(|i| ("a.md".to_string(), 1, if i < 10 { 4 } else { 100 })).collect();
+        let mut narrow = outcome(Some(1));
+        narrow.results = vec![("a.md".to_string(), 7, 7), ("a.md".to_string(), 9, 11)];
+        assert_eq!(metrics([wide, narrow].iter()).lines_at_10, (4.0 + 2.0) / 2.0);
     }
 
     #[test]

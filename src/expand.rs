@@ -342,7 +342,10 @@ fn merged_sections(records: &[ChunkRecord], hit_at: &[usize], share: f32) -> Vec
             }
             let run = end - i + 1;
             let hits = covered[i..=end].iter().filter(|c| **c).count();
-            if run > 1 && hits > 0 && hits as f32 >= share * run as f32 {
+            // A run that a deeper section already spans keeps that section's more precise
+            // heading path.
+            let known = merged.iter().any(|s| s.first == i && s.last == end);
+            if run > 1 && hits > 0 && !known && hits as f32 >= share * run as f32 {
                 covered[i..=end].iter_mut().for_each(|c| *c = true);
                 merged.retain(|s| s.last < i || s.first > end);
                 merged.push(Section { first: i, last: end, heading_path: prefix.to_vec() });
@@ -484,6 +487,7 @@ mod tests {
         assert_eq!(merged_sections(&r, &[1], 0.5), [section(1, 2, &["T", "A"])]);
         assert_eq!(merged_sections(&r, &[1], 0.75), []);
         // A whole, and B through two of its three: T is covered entirely.
-        assert_eq!(merged_sections(&r, &[1, 3, 5], 0.5), [section(0, 5, &[])]);
+        // The whole file is also T's run: T's path is kept.
+        assert_eq!(merged_sections(&r, &[1, 3, 5], 0.5), [section(0, 5, &["T"])]);
     }
 }

@@ -182,7 +182,7 @@ pub fn eval(out: &mut impl Write, reports: &[EvalReport], per_query: bool, by_ki
         .unwrap_or(22);
     writeln!(
         out,
-        "{:<width$} {:>4} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7} {:>7}",
+        "{:<width$} {:>4} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7} {:>7} {:>6}",
         if numbered { "    variant / kind" } else { "mode / kind" },
         "n",
         "R@1",
@@ -192,12 +192,13 @@ pub fn eval(out: &mut impl Write, reports: &[EvalReport], per_query: bool, by_ki
         "MRR@10",
         "Pass@5",
         "Pass@10",
-        "Pass@20"
+        "Pass@20",
+        "lines"
     )?;
     let row = |out: &mut dyn Write, label: &str, m: &Metrics| {
         writeln!(
             out,
-            "{:<width$} {:>4} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>7.3} {:>7.3} {:>7.3} {:>7.3}",
+            "{:<width$} {:>4} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>7.3} {:>7.3} {:>7.3} {:>7.3} {:>6.1}",
             label,
             m.queries,
             m.recall[0],
@@ -207,7 +208,8 @@ pub fn eval(out: &mut impl Write, reports: &[EvalReport], per_query: bool, by_ki
             m.mrr_at_10,
             m.pass[1],
             m.pass[2],
-            m.pass[3]
+            m.pass[3],
+            m.lines_at_10
         )
     };
     let indent = if numbered { "      " } else { "  " };
