@@ -12,6 +12,7 @@ use std::time::Instant;
 use situate::config::{Config, SearchMode};
 use situate::engine::{Engine, embedder_for};
 use situate::eval;
+use situate::expand::Expand;
 use situate::index::OpenMode;
 use situate::search::SearchRequest;
 
@@ -122,7 +123,13 @@ fn main() {
         for mode in [SearchMode::Bm25, SearchMode::Vector, SearchMode::Hybrid] {
             let mut times: Vec<f64> = Vec::new();
             for q in &queries {
-                let request = SearchRequest { query: q.query.clone(), limit: 10, mode, paths: Vec::new() };
+                let request = SearchRequest {
+                    query: q.query.clone(),
+                    limit: 10,
+                    mode,
+                    paths: Vec::new(),
+                    expand: Expand::None,
+                };
                 let t = Instant::now();
                 engine.search(&request).expect("search");
                 times.push(ms(t.elapsed()));

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use crate::chunk::{ChunkConfig, ChunkStrategy};
+use crate::expand::{Expand, ExpandSettings};
 
 /// The file name of the per-workspace configuration.
 pub const CONFIG_FILE: &str = "situate.toml";
@@ -85,6 +86,20 @@ pub struct SearchConfig {
     pub headings_boost: f32,
     /// BM25 boost of the file path field.
     pub path_boost: f32,
+    /// How hits are widened with their context when the caller does not say.
+    pub expand: Expand,
+    /// `window` expansion: neighbouring chunks on each side of a hit.
+    pub window: usize,
+    /// `merge` expansion: the share of a section's chunks that must be hits for the whole
+    /// section to replace them.
+    pub merge_share: f32,
+}
+
+impl SearchConfig {
+    /// The expansion settings, with `expand` as the kind of expansion.
+    pub fn expand_settings(&self, expand: Expand) -> ExpandSettings {
+        ExpandSettings { expand, window: self.window, merge_share: self.merge_share }
+    }
 }
 
 /// Which model turns text into vectors.
@@ -120,6 +135,9 @@ impl Default for Config {
                 title_boost: 2.0,
                 headings_boost: 1.0,
                 path_boost: 1.0,
+                expand: Expand::None,
+                window: 1,
+                merge_share: 0.5,
             },
             embedding: EmbeddingConfig::Static { model_path: None },
         }
@@ -215,6 +233,9 @@ struct RawSearch {
     title_boost: Setting<f32>,
     headings_boost: Setting<f32>,
     path_boost: Setting<f32>,
+    expand: Setting<Expand>,
+    window: Setting<usize>,
+    merge_share: Setting<f32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -505,6 +526,17 @@ impl Config {
                 non_negative_finite,
             ),
             path_boost: v.take("search.path_boost", s.path_boost, d.search.path_boost, non_negative_finite),
+            expand: v.take("search.expand", s.expand, d.search.expand, any),
+            window: v.take("search.window", s.window, d.search.window, |n| {
+                if *n <= 100 { Ok(()) } else { Err(format!("must be at most 100, got {n}")) }
+            }),
+            merge_share: v.take("search.merge_share", s.merge_share, d.search.merge_share, |x| {
+                if *x > 0.0 && *x <= 1.0 {
+                    Ok(())
+                } else {
+                    Err(format!("must be more than 0 and at most 1, got {x}"))
+                }
+            }),
         };
         let provider = v.take("embedding.provider", raw.embedding.provider, "static".to_string(), |p| {
             if p == "static" {
@@ -579,6 +611,9 @@ mod tests {
             [search]
             mode = "bm25"
             rrf_k = 20
+            expand = "merge"
+            window = 2
+            merge_share = 0.75
             "#,
         );
         assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
@@ -589,6 +624,9 @@ mod tests {
         assert_eq!(c.chunk.semantic_threshold, 1.5);
         assert_eq!(c.search.mode, SearchMode::Bm25);
         assert_eq!(c.search.rrf_k, 20.0);
+        assert_eq!(c.search.expand, Expand::Merge);
+        assert_eq!(c.search.window, 2);
+        assert_eq!(c.search.merge_share, 0.75);
         assert_eq!(c.walk.exclude, vec!["drafts/**".to_string()]);
     }
 
@@ -604,13 +642,23 @@ mod tests {
             mode = "fuzzy"
             bm25_weight = -1.0
             limit = 5
+            expand = "sideways"
+            merge_share = 0.0
             "#,
         );
         let mut k = keys(&loaded);
         k.sort();
         assert_eq!(
             k,
-            ["chunk.max_tokens", "chunk.strategy", "max_file_bytes", "search.bm25_weight", "search.mode"]
+            [
+                "chunk.max_tokens",
+                "chunk.strategy",
+                "max_file_bytes",
+                "search.bm25_weight",
+                "search.expand",
+                "search.merge_share",
+                "search.mode"
+            ]
         );
         let d = Config::default();
         assert_eq!(loaded.config.chunk.max_tokens, d.chunk.max_tokens);

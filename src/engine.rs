@@ -13,8 +13,9 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::chunk::{self, ChunkConfig, ChunkStrategy};
-use crate::config::{Config, ConfigProblem, EmbeddingConfig};
+use crate::config::{Config, ConfigProblem, EmbeddingConfig, SearchConfig};
 use crate::context;
+use crate::expand::{self, Expand};
 use crate::index::{
     ApplyStats, ChunkRecord, FileChange, Index, IndexError, OpenMode, PreparedChunk, PreparedFile, Snapshot,
 };
@@ -446,8 +447,25 @@ impl View {
 
     /// Runs a search.
     pub fn search(&self, request: &SearchRequest) -> Result<Vec<Hit>, EngineError> {
-        let setup = &self.setup;
-        Ok(search::search(&self.snapshot, setup.embedder.as_ref(), &setup.config.search, request)?)
+        self.search_with(&self.setup.config.search, request)
+    }
+
+    /// Runs a search with other ranking settings than the configured ones (an evaluation
+    /// compares settings this way), widening the hits as `request.expand` asks.
+    pub fn search_with(
+        &self,
+        config: &SearchConfig,
+        request: &SearchRequest,
+    ) -> Result<Vec<Hit>, EngineError> {
+        let embedder = self.setup.embedder.as_ref();
+        if request.expand == Expand::None {
+            return Ok(search::search(&self.snapshot, embedder, config, request)?);
+        }
+        let pool = SearchRequest { limit: expand::pool_size(request.limit), ..request.clone() };
+        let hits = search::search(&self.snapshot, embedder, config, &pool)?;
+        let mut files = expand::FileSource::new(&self.snapshot, &self.setup.root);
+        let settings = config.expand_settings(request.expand);
+        Ok(expand::expand(hits, request.limit, &settings, &mut files)?)
     }
 
     /// The indexed chunks of a file (workspace-relative or absolute path), or only those

@@ -3,15 +3,19 @@
 //!
 //! Query file: one JSON object per line, `{"id", "query", "kind"?, "gold": [{"path",
 //! "start_line", "end_line"}]}`. A hit counts when its path equals a gold path and its line
-//! range overlaps the gold range.
+//! range overlaps the gold range. With expansion (`window`, `merge`), a hit's range is the
+//! expanded one: that is what the reader gets, but it is wider than one chunk, so it
+//! overlaps gold more easily and its figures are not comparable one for one with those of
+//! single chunks.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::SearchMode;
-use crate::engine::{Engine, EngineError};
+use crate::config::{SearchConfig, SearchMode};
+use crate::engine::{EngineError, View};
+use crate::expand::Expand;
 use crate::search::{Hit, SearchRequest};
 
 /// The cut-offs reported.
@@ -45,6 +49,9 @@ pub struct Metrics {
     /// of Anthropic's contextual-retrieval notebook).
     pub pass: [f64; 4],
     pub mrr_at_10: f64,
+    /// Lines per result in the top 10, averaged over queries: how much text a reader is
+    /// handed, which expansion raises.
+    pub lines_at_10: f64,
 }
 
 /// How one query went.
@@ -57,14 +64,18 @@ pub struct QueryOutcome {
     pub first_hit: Option<usize>,
     /// For each gold location, the 1-based rank of the first hit on it.
     pub gold_ranks: Vec<Option<usize>>,
-    /// Where the hits lay (path and lines), for the run file.
+    /// Where the hits lay (path and lines, expanded when the search expanded them), for
+    /// the run file.
     pub results: Vec<(String, u32, u32)>,
 }
 
 /// The evaluation of one configuration.
 #[derive(Debug, Clone, Serialize)]
 pub struct EvalReport {
+    /// What the settings were, for a table row: the mode, or the settings compared.
+    pub label: String,
     pub mode: SearchMode,
+    pub expand: Expand,
     pub overall: Metrics,
     pub by_kind: BTreeMap<String, Metrics>,
     pub queries: Vec<QueryOutcome>,
@@ -97,13 +108,20 @@ pub fn load_queries(path: &Path) -> Result<Vec<EvalQuery>, EvalError> {
     Ok(queries)
 }
 
-/// Runs every query and scores the hits.
-pub fn evaluate(engine: &Engine, queries: &[EvalQuery], mode: SearchMode) -> Result<EvalReport, EvalError> {
+/// Runs every query with the ranking settings `search` (its `mode` and `expand` included)
+/// over one view of an index, and scores the hits.
+pub fn evaluate(view: &View, search: &SearchConfig, queries: &[EvalQuery]) -> Result<EvalReport, EvalError> {
     let depth = *RECALL_AT.last().unwrap_or(&20);
     let mut outcomes = Vec::with_capacity(queries.len());
     for q in queries {
-        let request = SearchRequest { query: q.query.clone(), limit: depth, mode, paths: Vec::new() };
-        let hits = engine.search(&request)?;
+        let request = SearchRequest {
+            query: q.query.clone(),
+            limit: depth,
+            mode: search.mode,
+            paths: Vec::new(),
+            expand: search.expand,
+        };
+        let hits = view.search_with(search, &request)?;
         outcomes.push(QueryOutcome {
             id: q.id.clone(),
             kind: q.kind.clone().unwrap_or_else(|| "all".to_string()),
@@ -112,7 +130,10 @@ pub fn evaluate(engine: &Engine, queries: &[EvalQuery], mode: SearchMode) -> Res
             gold_ranks: q.gold.iter().map(|g| first_hit(&hits, std::slice::from_ref(g))).collect(),
             results: hits
                 .iter()
-                .map(|h| (h.chunk.path.clone(), h.chunk.start_line, h.chunk.end_line))
+                .map(|h| {
+                    let (start, end) = lines(h);
+                    (h.chunk.path.clone(), start, end)
+                })
                 .collect(),
         });
     }
@@ -122,14 +143,32 @@ pub fn evaluate(engine: &Engine, queries: &[EvalQuery], mode: SearchMode) -> Res
     kinds.dedup();
     let by_kind =
         kinds.iter().map(|k| (k.to_string(), metrics(outcomes.iter().filter(|o| o.kind == *k)))).collect();
-    Ok(EvalReport { mode, overall, by_kind, queries: outcomes })
+    Ok(EvalReport {
+        label: search.mode.to_string(),
+        mode: search.mode,
+        expand: search.expand,
+        overall,
+        by_kind,
+        queries: outcomes,
+    })
 }
 
 /// 1-based rank of the first hit that overlaps a gold location.
 pub fn first_hit(hits: &[Hit], gold: &[Gold]) -> Option<usize> {
     hits.iter()
-        .position(|h| gold.iter().any(|g| overlaps(&h.chunk.path, h.chunk.start_line, h.chunk.end_line, g)))
+        .position(|h| {
+            let (start, end) = lines(h);
+            gold.iter().any(|g| overlaps(&h.chunk.path, start, end, g))
+        })
         .map(|i| i + 1)
+}
+
+/// The lines a hit gives the reader: its expansion when it has one, else its chunk.
+fn lines(h: &Hit) -> (u32, u32) {
+    match &h.expanded {
+        Some(e) => (e.start_line, e.end_line),
+        None => (h.chunk.start_line, h.chunk.end_line),
+    }
 }
 
 fn overlaps(path: &str, start: u32, end: u32, gold: &Gold) -> bool {
@@ -160,7 +199,22 @@ pub fn metrics<'a>(outcomes: impl Iterator<Item = &'a QueryOutcome>) -> Metrics 
         .map(|o| o.first_hit.filter(|r| *r <= 10).map_or(0.0, |r| 1.0 / r as f64))
         .sum::<f64>()
         / n as f64;
-    Metrics { queries: n, recall: RECALL_AT.map(recall), pass: RECALL_AT.map(pass), mrr_at_10: mrr }
+    let lines = outcomes
+        .iter()
+        .map(|o| {
+            let top = &o.results[..o.results.len().min(10)];
+            let total: u32 = top.iter().map(|(_, start, end)| end.saturating_sub(*start) + 1).sum();
+            if top.is_empty() { 0.0 } else { f64::from(total) / top.len() as f64 }
+        })
+        .sum::<f64>()
+        / n as f64;
+    Metrics {
+        queries: n,
+        recall: RECALL_AT.map(recall),
+        pass: RECALL_AT.map(pass),
+        mrr_at_10: mrr,
+        lines_at_10: lines,
+    }
 }
 
 #[cfg(test)]
@@ -185,6 +239,16 @@ mod tests {
         assert_eq!(m.queries, 4);
         assert_eq!(m.recall, [0.25, 0.5, 0.5, 0.75]);
         assert!((m.mrr_at_10 - (1.0 + 1.0 / 3.0) / 4.0).abs() < 1e-12);
+        assert_eq!(m.lines_at_10, 0.0);
+    }
+
+    #[test]
+    fn lines_average_the_top_ten_per_query() {
+        let mut wide = outcome(Some(1));
+        wide.results = (0..12).map(|i| ("a.md".to_string(), 1, if i < 10 { 4 } else { 100 })).collect();
+        let mut narrow = outcome(Some(1));
+        narrow.results = vec![("a.md".to_string(), 7, 7), ("a.md".to_string(), 9, 11)];
+        assert_eq!(metrics([wide, narrow].iter()).lines_at_10, (4.0 + 2.0) / 2.0);
     }
 
     #[test]

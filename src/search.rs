@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::config::{SearchConfig, SearchMode};
+use crate::expand::{Expand, Expansion};
 use crate::index::{ChunkRecord, FieldBoosts, IndexError, Snapshot, tokenizer};
 use crate::providers::Embedder;
 
@@ -16,6 +17,9 @@ pub struct SearchRequest {
     pub mode: SearchMode,
     /// Workspace-relative path prefixes; when non-empty, hits must lie under one of them.
     pub paths: Vec<String>,
+    /// How hits are widened with their context before they are returned (see
+    /// [`crate::expand`]).
+    pub expand: Expand,
 }
 
 /// One result.
@@ -32,6 +36,10 @@ pub struct Hit {
     pub bm25_score: Option<f32>,
     /// Cosine similarity to the query.
     pub vector_similarity: Option<f32>,
+    /// The run of chunks the hit was widened to, when the search asked for expansion. The
+    /// fields above still describe the best-matching chunk, where an editor should jump.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expanded: Option<Expansion>,
 }
 
 /// One arm's ranked candidates.
@@ -170,6 +178,7 @@ fn hits_of(
                 vector_rank: f.ranks[1],
                 bm25_score: bm25_scores.get(&f.id).copied(),
                 vector_similarity: vector_scores.get(&f.id).copied(),
+                expanded: None,
             };
             hits.push(hit);
             if hits.len() == limit {
@@ -292,6 +301,7 @@ mod tests {
             vector_rank: None,
             bm25_score: bm25,
             vector_similarity: similarity,
+            expanded: None,
         }
     }
 

@@ -176,3 +176,66 @@ fn an_index_killed_mid_write_recovers_on_the_next_run() {
         std::fs::remove_dir_all(cli.fixture.index.path().join("situate")).unwrap();
     }
 }
+
+#[test]
+fn eval_compare_prints_one_row_per_variant_and_leaves_no_temporary_index() {
+    let cli = Cli { fixture: Fixture::empty() };
+    common::copy_dir(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/eval"),
+        cli.fixture.root(),
+    );
+    let tmp = cli.fixture.index.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let eval = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_situate"))
+            .arg("eval")
+            .arg("queries.jsonl")
+            .args(args)
+            .current_dir(cli.fixture.root())
+            .env("XDG_CACHE_HOME", cli.fixture.index.path())
+            .env("TMPDIR", &tmp)
+            .env_remove("SITUATE_LOG")
+            .output()
+            .unwrap()
+    };
+    let text = |out: &Output| {
+        (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+
+    let out = eval(&["--compare", "mode=bm25", "--compare", "header=on,off", "--json"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let reports: serde_json::Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let rows: Vec<(String, f64)> = reports
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["label"].as_str().unwrap().to_string(), r["overall"]["recall"][0].as_f64().unwrap()))
+        .collect();
+    assert_eq!(rows, [("mode=bm25 header=on".to_string(), 0.75), ("mode=bm25 header=off".to_string(), 0.5)]);
+    assert!(reports[1]["by_kind"]["context-dependent"].is_object(), "{stdout}");
+
+    let out =
+        eval(&["--variant", "mode=bm25 expand=window", "--variant", "mode=bm25 header=off", "--per-query"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains(" 1  mode=bm25 expand=window "), "{stdout}");
+    assert!(stdout.contains(" 2  mode=bm25 header=off "), "{stdout}");
+    let breakdown = |out: &str| out.lines().any(|l| l.trim_start().starts_with("keyword"));
+    assert!(!breakdown(&stdout), "no breakdown without --by-kind: {stdout}");
+    assert!(stdout.contains("   1   2  id"), "{stdout}");
+    assert!(stdout.contains("   1   2  q2 "), "{stdout}");
+    assert!(stdout.contains("   1   -  q3 "), "{stdout}");
+
+    let out = eval(&["--compare", "mode=bm25", "--by-kind"]);
+    assert!(breakdown(&text(&out).0), "{}", text(&out).0);
+
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "temporary indexes are removed");
+
+    let out = eval(&["--compare", "chunk.max_token=200"]);
+    assert!(!out.status.success());
+    assert!(text(&out).1.contains("chunk.max_token"), "{}", text(&out).1);
+    let out = eval(&["--mode", "bm25", "--compare", "mode=hybrid"]);
+    assert!(!out.status.success());
+}

@@ -8,11 +8,12 @@ use std::sync::Arc;
 use common::{Counting, Failing, Fixture};
 use situate::config::{Config, SearchMode};
 use situate::engine::Engine;
+use situate::expand::Expand;
 use situate::index::OpenMode;
 use situate::search::{Hit, SearchRequest};
 
 fn request(query: &str, mode: SearchMode) -> SearchRequest {
-    SearchRequest { query: query.to_string(), limit: 5, mode, paths: Vec::new() }
+    SearchRequest { query: query.to_string(), limit: 5, mode, paths: Vec::new(), expand: Expand::None }
 }
 
 fn top_paths(hits: &[Hit]) -> Vec<String> {

@@ -10,6 +10,7 @@ use common::{Counting, Fixture};
 use proptest::prelude::*;
 use situate::config::{Config, SearchMode};
 use situate::engine::Engine;
+use situate::expand::Expand;
 use situate::search::SearchRequest;
 
 const FILES: [&str; 3] = ["a.md", "notes/deep/b.txt", "c.markdown"];
@@ -88,8 +89,13 @@ fn check(engine: &Engine, disk: &BTreeMap<&str, String>) {
     }
     assert_eq!(engine.index().vector_count(), manifest.chunk_count());
     for (path, marker) in disk {
-        let request =
-            SearchRequest { query: marker.clone(), limit: 50, mode: SearchMode::Bm25, paths: Vec::new() };
+        let request = SearchRequest {
+            query: marker.clone(),
+            limit: 50,
+            mode: SearchMode::Bm25,
+            paths: Vec::new(),
+            expand: Expand::None,
+        };
         let hits = engine.search(&request).unwrap();
         assert!(!hits.is_empty(), "{marker} not found");
         assert!(hits.iter().all(|h| h.chunk.path == *path), "{marker} found outside {path}");
@@ -104,8 +110,13 @@ fn check_updated(engine: &Engine, path: &str, on_disk: Option<&String>, last_mar
     let indexed = engine.index().manifest().files.contains_key(path);
     assert_eq!(indexed, on_disk.is_some(), "{path} indexed: {indexed}");
     if let Some(marker) = on_disk.or(last_marker) {
-        let request =
-            SearchRequest { query: marker.clone(), limit: 50, mode: SearchMode::Bm25, paths: Vec::new() };
+        let request = SearchRequest {
+            query: marker.clone(),
+            limit: 50,
+            mode: SearchMode::Bm25,
+            paths: Vec::new(),
+            expand: Expand::None,
+        };
         let hits = engine.search(&request).unwrap();
         assert_eq!(!hits.is_empty(), on_disk.is_some(), "{marker} after updating {path}");
         assert!(hits.iter().all(|h| h.chunk.path == path));

@@ -58,6 +58,16 @@ fn a_session_indexes_searches_hovers_follows_saves_and_deletions_and_survives_ba
     assert_eq!(top["uri"], file_uri(&f.root().join("ops/backup.md")));
     assert!(top["preview"].as_str().unwrap().starts_with("Snapshots are kept"), "{top}");
 
+    // With `expand`, a hit keeps its own range and carries the wider passage.
+    let wide = client
+        .command("situate.search", json!({ "query": "backup retention", "limit": 1, "expand": "window" }))
+        .unwrap();
+    let wide = &wide["hits"][0];
+    assert_eq!(wide["range"], top["range"]);
+    assert!(wide["expanded"]["range"]["start"]["line"].as_u64() < top["range"]["start"]["line"].as_u64());
+    assert!(wide["expanded"]["text"].as_str().unwrap().contains("Snapshots are kept"), "{wide}");
+    assert!(top.get("expanded").is_none());
+
     // The same search as workspace symbols, for editors without a plugin.
     let symbols = client.request("workspace/symbol", json!({ "query": "backup retention" })).unwrap();
     assert_eq!(symbols[0]["location"]["uri"], top["uri"]);

@@ -13,9 +13,11 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
-use crate::config::SearchMode;
+use crate::compare::{self, Override};
+use crate::config::{CONFIG_FILE, SearchMode};
 use crate::engine::{Engine, ReconcileReport};
 use crate::eval;
+use crate::expand::Expand;
 use crate::index::OpenMode;
 use crate::search::SearchRequest;
 
@@ -66,6 +68,10 @@ enum Command {
         /// Search the index as it is, without reconciling it with the files first.
         #[arg(long)]
         no_update: bool,
+        /// Widen each hit with its context: its neighbouring chunks (`window`) or its whole
+        /// section when enough of it matched (`merge`). Default: `search.expand`.
+        #[arg(long, value_enum)]
+        expand: Option<ExpandArg>,
     },
     /// Show how a file, or the chunk at one of its lines, was indexed.
     Show {
@@ -87,6 +93,23 @@ enum Command {
         /// Evaluate one mode only (default: all three).
         #[arg(long, value_enum)]
         mode: Option<ModeArg>,
+        /// Widen hits before scoring them; a hit then counts when its expanded lines overlap
+        /// the answer.
+        #[arg(long, value_enum)]
+        expand: Option<ExpandArg>,
+        /// Compare settings: KEY=V1,V2,… (repeatable; the rows are every combination).
+        /// KEY is a `situate.toml` key (`chunk.max_tokens`) or `mode`, `expand`, `window`,
+        /// `merge_share`, `header` (on|off).
+        #[arg(long, value_name = "KEY=V1,V2")]
+        compare: Vec<String>,
+        /// Compare one named set of settings: "KEY=V KEY=V …" (repeatable; each is a row,
+        /// combined with any --compare axes).
+        #[arg(long, value_name = "SETTINGS")]
+        variant: Vec<String>,
+        /// Show the figures of each query kind under every row (always shown without
+        /// --compare or --variant).
+        #[arg(long)]
+        by_kind: bool,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -118,6 +141,23 @@ enum ModeArg {
     Hybrid,
     Bm25,
     Vector,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ExpandArg {
+    None,
+    Window,
+    Merge,
+}
+
+impl From<ExpandArg> for Expand {
+    fn from(e: ExpandArg) -> Self {
+        match e {
+            ExpandArg::None => Expand::None,
+            ExpandArg::Window => Expand::Window,
+            ExpandArg::Merge => Expand::Merge,
+        }
+    }
 }
 
 impl From<ModeArg> for SearchMode {
@@ -172,7 +212,7 @@ fn run(command: Command, config: Option<&Path>) -> Result<()> {
                 render::index_summary(&mut out, &engine, &report)?;
             }
         }
-        Command::Search { query, dir, limit, mode, paths, json, explain, no_update } => {
+        Command::Search { query, dir, limit, mode, paths, json, explain, no_update, expand } => {
             let mut engine =
                 open(&dir, config, if no_update { OpenMode::ReadOnly } else { OpenMode::Write })?;
             if !no_update {
@@ -188,6 +228,7 @@ fn run(command: Command, config: Option<&Path>) -> Result<()> {
                 limit: limit.unwrap_or(engine.config().search.limit).max(1),
                 mode: mode.map_or(engine.config().search.mode, Into::into),
                 paths,
+                expand: expand.map_or(engine.config().search.expand, Into::into),
             };
             let hits = engine.search(&request)?;
             if json {
@@ -208,20 +249,28 @@ fn run(command: Command, config: Option<&Path>) -> Result<()> {
                 render::chunks(&mut out, &chunks)?;
             }
         }
-        Command::Eval { queries, dir, mode, json, per_query, run_file } => {
+        Command::Eval {
+            queries,
+            dir,
+            mode,
+            expand,
+            compare,
+            variant,
+            by_kind,
+            json,
+            per_query,
+            run_file,
+        } => {
             let queries = eval::load_queries(&queries)?;
+            let variants = eval_variants(mode, expand, &compare, &variant)?;
+            let comparing = !compare.is_empty() || !variant.is_empty();
             let mut engine = open(&dir, config, OpenMode::Write)?;
             if !engine.is_read_only() {
                 warn_skips(&reconcile(&mut engine, true)?);
             }
-            let modes = match mode {
-                Some(m) => vec![m.into()],
-                None => vec![SearchMode::Bm25, SearchMode::Vector, SearchMode::Hybrid],
-            };
-            let reports = modes
-                .into_iter()
-                .map(|m| eval::evaluate(&engine, &queries, m))
-                .collect::<Result<Vec<_>, _>>()?;
+            let settings = config.map_or_else(|| dir.join(CONFIG_FILE), Path::to_path_buf);
+            let base_toml = std::fs::read_to_string(&settings).unwrap_or_default();
+            let reports = compare::compare(&engine, &base_toml, &variants, &queries)?;
             if let Some(path) = run_file
                 && let Some(last) = reports.last()
             {
@@ -232,7 +281,7 @@ fn run(command: Command, config: Option<&Path>) -> Result<()> {
                 serde_json::to_writer_pretty(&mut out, &reports)?;
                 writeln!(out)?;
             } else {
-                render::eval(&mut out, &reports, per_query)?;
+                render::eval(&mut out, &reports, per_query, by_kind || !comparing)?;
             }
         }
         Command::Lsp { .. } => bail!("`situate lsp` is served on its own"),
@@ -249,6 +298,46 @@ fn run(command: Command, config: Option<&Path>) -> Result<()> {
     }
     out.flush()?;
     Ok(())
+}
+
+/// The rows of an evaluation: the `--compare` axes and `--variant` bundles multiplied out,
+/// with a mode axis (`--mode`, or all three) when none of them sets the mode, and
+/// `--expand` added to every row. Without `--compare` and `--variant`, rows are labelled by
+/// their values alone ("hybrid", "hybrid window").
+fn eval_variants(
+    mode: Option<ModeArg>,
+    expand: Option<ExpandArg>,
+    axes: &[String],
+    bundles: &[String],
+) -> Result<Vec<compare::Variant>> {
+    let mut all: Vec<compare::Axis> =
+        axes.iter().map(|a| compare::parse_axis(a)).collect::<Result<_, _>>()?;
+    if !bundles.is_empty() {
+        all.push(bundles.iter().map(|b| compare::parse_variant(b)).collect::<Result<_, _>>()?);
+    }
+    let comparing = !all.is_empty();
+    let setting = |key: &str, value: String| vec![Override { key: key.to_string(), value }];
+    if all.iter().flatten().flatten().any(|o| compare::is_mode_key(&o.key)) {
+        if mode.is_some() {
+            bail!("--mode and a compared mode together: compare `mode=…` alone");
+        }
+    } else {
+        let modes = match mode {
+            Some(m) => vec![SearchMode::from(m)],
+            None => vec![SearchMode::Bm25, SearchMode::Vector, SearchMode::Hybrid],
+        };
+        all.insert(0, modes.into_iter().map(|m| setting("mode", m.to_string())).collect());
+    }
+    if let Some(e) = expand {
+        all.push(vec![setting("expand", Expand::from(e).to_string())]);
+    }
+    let mut variants = compare::variants(&all);
+    if !comparing {
+        for v in &mut variants {
+            v.label = v.overrides.iter().map(|o| o.value.as_str()).collect::<Vec<_>>().join(" ");
+        }
+    }
+    Ok(variants)
 }
 
 fn open(dir: &Path, config: Option<&Path>, mode: OpenMode) -> Result<Engine> {

@@ -50,6 +50,18 @@ pub fn hits(out: &mut impl Write, hits: &[Hit], explain: bool) -> Result<()> {
     for (i, h) in hits.iter().enumerate() {
         let c = &h.chunk;
         writeln!(out, "{}. {}:{}-{}  {}", i + 1, c.path, c.start_line, c.end_line, breadcrumb(c))?;
+        if let Some(e) = &h.expanded {
+            let chunks = e.last_ordinal - e.first_ordinal + 1;
+            let hits = e.hit_ordinals.len();
+            writeln!(
+                out,
+                "   expanded to lines {}-{} ({chunks} chunk{}, {hits} hit{})",
+                e.start_line,
+                e.end_line,
+                if chunks == 1 { "" } else { "s" },
+                if hits == 1 { "" } else { "s" }
+            )?;
+        }
         if explain {
             let arm = |rank: Option<u32>, score: Option<f32>| match (rank, score) {
                 (Some(r), Some(s)) => format!("#{r} ({s:.3})"),
@@ -154,16 +166,39 @@ fn ago(unix_secs: u64) -> String {
     }
 }
 
-pub fn eval(out: &mut impl Write, reports: &[EvalReport], per_query: bool) -> Result<()> {
+/// The evaluation table: one row per report (numbered when there are several), optionally
+/// with a row per query kind under each, then optionally the first-hit rank of every query
+/// under each report.
+pub fn eval(out: &mut impl Write, reports: &[EvalReport], per_query: bool, by_kind: bool) -> Result<()> {
+    let numbered = reports.len() > 1;
+    let label_of =
+        |i: usize, label: &str| if numbered { format!("{:>2}  {label}", i + 1) } else { label.to_string() };
+    let width = reports
+        .iter()
+        .enumerate()
+        .map(|(i, r)| label_of(i, &r.label).chars().count())
+        .chain(std::iter::once(22))
+        .max()
+        .unwrap_or(22);
     writeln!(
         out,
-        "{:<22} {:>4} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7} {:>7}",
-        "mode / kind", "n", "R@1", "R@5", "R@10", "R@20", "MRR@10", "Pass@5", "Pass@10", "Pass@20"
+        "{:<width$} {:>4} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7} {:>7} {:>6}",
+        if numbered { "    variant / kind" } else { "mode / kind" },
+        "n",
+        "R@1",
+        "R@5",
+        "R@10",
+        "R@20",
+        "MRR@10",
+        "Pass@5",
+        "Pass@10",
+        "Pass@20",
+        "lines"
     )?;
     let row = |out: &mut dyn Write, label: &str, m: &Metrics| {
         writeln!(
             out,
-            "{:<22} {:>4} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>7.3} {:>7.3} {:>7.3} {:>7.3}",
+            "{:<width$} {:>4} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>7.3} {:>7.3} {:>7.3} {:>7.3} {:>6.1}",
             label,
             m.queries,
             m.recall[0],
@@ -173,22 +208,34 @@ pub fn eval(out: &mut impl Write, reports: &[EvalReport], per_query: bool) -> Re
             m.mrr_at_10,
             m.pass[1],
             m.pass[2],
-            m.pass[3]
+            m.pass[3],
+            m.lines_at_10
         )
     };
-    for r in reports {
-        row(out, &r.mode.to_string(), &r.overall)?;
-        if r.by_kind.len() > 1 {
+    let indent = if numbered { "      " } else { "  " };
+    for (i, r) in reports.iter().enumerate() {
+        row(out, &label_of(i, &r.label), &r.overall)?;
+        if by_kind && r.by_kind.len() > 1 {
             for (kind, m) in &r.by_kind {
-                row(out, &format!("  {kind}"), m)?;
+                row(out, &format!("{indent}{kind}"), m)?;
             }
         }
     }
-    if per_query && let Some(r) = reports.last() {
+    if per_query && let Some(first) = reports.first() {
         writeln!(out)?;
-        for q in &r.queries {
-            let rank = q.first_hit.map_or("-".to_string(), |n| n.to_string());
-            writeln!(out, "{:>3}  {:<8} {:<18} {}", rank, q.id, q.kind, q.query)?;
+        let ranks: String = (1..=reports.len())
+            .map(|n| format!("{:>4}", if numbered { n.to_string() } else { "rank".into() }))
+            .collect();
+        writeln!(out, "{ranks}  {:<8} {:<18} query", "id", "kind")?;
+        for (n, q) in first.queries.iter().enumerate() {
+            let ranks: String = reports
+                .iter()
+                .map(|r| {
+                    let rank = r.queries.get(n).and_then(|q| q.first_hit);
+                    format!("{:>4}", rank.map_or("-".to_string(), |n| n.to_string()))
+                })
+                .collect();
+            writeln!(out, "{ranks}  {:<8} {:<18} {}", q.id, q.kind, q.query)?;
         }
     }
     Ok(())

@@ -8,6 +8,7 @@ use super::documents::Encoding;
 use super::folder::{Live, Phase};
 use crate::config::SearchMode;
 use crate::engine::Status;
+use crate::expand::{Expand, Expansion};
 use crate::index::ChunkRecord;
 use crate::search::Hit;
 
@@ -21,6 +22,8 @@ pub struct SearchParams {
     pub query: String,
     pub limit: Option<usize>,
     pub mode: Option<SearchMode>,
+    /// `none`, `window` or `merge` (default: the `search.expand` setting).
+    pub expand: Option<Expand>,
     /// Workspace-relative path prefixes.
     #[serde(default)]
     pub paths: Vec<String>,
@@ -64,6 +67,17 @@ pub struct HitInfo {
     pub score: f32,
     /// The first line of text below the chunk's heading, shortened.
     pub preview: String,
+    /// With `expand`: the wider passage around the hit (its range and exact text).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expanded: Option<ExpandedInfo>,
+}
+
+/// The passage a hit was widened to.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExpandedInfo {
+    pub range: Range,
+    pub heading_path: Vec<String>,
+    pub text: String,
 }
 
 /// One folder in the answer to `situate.status`.
@@ -101,12 +115,25 @@ impl FolderStatus {
 
 /// The range a chunk covers: from the start of its first line to the end of its last.
 pub fn chunk_range(chunk: &ChunkRecord, encoding: Encoding) -> Range {
-    let text = chunk.text.strip_suffix('\n').unwrap_or(&chunk.text);
+    lines_range(&chunk.text, chunk.start_line, chunk.end_line, encoding)
+}
+
+/// The range of a passage of `text` on 1-based lines `start..=end`.
+fn lines_range(text: &str, start: u32, end: u32, encoding: Encoding) -> Range {
+    let text = text.strip_suffix('\n').unwrap_or(text);
     let last = text.rsplit('\n').next().unwrap_or(text);
     let last = last.strip_suffix('\r').unwrap_or(last);
     Range {
-        start: Position { line: chunk.start_line.saturating_sub(1), character: 0 },
-        end: Position { line: chunk.end_line.saturating_sub(1), character: encoding.len(last) },
+        start: Position { line: start.saturating_sub(1), character: 0 },
+        end: Position { line: end.saturating_sub(1), character: encoding.len(last) },
+    }
+}
+
+fn expanded_info(e: &Expansion, encoding: Encoding) -> ExpandedInfo {
+    ExpandedInfo {
+        range: lines_range(&e.text, e.start_line, e.end_line, encoding),
+        heading_path: e.heading_path.clone(),
+        text: e.text.clone(),
     }
 }
 
@@ -136,6 +163,7 @@ pub fn hit_info(hit: &Hit, uri: Uri, encoding: Encoding) -> HitInfo {
         context: c.context.clone(),
         score: hit.score,
         preview: preview(&c.text, 160),
+        expanded: hit.expanded.as_ref().map(|e| expanded_info(e, encoding)),
     }
 }
 

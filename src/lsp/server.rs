@@ -149,6 +149,7 @@ impl Backend {
                     limit: params.limit.unwrap_or(config.limit).max(1),
                     mode: params.mode.unwrap_or(config.mode),
                     paths: params.paths.clone(),
+                    expand: params.expand.unwrap_or(config.expand),
                 };
                 limit = limit.max(request.limit);
                 search_config.get_or_insert_with(|| config.clone());
@@ -439,6 +440,7 @@ impl LanguageServer for Backend {
                 query: params.query,
                 limit: Some(SYMBOL_LIMIT),
                 mode: None,
+                expand: Some(crate::expand::Expand::None),
                 paths: Vec::new(),
             })
             .await?;
