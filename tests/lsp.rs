@@ -314,6 +314,20 @@ fn a_second_server_on_the_same_folder_reads_the_shared_index_and_takes_over_when
 }
 
 #[test]
+fn logs_go_to_the_log_file_and_never_to_stdout() {
+    let f = Fixture::standard();
+    let log = f.index.path().join("server.log");
+    let mut client =
+        LspClient::start_with_env(f.index.path(), &[("SITUATE_LOG_FILE", log.to_str().unwrap())]);
+    client.initialize(f.root(), json!({}), json!({}));
+    client.wait_indexed();
+    assert!(client.shutdown().success());
+    let written = std::fs::read_to_string(&log).unwrap();
+    assert!(written.contains("indexed: 4 files"), "{written}");
+    // Every byte on stdout was a framed message, or the client would have failed above.
+}
+
+#[test]
 fn exit_without_shutdown_ends_with_code_one() {
     let f = Fixture::standard();
     let mut client = LspClient::start(f.index.path());

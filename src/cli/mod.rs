@@ -188,9 +188,24 @@ pub fn main() -> ExitCode {
 }
 
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SITUATE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let filter = || {
+        tracing_subscriber::EnvFilter::try_from_env("SITUATE_LOG")
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"))
+    };
+    if let Some(path) = std::env::var_os("SITUATE_LOG_FILE") {
+        match std::fs::OpenOptions::new().create(true).append(true).open(&path) {
+            Ok(file) => {
+                let _ = tracing_subscriber::fmt()
+                    .with_env_filter(filter())
+                    .with_ansi(false)
+                    .with_writer(std::sync::Mutex::new(file))
+                    .try_init();
+                return;
+            }
+            Err(e) => eprintln!("situate: cannot open the log file {}: {e}", Path::new(&path).display()),
+        }
+    }
+    let _ = tracing_subscriber::fmt().with_env_filter(filter()).with_writer(std::io::stderr).try_init();
 }
 
 fn run(command: Command, config: Option<&Path>) -> Result<()> {

@@ -387,6 +387,14 @@ impl Worker {
         let _ = self.notices.send(Notice::ProgressEnd { token, message: end });
         match result {
             Ok(report) => {
+                tracing::info!(
+                    folder = %self.folder.root.display(),
+                    "indexed: {} files, {} chunks ({} re-read) in {:.2} s",
+                    status.files,
+                    status.chunks,
+                    report.files_indexed,
+                    report.seconds
+                );
                 {
                     let mut live = lock(&self.folder.live);
                     live.pending.clear();

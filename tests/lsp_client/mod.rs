@@ -27,10 +27,16 @@ pub struct LspClient {
 impl LspClient {
     /// Starts `situate lsp` with its cache (the default index location) in `cache_dir`.
     pub fn start(cache_dir: &Path) -> LspClient {
+        LspClient::start_with_env(cache_dir, &[])
+    }
+
+    /// Starts the server with extra environment variables.
+    pub fn start_with_env(cache_dir: &Path, env: &[(&str, &str)]) -> LspClient {
         let mut child = Command::new(env!("CARGO_BIN_EXE_situate"))
             .arg("lsp")
             .env("XDG_CACHE_HOME", cache_dir)
             .env("SITUATE_LOG", "info")
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(cache_dir.join("situate-lsp.log")).expect("log file"))
