@@ -6,8 +6,12 @@
 //! with a message otherwise. The corpus is copied to a temporary folder first, so the
 //! source is never modified.
 
+mod corpus;
+
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+use corpus::{append_paragraph, copy_dir, markdown_files};
 
 use situate::config::{Config, SearchMode};
 use situate::engine::{Engine, embedder_for};
@@ -150,57 +154,6 @@ fn main() {
 
 fn ms(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read dir").flatten() {
-        let target = to.join(entry.file_name());
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-            // Copies are read-only when the source is; the benchmark edits one.
-            let mut perms = std::fs::metadata(&target).expect("stat").permissions();
-            #[allow(clippy::permissions_set_readonly_false)]
-            perms.set_readonly(false);
-            std::fs::set_permissions(&target, perms).expect("chmod");
-            // Files modified seconds before a run are read again on the next one (their
-            // mtime cannot be trusted yet); an hour-old file is the usual case.
-            let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-            std::fs::File::options()
-                .write(true)
-                .open(&target)
-                .and_then(|f| f.set_modified(hour_ago))
-                .expect("mtime");
-        }
-    }
-}
-
-fn append_paragraph(path: &Path) {
-    let mut text = std::fs::read_to_string(path).unwrap_or_default();
-    text.push_str("\n\nA new paragraph written by the benchmark about rotating certificates.\n");
-    std::fs::write(path, text).expect("write");
-}
-
-/// Markdown files under `root`, smallest first.
-fn markdown_files(root: &Path) -> Vec<(u64, PathBuf)> {
-    let mut files = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let p = entry.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|e| e == "md")
-                && let Ok(m) = entry.metadata()
-            {
-                files.push((m.len(), p));
-            }
-        }
-    }
-    files.sort();
-    files
 }
 
 /// Peak resident memory of this process (Linux), in KiB.

@@ -281,13 +281,21 @@ impl Validator {
     }
 }
 
+/// The tables of the configuration: an empty array given for one of them (some editors
+/// cannot tell an empty table from an empty list) means an empty table.
+const TABLES: [&str; 4] = ["chunk", "context", "search", "embedding"];
+
 /// Lays `over` onto `base`: objects merge key by key, `null` changes nothing, anything else
 /// replaces.
 fn merge_json(base: &mut serde_json::Value, over: &serde_json::Value) {
     match (base, over) {
         (_, serde_json::Value::Null) => {}
+        (serde_json::Value::Object(_), serde_json::Value::Array(a)) if a.is_empty() => {}
         (serde_json::Value::Object(b), serde_json::Value::Object(o)) => {
             for (key, value) in o {
+                if TABLES.contains(&key.as_str()) && value.as_array().is_some_and(Vec::is_empty) {
+                    continue;
+                }
                 match b.get_mut(key) {
                     Some(existing) => merge_json(existing, value),
                     None if value.is_object() => {
@@ -405,6 +413,9 @@ impl Config {
                 }),
             }
         }
+        // An empty list stands for an empty table (editors that cannot tell them apart).
+        let empty = serde_json::Value::Object(serde_json::Map::new());
+        let overrides = if overrides.as_array().is_some_and(Vec::is_empty) { &empty } else { overrides };
         if !overrides.is_object() {
             problems.push(ConfigProblem {
                 key: "(editor settings)".to_string(),
@@ -754,6 +765,13 @@ mod tests {
         let keys: Vec<&str> = loaded.problems.iter().map(|p| p.key.as_str()).collect();
         assert_eq!(keys, ["colour", "search.limit"]);
         assert_eq!(loaded.config.search.limit, Config::default().search.limit);
+
+        let lua_empty = serde_json::json!({ "search": [], "exclude": [] });
+        let loaded = Config::load_layered(dir.path(), None, Some(&lua_empty));
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+        assert_eq!(loaded.config.search.limit, 7);
+        assert!(loaded.config.walk.exclude.is_empty(), "an empty list still clears a list");
+        assert!(Config::load_layered(dir.path(), None, Some(&serde_json::json!([]))).problems.is_empty());
 
         let loaded = Config::load_layered(dir.path(), None, Some(&serde_json::json!([1])));
         assert_eq!(loaded.problems[0].key, "(editor settings)");

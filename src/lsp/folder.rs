@@ -22,7 +22,7 @@ use crate::providers::Embedder;
 use crate::workspace;
 
 /// Quiet time after a change before it is applied: saves in a burst become one commit.
-const DEBOUNCE: Duration = Duration::from_millis(100);
+const DEBOUNCE: Duration = Duration::from_millis(50);
 /// The longest a change waits while more keep coming.
 const MAX_BATCH_WAIT: Duration = Duration::from_secs(1);
 /// How often a folder that cannot write checks whether it may now, or whether the other
@@ -223,6 +223,14 @@ impl Folder {
     }
 
     fn publish(&self, engine: &Engine) {
+        self.publish_with(engine, |_| {});
+    }
+
+    /// Publishes the engine's last commit together with the status change it brings, so
+    /// that no reader sees the new view with the old status after it.
+    fn publish_with(&self, engine: &Engine, update: impl FnOnce(&mut Live)) {
+        let mut live = lock(&self.live);
+        update(&mut live);
         *self.view.write().unwrap_or_else(PoisonError::into_inner) = Some(engine.view());
     }
 
@@ -332,7 +340,8 @@ impl Worker {
                     self.prune_pending(&engine);
                     self.set_phase(Phase::ReadOnly);
                 } else {
-                    self.set_phase(Phase::Ready);
+                    // A run always follows; until it ends the index is not current.
+                    self.set_phase(Phase::Indexing);
                 }
                 self.folder.publish(&engine);
                 self.engine = Some(engine);
@@ -377,7 +386,17 @@ impl Worker {
             let _ = notices.send(Notice::ProgressReport { token: token.clone(), message, percentage });
         });
         let status = engine.status();
-        self.folder.publish(engine);
+        let manifest = engine.view().snapshot().manifest().clone();
+        let root = &self.folder.root;
+        self.folder.publish_with(engine, |live| {
+            live.phase = Phase::Ready;
+            live.progress = None;
+            // Changes still queued stay pending; those the walk took in are done.
+            prune(root, &manifest, &mut live.pending);
+            if let Ok(report) = &result {
+                live.last_run = Some(report.clone());
+            }
+        });
         let end = match &result {
             Ok(r) => {
                 format!("{} files, {} chunks ({} indexed)", status.files, status.chunks, r.files_indexed)
@@ -395,18 +414,11 @@ impl Worker {
                     report.files_indexed,
                     report.seconds
                 );
-                {
-                    let mut live = lock(&self.folder.live);
-                    live.pending.clear();
-                    live.last_run = Some(report.clone());
-                }
-                self.set_phase(Phase::Ready);
                 answer(reply, Ok(report));
             }
             Err(e) => {
                 let message = format!("{}: indexing failed: {e}", self.folder.name());
                 self.error(message.clone());
-                self.set_phase(Phase::Ready);
                 answer(reply, Err(message));
             }
         }
@@ -450,15 +462,12 @@ impl Worker {
         }
         let paths: Vec<String> = batch.into_iter().collect();
         let result = engine.update(&paths);
-        self.folder.publish(engine);
-        {
-            let mut live = lock(&self.folder.live);
-            for p in &paths {
-                if let Some(rel) = self.folder.relative(Path::new(p)) {
-                    live.pending.remove(&rel);
-                }
+        let folder = &self.folder;
+        folder.publish_with(engine, |live| {
+            for rel in paths.iter().filter_map(|p| folder.relative(Path::new(p))) {
+                live.pending.remove(&rel);
             }
-        }
+        });
         match result {
             Ok(report) => {
                 for s in &report.skipped {
@@ -515,12 +524,18 @@ impl Worker {
     /// Drops pending paths that the other writer has indexed as they now are on disk.
     fn prune_pending(&self, engine: &Engine) {
         let manifest = engine.view().snapshot().manifest().clone();
-        let mut live = lock(&self.folder.live);
-        live.pending.retain(|rel| match workspace::stat(&self.folder.root, rel) {
-            Ok(f) => !manifest.is_unchanged(rel, f.size, f.mtime_ns),
-            Err(_) => manifest.files.contains_key(rel),
-        });
+        prune(&self.folder.root, &manifest, &mut lock(&self.folder.live).pending);
     }
+}
+
+/// Keeps the pending paths whose state on disk the manifest does not match yet.
+fn prune(root: &Path, manifest: &crate::index::manifest::Manifest, pending: &mut BTreeSet<String>) {
+    pending.retain(|rel| match (workspace::stat(root, rel), manifest.files.get(rel)) {
+        (Ok(f), Some(e)) => e.size != f.size || e.mtime_ns != f.mtime_ns,
+        // A new file not indexed yet stays; one that is gone stays until it leaves the index.
+        (Ok(_), None) => true,
+        (Err(_), entry) => entry.is_some(),
+    });
 }
 
 fn set_phase_of(folder: &Folder, phase: Phase) {

@@ -132,6 +132,8 @@ impl Backend {
         if params.query.trim().is_empty() {
             return Err(Error::invalid_params("`query` is empty"));
         }
+        // Folders are set up by `initialized`, which may still be queued.
+        self.barrier().await;
         let folders = self.state.folders();
         let encoding = self.state.encoding();
         tokio::task::spawn_blocking(move || {
@@ -141,7 +143,7 @@ impl Backend {
             let mut limit = 0;
             let mut search_config = None;
             for folder in &folders {
-                indexing |= !matches!(folder.live().phase, Phase::Ready | Phase::ReadOnly);
+                indexing |= matches!(folder.live().phase, Phase::Opening | Phase::Indexing);
                 let Some(view) = folder.view() else { continue };
                 let config = &view.config().search;
                 let request = SearchRequest {
@@ -175,7 +177,7 @@ impl Backend {
         let Some(view) = folder.view() else {
             return Ok(SearchAnswer { indexing: true, hits: Vec::new() });
         };
-        let indexing = folder.live().phase == Phase::Indexing;
+        let indexing = matches!(folder.live().phase, Phase::Opening | Phase::Indexing);
         let line = params.position.line + 1;
         let path_str = path.to_string_lossy().into_owned();
         let limit = params.limit.unwrap_or(view.config().search.limit).max(1);

@@ -113,7 +113,8 @@ async fn pump_input(
         let frame = match read_frame(&mut input).await {
             Ok(f) => f,
             Err(e) => {
-                tracing::warn!("reading the client's messages failed: {e}");
+                // Also how a read ends when the runtime stops after `exit`.
+                tracing::debug!("reading the client's messages ended: {e}");
                 break;
             }
         };

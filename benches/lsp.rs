@@ -1,0 +1,270 @@
+//! The language server measured end to end, over stdio, as an editor would see it: time
+//! from `initialize` to the first search answer on a cold and on a warm index, search and
+//! hover latency, and time from `didSave` to the new text being searchable.
+//!
+//! `cargo bench --bench lsp [-- DIR [QUERIES.jsonl]] [--transcript]`. Without arguments it
+//! uses the Traefik documentation and dev queries from `../shared/data` when present, and
+//! skips with a message otherwise. `--transcript` prints the messages of one session,
+//! abbreviated.
+
+#[path = "../tests/lsp_client/mod.rs"]
+mod lsp_client;
+
+mod corpus;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use lsp_client::{LspClient, file_uri};
+use serde_json::{Value, json};
+
+/// Saves measured for the save-to-searchable figure.
+const SAVES: usize = 5;
+
+fn main() {
+    let transcript = std::env::args().any(|a| a == "--transcript");
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
+    let dir = args.first().map(PathBuf::from).unwrap_or_else(|| shared.join("traefik-docs"));
+    let queries_file =
+        args.get(1).map(PathBuf::from).unwrap_or_else(|| shared.join("traefik-dev-queries.jsonl"));
+    if !dir.is_dir() {
+        println!("skipped: no corpus at {} (pass a folder: cargo bench --bench lsp -- DIR)", dir.display());
+        return;
+    }
+    let queries = read_queries(&queries_file);
+    let work = tempfile::tempdir().expect("temp dir");
+    let root = work.path().join("corpus");
+    corpus::copy_dir(&dir, &root);
+    let cache = work.path().join("cache");
+    std::fs::create_dir_all(&cache).expect("cache dir");
+    let mut log = Transcript { on: transcript };
+
+    // Cold: no index yet.
+    let mut client = LspClient::start(&cache);
+    let cold = startup(&mut client, &root, &queries[0], &mut log);
+    println!(
+        "cold start:  first answer {:>8.1} ms (indexing: {}), index complete {:>8.1} ms, first full answer {:>8.1} ms",
+        ms(cold.first_answer),
+        cold.first_answer_indexing,
+        ms(cold.indexed),
+        ms(cold.full_answer)
+    );
+
+    // Search latency over the queries, each once warm.
+    let mut search_times = Vec::new();
+    let mut hover_targets = Vec::new();
+    for (n, q) in queries.iter().enumerate() {
+        let t = Instant::now();
+        let answer = client.command("situate.search", json!({ "query": q, "limit": 10 })).expect("search");
+        search_times.push(t.elapsed());
+        if n == 0 {
+            log.request("situate.search", &json!({ "query": q, "limit": 10 }), &abbreviate_hits(&answer));
+        }
+        if let Some(hit) = answer["hits"].get(0) {
+            hover_targets.push((
+                hit["uri"].as_str().unwrap().to_string(),
+                hit["range"]["start"]["line"].as_u64().unwrap() + 1,
+            ));
+        }
+    }
+    let mut hover_times = Vec::new();
+    for (n, (uri, line)) in hover_targets.iter().enumerate() {
+        let params = json!({ "textDocument": { "uri": uri }, "position": { "line": line, "character": 0 } });
+        let t = Instant::now();
+        let h = client.request("textDocument/hover", params.clone()).expect("hover");
+        hover_times.push(t.elapsed());
+        if n == 0 {
+            log.request(
+                "textDocument/hover",
+                &params,
+                &json!(h["contents"]["value"].as_str().unwrap_or_default()),
+            );
+        }
+    }
+    println!(
+        "search:      median {:>6.2} ms, p95 {:>6.2} ms over {} queries",
+        ms(median(&search_times)),
+        ms(p95(&search_times)),
+        search_times.len()
+    );
+    println!(
+        "hover:       median {:>6.2} ms, p95 {:>6.2} ms over {} hovers",
+        ms(median(&hover_times)),
+        ms(p95(&hover_times)),
+        hover_times.len()
+    );
+
+    // Save to searchable: a new paragraph with a word found nowhere else.
+    let files = corpus::markdown_files(&root);
+    let target = files[files.len() / 2].1.clone();
+    let uri = file_uri(&target);
+    let mut save_times = Vec::new();
+    // Words the tokenizer keeps whole and the corpus does not hold.
+    let words = ["quagga", "okapi", "takahe", "kakapo", "dugong", "tuatara", "aardwolf"];
+    for (n, word) in words.iter().take(SAVES).enumerate() {
+        let mut text = std::fs::read_to_string(&target).expect("read");
+        text.push_str(&format!("\n\nThe {word} sentinel guards this paragraph.\n"));
+        std::fs::write(&target, text).expect("write");
+        let t = Instant::now();
+        client.notify("textDocument/didSave", json!({ "textDocument": { "uri": uri } }));
+        let query = json!({ "query": word, "limit": 1, "mode": "bm25" });
+        loop {
+            let answer = client.command("situate.search", query.clone()).expect("search");
+            if answer["hits"].get(0).is_some_and(|h| h["uri"] == json!(uri)) {
+                break;
+            }
+            assert!(t.elapsed() < Duration::from_secs(60), "{word} never became searchable");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        save_times.push(t.elapsed());
+        if n == 0 {
+            log.note(&format!(
+                "didSave {} → \"{word}\" searchable after {:.1} ms",
+                relative(&root, &target),
+                ms(t.elapsed())
+            ));
+        }
+    }
+    println!(
+        "save→search: median {:>6.1} ms, min {:>6.1} ms over {SAVES} saves (50 ms of it is the save debounce)",
+        ms(median(&save_times)),
+        ms(*save_times.iter().min().unwrap())
+    );
+    let status = client.command("situate.status", Value::Null).expect("status");
+    log.request("situate.status", &Value::Null, &abbreviate_status(&status));
+    assert!(client.shutdown().success());
+    log.note("shutdown → exit: code 0");
+
+    // Warm: the index exists and nothing changed.
+    let mut client = LspClient::start(&cache);
+    let warm = startup(&mut client, &root, &queries[0], &mut Transcript { on: false });
+    println!(
+        "warm start:  first answer {:>8.1} ms (indexing: {}), index complete {:>8.1} ms, first full answer {:>8.1} ms",
+        ms(warm.first_answer),
+        warm.first_answer_indexing,
+        ms(warm.indexed),
+        ms(warm.full_answer)
+    );
+    assert!(client.shutdown().success());
+}
+
+struct Startup {
+    /// `initialize` sent → first `situate.search` answered.
+    first_answer: Duration,
+    first_answer_indexing: bool,
+    /// `initialize` sent → the indexing run's `$/progress` end.
+    indexed: Duration,
+    /// `initialize` sent → a search answered from the complete index.
+    full_answer: Duration,
+}
+
+fn startup(client: &mut LspClient, root: &Path, query: &str, log: &mut Transcript) -> Startup {
+    let t = Instant::now();
+    let init = client.initialize(root, json!({}), json!({}));
+    log.request(
+        "initialize",
+        &json!({ "rootUri": file_uri(root), "capabilities": { "window": { "workDoneProgress": true } } }),
+        &json!({ "capabilities": init["capabilities"], "serverInfo": init["serverInfo"] }),
+    );
+    let first = client.command("situate.search", json!({ "query": query, "limit": 3 })).expect("search");
+    let first_answer = t.elapsed();
+    let end = client.wait_indexed();
+    let indexed = t.elapsed();
+    let full = client.command("situate.search", json!({ "query": query, "limit": 3 })).expect("search");
+    let full_answer = t.elapsed();
+    for m in client.received.iter().filter(|m| m["method"] == "$/progress") {
+        let v = &m["params"]["value"];
+        if v["kind"] != "report" || v["percentage"] == 100 {
+            log.notification("$/progress", v);
+        }
+    }
+    log.note(&format!(
+        "first search during indexing → indexing: {}, {} hits",
+        first["indexing"],
+        first["hits"].as_array().map_or(0, Vec::len)
+    ));
+    let _ = (end, full);
+    Startup { first_answer, first_answer_indexing: first["indexing"] == true, indexed, full_answer }
+}
+
+/// Prints the messages of a session, abbreviated, when asked to.
+struct Transcript {
+    on: bool,
+}
+
+impl Transcript {
+    fn request(&mut self, method: &str, params: &Value, result: &Value) {
+        if self.on {
+            println!("→ {method} {}", short(params, 200));
+            println!("← {}", short(result, 600));
+        }
+    }
+    fn notification(&mut self, method: &str, params: &Value) {
+        if self.on {
+            println!("← {method} {}", short(params, 200));
+        }
+    }
+    fn note(&mut self, text: &str) {
+        if self.on {
+            println!("· {text}");
+        }
+    }
+}
+
+fn short(v: &Value, max: usize) -> String {
+    let s = v.to_string();
+    if s.chars().count() <= max { s } else { format!("{}…", s.chars().take(max).collect::<String>()) }
+}
+
+fn abbreviate_hits(answer: &Value) -> Value {
+    let hits: Vec<Value> = answer["hits"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .take(3)
+        .map(|h| json!({ "path": h["path"], "line": h["range"]["start"]["line"], "heading_path": h["heading_path"], "score": h["score"] }))
+        .collect();
+    json!({ "indexing": answer["indexing"], "hits (first 3)": hits })
+}
+
+fn abbreviate_status(status: &Value) -> Value {
+    let f = &status["folders"][0];
+    json!({ "phase": f["phase"], "pending": f["pending"], "errors": f["errors"], "files": f["index"]["files"],
+        "chunks": f["index"]["chunks"], "generation": f["index"]["generation"], "embedder": f["index"]["embedder"]["model"] })
+}
+
+fn read_queries(path: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["query"].as_str().map(str::to_string))
+        .collect();
+    if out.is_empty() {
+        out = ["how do I configure the dashboard", "rate limit middleware", "TLS certificates"]
+            .map(String::from)
+            .to_vec();
+    }
+    out
+}
+
+fn relative(root: &Path, p: &Path) -> String {
+    p.strip_prefix(root).unwrap_or(p).display().to_string()
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn median(v: &[Duration]) -> Duration {
+    let mut s = v.to_vec();
+    s.sort();
+    s[s.len() / 2]
+}
+
+fn p95(v: &[Duration]) -> Duration {
+    let mut s = v.to_vec();
+    s.sort();
+    s[((s.len() as f64 * 0.95).ceil() as usize).saturating_sub(1).min(s.len() - 1)]
+}
