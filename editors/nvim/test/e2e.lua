@@ -243,6 +243,14 @@ local function main()
   test_hover()
   test_related()
   test_status_and_health()
+
+  -- Deprecation notices of newer Neovim versions come as warnings too.
+  for _, shown in ipairs(messages) do
+    if (shown.level or 0) >= vim.log.levels.WARN then
+      check("no warnings or errors shown", false, shown.message)
+    end
+  end
+  check("no warnings or errors shown", true)
 end
 
 -- A hang must fail the run, not block it; run.sh also kills nvim after a while.
