@@ -19,7 +19,7 @@ local function finish(code)
   results:close()
   local compat = require("situate.compat")
   for _, client in ipairs(compat.clients()) do
-    vim.lsp.stop_client(client.id)
+    compat.stop(client)
   end
   vim.wait(2000, function()
     return #compat.clients() == 0
@@ -109,11 +109,13 @@ local function test_attach()
   end)
   check("K maps to hover", vim.fn.maparg("K", "n") ~= "", "no K mapping in the buffer")
 
+  -- The server reports "ready" for a moment after opening a new index and before its
+  -- first run starts (index null, then 0 files), so wait for the files as well.
   local ready
   wait_for("index ready", 60000, function()
     local answer = status(client)
     ready = answer and answer.folders and answer.folders[1]
-    return ready ~= nil and ready.phase == "ready"
+    return ready ~= nil and ready.phase == "ready" and ready.index ~= vim.NIL and ready.index.files > 0
   end)
   check("index ready", ready.index.files == 4 and ready.index.chunks > 0,
     string.format("%s files, %s chunks", tostring(ready.index.files), tostring(ready.index.chunks)))
@@ -153,6 +155,25 @@ local function test_search()
   check("hit opened ops/backup.md at line 10", cursor[1] == 10 and cursor[1] == first.range.start.line + 1,
     "cursor at line " .. cursor[1])
   check("line 10 is ## Retention", vim.api.nvim_get_current_line() == "## Retention", vim.api.nvim_get_current_line())
+end
+
+local function test_prompt_and_completion()
+  local prompted
+  vim.ui.input = function(opts, on_confirm)
+    prompted = opts.prompt
+    on_confirm("how long are snapshots kept")
+  end
+  local before = #selections
+  vim.cmd("Situate search")
+  wait_for("search from the prompt", 10000, function()
+    return #selections == before + 1
+  end)
+  check("search without a query prompts", prompted == "situate search: ", tostring(prompted))
+  local first = selections[#selections].items[1]
+  check("prompted query finds Retention", first.path == "ops/backup.md" and first.heading_path[2] == "Retention",
+    first.path .. " " .. table.concat(first.heading_path, " › "))
+  local names = table.concat(vim.fn.getcompletion("Situate ", "cmdline"), " ")
+  check("subcommands complete", names == "reindex related search status", names)
 end
 
 local function test_quickfix()
@@ -218,7 +239,8 @@ local function test_status_and_health()
   check("reindex reports its folder", last_message("situate: reindexed").message:find("4 files seen", 1, true) ~= nil,
     last_message("situate: reindexed").message)
 
-  vim.cmd("checkhealth situate")
+  -- :silent keeps its progress messages out of the output, which must stay empty.
+  vim.cmd("silent checkhealth situate")
   local report = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
   for line in report:gmatch("[^\n]+") do
     record("# health: " .. line)
@@ -239,6 +261,7 @@ local function main()
   require("situate").setup({ cmd = { server, "lsp" } })
   test_attach()
   test_search()
+  test_prompt_and_completion()
   test_quickfix()
   test_hover()
   test_related()

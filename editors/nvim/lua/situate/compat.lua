@@ -29,6 +29,13 @@ function M.is_stopped(client)
   return client.is_stopped()
 end
 
+function M.stop(client)
+  if methods then
+    return client:stop()
+  end
+  return client.stop()
+end
+
 --- Every running situate client.
 function M.clients()
   local all = vim.lsp.get_clients and vim.lsp.get_clients() or vim.lsp.get_active_clients()
