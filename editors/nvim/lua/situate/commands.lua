@@ -1,0 +1,264 @@
+-- :Situate and its subcommands: search, related, reindex and status over workspace/executeCommand.
+
+local compat = require("situate.compat")
+
+local M = {}
+
+local function notify(message, level)
+  vim.notify("situate: " .. message, level or vim.log.levels.INFO)
+end
+
+-- The client of the current buffer, else any running one: a search from a buffer of
+-- another filetype still goes to the workspace's server.
+local function pick_client()
+  local client = compat.buffer_client(vim.api.nvim_get_current_buf()) or compat.clients()[1]
+  if not client then
+    notify("no server is running; open a markdown or text file of the workspace first", vim.log.levels.WARN)
+  end
+  return client
+end
+
+-- Every command takes a single object argument.
+local function execute(client, command, argument, on_result)
+  local params = { command = command, arguments = { argument } }
+  compat.request(client, "workspace/executeCommand", params, function(err, result)
+    if err then
+      notify(command .. ": " .. (err.message or tostring(err)), vim.log.levels.ERROR)
+      return
+    end
+    on_result(result)
+  end, vim.api.nvim_get_current_buf())
+end
+
+--- One line per hit: "title › heading path — preview (score)".
+function M.format_hit(hit)
+  local parts = {}
+  local title = (hit.title and hit.title ~= "") and hit.title or hit.path
+  table.insert(parts, title)
+  for _, heading in ipairs(hit.heading_path or {}) do
+    -- A document's title is often its first heading as well.
+    if not (#parts == 1 and heading == title) then
+      table.insert(parts, heading)
+    end
+  end
+  local preview = (hit.preview or ""):gsub("%s+", " ")
+  return string.format("%s — %s (%.3f)", table.concat(parts, " › "), preview, hit.score or 0)
+end
+
+local function open_hit(client, hit)
+  compat.jump({ uri = hit.uri, range = hit.range }, client.offset_encoding)
+end
+
+local function quickfix_item(client, hit)
+  local filename = vim.uri_to_fname(hit.uri)
+  local start = hit.range.start
+  local col = start.character
+  if col > 0 then
+    local lines = vim.fn.readfile(filename, "", start.line + 1)
+    col = compat.byte_index(lines[start.line + 1] or "", col, client.offset_encoding)
+  end
+  return { filename = filename, lnum = start.line + 1, col = col + 1, text = M.format_hit(hit) }
+end
+
+-- Shows an answer of situate.search or situate.similar.
+local function show_hits(client, answer, title, to_quickfix)
+  if answer.indexing then
+    notify("index still building; results come from its last commit", vim.log.levels.WARN)
+  end
+  local hits = answer.hits or {}
+  if #hits == 0 then
+    notify("no results for " .. title)
+    return
+  end
+  if to_quickfix then
+    local items = {}
+    for _, hit in ipairs(hits) do
+      table.insert(items, quickfix_item(client, hit))
+    end
+    vim.fn.setqflist({}, " ", { title = "situate: " .. title, items = items })
+    vim.cmd("copen")
+    return
+  end
+  local prompt = "situate: " .. title
+  if answer.indexing then
+    prompt = prompt .. " (index still building)"
+  end
+  vim.ui.select(hits, { prompt = prompt, format_item = M.format_hit, kind = "situate" }, function(hit)
+    if hit then
+      open_hit(client, hit)
+    end
+  end)
+end
+
+--- Runs situate.search and shows the hits; prompts for the query when it is empty.
+function M.search(query, to_quickfix)
+  local client = pick_client()
+  if not client then
+    return
+  end
+  local function run(text)
+    if not text or vim.trim(text) == "" then
+      return
+    end
+    text = vim.trim(text)
+    execute(client, "situate.search", { query = text }, function(answer)
+      show_hits(client, answer, '"' .. text .. '"', to_quickfix)
+    end)
+  end
+  if query and vim.trim(query) ~= "" then
+    run(query)
+  else
+    vim.ui.input({ prompt = "situate search: " }, run)
+  end
+end
+
+--- Runs situate.similar on the chunk under the cursor.
+function M.related(to_quickfix)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local client = compat.buffer_client(bufnr)
+  if not client then
+    notify("this buffer is not a file of a situate workspace", vim.log.levels.WARN)
+    return
+  end
+  -- The position is counted in the client's encoding (UTF-16 unless the server chose UTF-8).
+  local position = vim.lsp.util.make_position_params(0, client.offset_encoding)
+  local argument = { uri = position.textDocument.uri, position = position.position }
+  execute(client, "situate.similar", argument, function(answer)
+    show_hits(client, answer, "related to line " .. (position.position.line + 1), to_quickfix)
+  end)
+end
+
+--- Runs situate.reindex: the file `path` when given, else every folder.
+function M.reindex(path)
+  local client = pick_client()
+  if not client then
+    return
+  end
+  local argument = vim.empty_dict()
+  if path and path ~= "" then
+    argument = { uri = vim.uri_from_fname(vim.fn.fnamemodify(vim.fn.expand(path), ":p")) }
+  end
+  notify("reindexing…")
+  execute(client, "situate.reindex", argument, function(answer)
+    if answer.path then
+      local report = answer.report or {}
+      if (report.files_indexed or 0) > 0 then
+        notify(string.format("%s reindexed, %d chunks written", answer.path, report.chunks_written or 0))
+      else
+        notify(answer.path .. " is unchanged")
+      end
+      return
+    end
+    local lines = {}
+    for _, folder in ipairs(answer.folders or {}) do
+      local report = folder.report or {}
+      table.insert(lines, string.format("%s: %d files seen, %d indexed, %d removed, %d chunks written",
+        folder.root, report.files_seen or 0, report.files_indexed or 0, report.files_removed or 0, report.chunks_written or 0))
+    end
+    notify("reindexed\n" .. table.concat(lines, "\n"))
+  end)
+end
+
+--- Lines describing one folder of a situate.status answer; `with_errors` adds its errors.
+function M.describe_folder(folder, with_errors)
+  local phase = folder.phase
+  if folder.indexing ~= nil and folder.indexing ~= vim.NIL then
+    phase = string.format("%s %d/%d files", phase, folder.indexing.done, folder.indexing.total)
+  end
+  local lines = { string.format("%s: %s", folder.root, phase) }
+  local index = folder.index
+  if index ~= nil and index ~= vim.NIL then
+    local model = index.embedder and index.embedder.model or "?"
+    table.insert(lines, string.format("  %d files, %d chunks, model %s", index.files or 0, index.chunks or 0, model))
+    table.insert(lines, "  index: " .. tostring(index.index_dir))
+    for _, problem in ipairs(index.config_problems or {}) do
+      table.insert(lines, "  config: " .. (type(problem) == "string" and problem or vim.inspect(problem)))
+    end
+  end
+  if folder.pending and #folder.pending > 0 then
+    table.insert(lines, "  pending: " .. table.concat(folder.pending, ", "))
+  end
+  for _, problem in ipairs(with_errors and folder.errors or {}) do
+    table.insert(lines, "  error: " .. (type(problem) == "string" and problem or vim.inspect(problem)))
+  end
+  return lines
+end
+
+--- Shows situate.status of every running client.
+function M.status()
+  local clients = compat.clients()
+  if #clients == 0 then
+    notify("no server is running; open a markdown or text file of the workspace first", vim.log.levels.WARN)
+    return
+  end
+  for _, client in ipairs(clients) do
+    execute(client, "situate.status", vim.empty_dict(), function(answer)
+      local lines = {}
+      for _, folder in ipairs(answer.folders or {}) do
+        vim.list_extend(lines, M.describe_folder(folder, true))
+      end
+      notify("status\n" .. table.concat(lines, "\n"))
+    end)
+  end
+end
+
+local subcommands = {
+  search = function(args, bang)
+    M.search(table.concat(args, " "), bang or require("situate").config.quickfix)
+  end,
+  related = function(_, bang)
+    M.related(bang or require("situate").config.quickfix)
+  end,
+  reindex = function(args)
+    M.reindex(table.concat(args, " "))
+  end,
+  status = function()
+    M.status()
+  end,
+}
+
+local function run(opts)
+  local args = vim.deepcopy(opts.fargs)
+  local name = table.remove(args, 1) or ""
+  -- ":Situate search! query" puts the bang on the subcommand; ":Situate! search" works too.
+  local bang = opts.bang
+  if name:sub(-1) == "!" then
+    name, bang = name:sub(1, -2), true
+  end
+  local subcommand = subcommands[name]
+  if not subcommand then
+    notify("usage: :Situate search[!] [query] | related[!] | reindex [file] | status", vim.log.levels.ERROR)
+    return
+  end
+  subcommand(args, bang)
+end
+
+local function complete(arg_lead, line)
+  -- Only the first word is a subcommand; reindex takes a file.
+  local words = vim.split(line, "%s+")
+  if #words > 2 then
+    if words[2] == "reindex" then
+      return vim.fn.getcompletion(arg_lead, "file")
+    end
+    return {}
+  end
+  local names = {}
+  for name in pairs(subcommands) do
+    if name:find(arg_lead, 1, true) == 1 then
+      table.insert(names, name)
+    end
+  end
+  table.sort(names)
+  return names
+end
+
+function M.define()
+  vim.api.nvim_create_user_command("Situate", run, {
+    nargs = "+",
+    bang = true,
+    complete = complete,
+    desc = "situate: search, related, reindex, status",
+  })
+end
+
+return M
