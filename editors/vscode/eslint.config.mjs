@@ -9,7 +9,11 @@ export default tseslint.config(
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
     rules: {
-      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/no-floating-promises": [
+        "error",
+        // node:test runs the promises that test() and describe() return.
+        { allowForKnownSafeCalls: [{ from: "package", name: ["test", "describe"], package: "node:test" }] },
+      ],
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_" }],
       eqeqeq: ["error", "always"],
       curly: "error",

@@ -43,6 +43,7 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
 
 /** The values VS Code's `WorkspaceConfiguration.inspect` reports for one key. */
 export interface InspectedValue {
+  defaultValue?: unknown;
   globalValue?: unknown;
   workspaceValue?: unknown;
   workspaceFolderValue?: unknown;
