@@ -7,6 +7,7 @@ export interface StatusBarText {
 }
 
 const count = (n: number): string => n.toLocaleString("en-US");
+const plural = (n: number, word: string): string => `${count(n)} ${word}${n === 1 ? "" : "s"}`;
 
 /**
  * The status-bar item for the server's status. `progress` is the percentage of the
@@ -128,7 +129,7 @@ export function reindexSummary(answer: ReindexAnswer): string {
   if ("path" in answer) {
     const r = answer.report;
     return r.files_indexed > 0
-      ? `Reindexed ${answer.path}: ${count(r.chunks_written)} chunks written.`
+      ? `Reindexed ${answer.path}: ${plural(r.chunks_written, "chunk")} written.`
       : `${answer.path} was already up to date.`;
   }
   if (answer.folders.length === 0) {
@@ -138,11 +139,11 @@ export function reindexSummary(answer: ReindexAnswer): string {
 }
 
 function reportLine(r: ReconcileReport): string {
-  const parts = [`${count(r.files_seen ?? 0)} files seen`, `${count(r.files_indexed)} indexed`];
+  const parts = [`${plural(r.files_seen ?? 0, "file")} seen`, `${count(r.files_indexed)} indexed`];
   if (r.files_removed) {
     parts.push(`${count(r.files_removed)} removed`);
   }
-  parts.push(`${count(r.chunks_written)} chunks written`);
+  parts.push(`${plural(r.chunks_written, "chunk")} written`);
   if (r.skipped && r.skipped.length > 0) {
     parts.push(`${count(r.skipped.length)} skipped`);
   }
