@@ -42,7 +42,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     }),
   );
-  // Started before the status bar exists would be fine too; the bar polls either way.
+  // The status bar is created once the start has been tried, so that its first poll
+  // already knows whether the server runs.
   await running.start();
   context.subscriptions.push(new StatusBar(running, PaletteCommand.status));
 }
