@@ -1,0 +1,174 @@
+// Owns the language client: finds and starts `situate lsp`, sends commands and settings, follows indexing progress.
+import * as vscode from "vscode";
+import {
+  DidChangeConfigurationNotification,
+  ExecuteCommandRequest,
+  LanguageClient,
+  LanguageClientOptions,
+  ServerOptions,
+  State,
+  TransportKind,
+} from "vscode-languageclient/node";
+import { ProgressTracker } from "./progressTracker";
+import { findServerHere } from "./serverBinary";
+import { configurationChange, explicitValue, sameSettings, serverSettings, type ServerSettings } from "./settings";
+
+/** The user's settings for the server, leaving out everything they did not set. */
+export function currentServerSettings(): ServerSettings {
+  const config = vscode.workspace.getConfiguration("situate");
+  return serverSettings((key) => explicitValue(config.inspect(key)));
+}
+
+/** Raised when a command needs the server and it is not running. */
+export class ServerNotRunning extends Error {
+  constructor(
+    message: string,
+    readonly fixInSettings: boolean,
+  ) {
+    super(message);
+  }
+}
+
+export class Server implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private sentSettings: ServerSettings = {};
+  private notRunning: ServerNotRunning = new ServerNotRunning("situate is starting", false);
+  private readonly progress = new ProgressTracker();
+  private readonly progressEmitter = new vscode.EventEmitter<{ percentage: number | undefined; ended: boolean }>();
+  private readonly runningEmitter = new vscode.EventEmitter<boolean>();
+
+  /** Fires on every progress notification, with the overall percentage. */
+  readonly onProgress = this.progressEmitter.event;
+  /** Fires when the server starts or stops. */
+  readonly onRunning = this.runningEmitter.event;
+
+  get running(): boolean {
+    return this.client?.state === State.Running;
+  }
+
+  /** Why commands cannot run now (meaningful only while the server is not running). */
+  get whyNotRunning(): ServerNotRunning {
+    return this.notRunning;
+  }
+
+  get indexingPercentage(): number | undefined {
+    return this.progress.percentage();
+  }
+
+  /** Finds the binary and starts it; problems are shown to the user, never thrown. */
+  async start(): Promise<void> {
+    const config = vscode.workspace.getConfiguration("situate");
+    const root = vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === "file")?.uri.fsPath;
+    const found = findServerHere(config.get<string>("server.path"), root);
+    if (!found.found) {
+      this.notRunning = new ServerNotRunning(found.message, true);
+      void showServerError(found.message);
+      return;
+    }
+
+    const logLevel = config.get<string>("server.logLevel") ?? "warn";
+    const serverOptions: ServerOptions = {
+      command: found.path,
+      args: ["lsp"],
+      transport: TransportKind.stdio,
+      options: { env: { ...process.env, SITUATE_LOG: logLevel } },
+    };
+    this.sentSettings = currentServerSettings();
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [
+        { scheme: "file", language: "markdown" },
+        { scheme: "file", language: "plaintext" },
+      ],
+      initializationOptions: this.sentSettings,
+      middleware: {
+        handleWorkDoneProgress: (token, params, next) => {
+          const ended = this.progress.update(token, params);
+          this.progressEmitter.fire({ percentage: this.progress.percentage(), ended });
+          next(token, params);
+        },
+      },
+    };
+
+    const client = new LanguageClient("situate", "situate", serverOptions, clientOptions);
+    client.onDidChangeState((e) => {
+      if (e.newState === State.Stopped) {
+        this.progress.clear();
+        this.notRunning = new ServerNotRunning("the situate server has stopped; run Situate: Restart Server", false);
+      }
+      this.runningEmitter.fire(e.newState === State.Running);
+    });
+    this.client = client;
+    try {
+      await client.start();
+    } catch (error) {
+      const message = `The situate server (${found.path}) could not start: ${errorMessage(error)}`;
+      this.notRunning = new ServerNotRunning(message, true);
+      void showServerError(message);
+    }
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    this.progress.clear();
+    if (client && client.state !== State.Stopped) {
+      await client.stop();
+    }
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  /** Runs one of the server's `workspace/executeCommand` commands with its single argument. */
+  async execute<T>(command: string, argument?: object, token?: vscode.CancellationToken): Promise<T> {
+    const client = this.client;
+    if (!client || client.state !== State.Running) {
+      throw this.notRunning;
+    }
+    const args = argument === undefined ? [] : [argument];
+    return (await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args }, token)) as T;
+  }
+
+  /** Sends the settings again when the user changed one the server reads. */
+  async settingsChanged(): Promise<void> {
+    const settings = currentServerSettings();
+    if (!this.client || !this.running || sameSettings(settings, this.sentSettings)) {
+      return;
+    }
+    this.sentSettings = settings;
+    await this.client.sendNotification(DidChangeConfigurationNotification.type, configurationChange(settings));
+  }
+
+  dispose(): void {
+    void this.stop();
+    this.progressEmitter.dispose();
+    this.runningEmitter.dispose();
+  }
+}
+
+/** An error about the server, with a button to the setting that fixes it. */
+export async function showServerError(message: string): Promise<void> {
+  const choice = await vscode.window.showErrorMessage(message, "Open Settings");
+  if (choice === "Open Settings") {
+    await vscode.commands.executeCommand("workbench.action.openSettings", "situate.server.path");
+  }
+}
+
+/** Shows a failed command: with the settings button when the server is missing. */
+export async function showCommandError(what: string, error: unknown): Promise<void> {
+  if (error instanceof ServerNotRunning) {
+    if (error.fixInSettings) {
+      await showServerError(error.message);
+    } else {
+      await vscode.window.showErrorMessage(`${what}: ${error.message}`);
+    }
+    return;
+  }
+  await vscode.window.showErrorMessage(`${what}: ${errorMessage(error)}`);
+}
+
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,71 @@
+// Unit tests of how hits become picker rows: labels, descriptions, details, ranges and notices.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { Hit, SearchAnswer } from "../../src/protocol";
+import { answerNotice, escapeIcons, formatScore, hitDescription, hitDetail, hitLabel, hitRows } from "../../src/results";
+
+const retention: Hit = {
+  uri: "file:///home/me/notes/ops/backup.md",
+  range: { start: { line: 9, character: 0 }, end: { line: 12, character: 22 } },
+  path: "ops/backup.md",
+  title: "Backup policy",
+  heading_path: ["Backups", "Retention"],
+  context: "Document: Backup policy > Backups > Retention",
+  score: 0.1364,
+  preview: "Snapshots are kept for thirty days. After that they are deleted for good, unless a",
+};
+
+test("the label is the title and the heading path", () => {
+  assert.equal(hitLabel(retention), "Backup policy › Backups › Retention");
+});
+
+test("a first heading equal to the title is not repeated", () => {
+  assert.equal(hitLabel({ ...retention, title: "Backups" }), "Backups › Retention");
+});
+
+test("a hit without headings is labelled with its title, and without a title with its path", () => {
+  assert.equal(hitLabel({ ...retention, heading_path: [] }), "Backup policy");
+  assert.equal(hitLabel({ ...retention, title: " ", heading_path: [] }), "ops/backup.md");
+});
+
+test("the description gives the 1-based line and the score", () => {
+  assert.equal(hitDescription(retention), "ops/backup.md:10 · 0.136");
+  assert.equal(formatScore(0.5), "0.500");
+});
+
+test("the detail is the preview on one line, cut when long", () => {
+  assert.equal(hitDetail({ preview: "  two\n\tlines  " }), "two lines");
+  const long = hitDetail({ preview: "word ".repeat(100) });
+  assert.equal(long.length, 200);
+  assert.ok(long.endsWith("…"));
+});
+
+test("icon syntax in the text stays literal", () => {
+  assert.equal(escapeIcons("run $(pwd) and $HOME"), "run \\$(pwd) and $HOME");
+  assert.equal(hitLabel({ ...retention, title: "Shell $(subshells)" }), "Shell \\$(subshells) › Backups › Retention");
+});
+
+test("rows keep the server's order, uri and the chunk's own range", () => {
+  const other: Hit = { ...retention, path: "ops/deploy.md", uri: "file:///x/ops/deploy.md", score: 0.05 };
+  const rows = hitRows({ indexing: false, hits: [retention, other] });
+  assert.deepEqual(
+    rows.map((r) => r.uri),
+    [retention.uri, other.uri],
+  );
+  assert.deepEqual(rows[0], {
+    label: "Backup policy › Backups › Retention",
+    description: "ops/backup.md:10 · 0.136",
+    detail: retention.preview,
+    uri: retention.uri,
+    range: retention.range,
+  });
+});
+
+test("the notice says when the index is still building or nothing was found", () => {
+  const empty: SearchAnswer = { indexing: false, hits: [] };
+  assert.equal(answerNotice({ indexing: true, hits: [] }, "x"), "index still building: no results yet");
+  assert.equal(answerNotice({ indexing: true, hits: [retention] }, "x"), "index still building: results come from the last commit");
+  assert.equal(answerNotice(empty, " backups "), 'no results for "backups"');
+  assert.equal(answerNotice(empty, ""), undefined);
+  assert.equal(answerNotice({ indexing: false, hits: [retention] }, "x"), undefined);
+});
