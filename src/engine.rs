@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 use serde::Serialize;
@@ -28,6 +28,11 @@ const READ_BATCH: usize = 128;
 /// Files applied between two commits of a long reconcile, so an interrupted cold index
 /// keeps most of its work.
 const CHECKPOINT_FILES: usize = 2_000;
+/// A long reconcile also commits once this much time has passed since its last commit, so
+/// that what it has done becomes searchable.
+const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(5);
+/// Chunks embedded between two checks of the clock when vectors are filled in late.
+const FILL_BATCH: usize = 64;
 
 /// Bumped when chunking or context code changes what it produces for the same input.
 const PIPELINE_VERSION: u32 = 1;
@@ -54,6 +59,8 @@ pub enum Progress {
     Scanned { files: usize },
     /// Files read and indexed so far out of those that changed.
     Indexing { done: usize, total: usize },
+    /// Vectors filled in so far, after the texts were committed (a slow embedder).
+    Embedding { done: usize, total: usize },
 }
 
 /// What a reconcile did.
@@ -127,6 +134,9 @@ pub struct Engine {
     index: Index,
     /// Set from another thread to make a running reconcile stop at its next batch.
     interrupt: Arc<AtomicBool>,
+    /// Leave deferred vectors to [`Engine::fill_vectors`] instead of filling them at the
+    /// end of a reconcile (a server fills them between other work).
+    fill_later: bool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -223,7 +233,7 @@ impl Engine {
             }
         };
         let setup = Arc::new(Setup { root, config, config_problems, embedder });
-        Ok(Engine { setup, index, interrupt: Arc::default() })
+        Ok(Engine { setup, index, interrupt: Arc::default(), fill_later: false })
     }
 
     pub fn root(&self) -> &Path {
@@ -238,6 +248,25 @@ impl Engine {
     /// done and return early (with `interrupted` in its report).
     pub fn interrupt_flag(&self) -> Arc<AtomicBool> {
         Arc::clone(&self.interrupt)
+    }
+
+    /// With `true`, a reconcile with a slow embedder commits the texts and leaves their
+    /// vectors to [`Engine::fill_vectors`], called by its owner between other work.
+    pub fn fill_vectors_later(&mut self, later: bool) {
+        self.fill_later = later;
+    }
+
+    /// Chunks committed without a vector, waiting for [`Engine::fill_vectors`].
+    pub fn vectors_to_fill(&self) -> usize {
+        self.index.deferred_count()
+    }
+
+    /// Embeds up to `max` of the chunks committed without a vector and commits them.
+    /// Returns how many were embedded.
+    pub fn fill_vectors(&mut self, max: usize) -> Result<usize, EngineError> {
+        let embedded = self.index.fill_deferred(self.setup.embedder.as_ref(), max)?;
+        self.index.commit()?;
+        Ok(embedded)
     }
 
     /// The last commit, for readers on any thread.
@@ -267,7 +296,14 @@ impl Engine {
         if self.index.is_read_only() {
             return Err(IndexError::ReadOnly.into());
         }
-        report.vectors_refilled = self.index.fill_missing_vectors(self.setup.embedder.as_ref())?;
+        // A slow embedder must not hold back the texts: they are committed first and their
+        // vectors filled in afterwards, with commits along the way.
+        let defer = !self.setup.embedder.embeds_fast();
+        if defer {
+            self.index.defer_missing_vectors()?;
+        } else {
+            report.vectors_refilled = self.index.fill_missing_vectors(self.setup.embedder.as_ref())?;
+        }
 
         let walked = workspace::walk(&self.setup.root, &self.setup.config.walk, Some(self.index.dir()));
         report.files_seen = walked.files.len();
@@ -290,11 +326,12 @@ impl Engine {
         report.files_unchanged = walked.files.len() - to_read.len();
         report.files_removed = changes.len();
         if !changes.is_empty() {
-            self.index.apply(std::mem::take(&mut changes), self.setup.embedder.as_ref())?;
+            self.index.apply_with(std::mem::take(&mut changes), self.setup.embedder.as_ref(), defer)?;
         }
 
         let total = to_read.len();
         let mut since_checkpoint = 0;
+        let mut last_commit = Instant::now();
         for (n, batch) in to_read.chunks(READ_BATCH).enumerate() {
             let setup = &self.setup;
             let prepared: Vec<Result<Prepared, Skipped>> = batch
@@ -305,11 +342,13 @@ impl Engine {
                 stage(p, &self.index, &mut report, &mut changes, &mut skipped);
             }
             since_checkpoint += batch.len();
-            let stats = self.index.apply(std::mem::take(&mut changes), self.setup.embedder.as_ref())?;
+            let stats =
+                self.index.apply_with(std::mem::take(&mut changes), self.setup.embedder.as_ref(), defer)?;
             report.add(stats);
-            if since_checkpoint >= CHECKPOINT_FILES {
+            if since_checkpoint >= CHECKPOINT_FILES || last_commit.elapsed() >= CHECKPOINT_INTERVAL {
                 self.index.commit()?;
                 since_checkpoint = 0;
+                last_commit = Instant::now();
             }
             progress(Progress::Indexing { done: ((n + 1) * READ_BATCH).min(total), total });
             if self.interrupt.swap(false, Ordering::Relaxed) {
@@ -324,8 +363,39 @@ impl Engine {
         report.skipped = skipped.clone();
         self.index.set_skipped(skipped);
         self.index.commit()?;
+        if defer && !report.interrupted && !self.fill_later {
+            self.fill_deferred(&mut report, progress)?;
+        }
         report.seconds = started.elapsed().as_secs_f64();
         Ok(report)
+    }
+
+    /// Embeds the chunks committed without vectors, committing every few seconds so that
+    /// searches see the vectors as they come; stops early when interrupted.
+    fn fill_deferred(
+        &mut self,
+        report: &mut ReconcileReport,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<(), EngineError> {
+        let total = self.index.deferred_count();
+        let mut done = 0;
+        let mut last_commit = Instant::now();
+        while self.index.deferred_count() > 0 {
+            let embedded = self.index.fill_deferred(self.setup.embedder.as_ref(), FILL_BATCH)?;
+            report.vectors_embedded += embedded;
+            done = (total - self.index.deferred_count()).max(done);
+            progress(Progress::Embedding { done, total });
+            if last_commit.elapsed() >= CHECKPOINT_INTERVAL {
+                self.index.commit()?;
+                last_commit = Instant::now();
+            }
+            if self.interrupt.swap(false, Ordering::Relaxed) {
+                report.interrupted = true;
+                break;
+            }
+        }
+        self.index.commit()?;
+        Ok(())
     }
 
     /// Re-indexes these files alone, without walking the workspace (an editor's save, a

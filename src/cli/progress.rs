@@ -11,34 +11,42 @@ pub struct Bar {
     bar: Option<ProgressBar>,
     /// Show the bar even for small jobs (`situate index`), not only long ones.
     announce: bool,
+    /// The template of the stage the bar shows.
+    phase: &'static str,
 }
 
 impl Bar {
     pub fn new(announce: bool) -> Self {
-        Bar { bar: None, announce }
+        Bar { bar: None, announce, phase: "" }
     }
 
     pub fn update(&mut self, progress: &Progress) {
         if !std::io::stderr().is_terminal() {
             return;
         }
-        match *progress {
-            Progress::Scanned { .. } => {}
-            Progress::Indexing { done, total } => {
-                // A search that finds a few changed files should not flash a bar.
-                if self.bar.is_none() && (self.announce || total > 200) {
-                    let bar = ProgressBar::new(total as u64);
-                    bar.set_style(
-                        ProgressStyle::with_template("{spinner} indexing {pos}/{len} files [{bar:30}] {eta}")
-                            .unwrap_or_else(|_| ProgressStyle::default_bar())
-                            .progress_chars("=> "),
-                    );
-                    self.bar = Some(bar);
-                }
-                if let Some(bar) = &self.bar {
-                    bar.set_position(done as u64);
-                }
+        let (done, total, what) = match *progress {
+            Progress::Scanned { .. } => return,
+            Progress::Indexing { done, total } => (done, total, "indexing {pos}/{len} files"),
+            Progress::Embedding { done, total } => (done, total, "embedding {pos}/{len} chunks"),
+        };
+        if self.phase != what {
+            if let Some(bar) = self.bar.take() {
+                bar.finish_and_clear();
             }
+            self.phase = what;
+        }
+        // A search that finds a few changed files should not flash a bar.
+        if self.bar.is_none() && (self.announce || total > 200) {
+            let bar = ProgressBar::new(total as u64);
+            bar.set_style(
+                ProgressStyle::with_template(&format!("{{spinner}} {what} [{{bar:30}}] {{eta}}"))
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+            );
+            self.bar = Some(bar);
+        }
+        if let Some(bar) = &self.bar {
+            bar.set_position(done as u64);
         }
     }
 

@@ -56,6 +56,9 @@ pub struct Manifest {
     /// Files left out at the last reconcile, with reasons.
     #[serde(default)]
     pub skipped: Vec<Skipped>,
+    /// Some committed chunks have no vector yet (their embedding was deferred).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub vectors_pending: bool,
 }
 
 impl Manifest {

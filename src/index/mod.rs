@@ -208,6 +208,9 @@ pub struct Index {
     journal: Option<Journal>,
     /// Some chunk may lack a vector (after a crash or a model change).
     vectors_incomplete: bool,
+    /// Chunks written without a vector, to embed after their text is committed (a slow
+    /// embedder must not hold back BM25).
+    deferred: Vec<u64>,
     /// Why parts of the index were rebuilt or repaired while opening.
     notes: Vec<String>,
     /// Another process held the writer lock when this one opened the index.
@@ -355,12 +358,16 @@ impl Index {
             pending_ops: Vec::new(),
             journal: None,
             vectors_incomplete: false,
+            deferred: Vec::new(),
             notes,
             other_writer: false,
             _lock: lock,
         };
         index.load_manifest(&payload)?;
         index.load_vectors(writable)?;
+        if index.manifest.vectors_pending {
+            index.vectors_incomplete = true;
+        }
         index.committed_manifest = Arc::new(index.manifest.clone());
         Ok((index, payload))
     }
@@ -558,6 +565,17 @@ impl Index {
         changes: Vec<FileChange>,
         embedder: &dyn Embedder,
     ) -> Result<ApplyStats, IndexError> {
+        self.apply_with(changes, embedder, false)
+    }
+
+    /// [`Index::apply`]; with `defer`, texts not embedded before are written without a
+    /// vector and queued for [`Index::fill_deferred`].
+    pub fn apply_with(
+        &mut self,
+        changes: Vec<FileChange>,
+        embedder: &dyn Embedder,
+        defer: bool,
+    ) -> Result<ApplyStats, IndexError> {
         if self.writer.is_none() {
             return Err(IndexError::ReadOnly);
         }
@@ -604,6 +622,9 @@ impl Index {
                 refs.push(ChunkRef { id, embed_hash });
             }
             staged.push((file, refs));
+        }
+        if defer && !to_embed.is_empty() {
+            self.deferred.extend(to_embed.drain(..).map(|(id, _)| id));
         }
         for batch in to_embed.chunks(EMBED_BATCH) {
             let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
@@ -712,6 +733,63 @@ impl Index {
         Ok(missing.len())
     }
 
+    /// Queues every chunk that has no vector (after a crash or a model change) for
+    /// [`Index::fill_deferred`], instead of embedding them all at once.
+    pub fn defer_missing_vectors(&mut self) -> Result<(), IndexError> {
+        if !self.vectors_incomplete {
+            return Ok(());
+        }
+        let queued: HashSet<u64> = self.deferred.iter().copied().collect();
+        let missing: Vec<u64> = self
+            .all_records()?
+            .into_iter()
+            .map(|r| r.id)
+            .filter(|id| !queued.contains(id) && !read(&self.vectors).contains(*id))
+            .collect();
+        self.deferred.extend(missing);
+        self.vectors_incomplete = false;
+        Ok(())
+    }
+
+    /// Chunks written without a vector and not embedded yet.
+    pub fn deferred_count(&self) -> usize {
+        self.deferred.len()
+    }
+
+    /// Embeds up to `max` of the chunks written without a vector, from their committed
+    /// texts. Returns how many were embedded; chunks removed meanwhile are dropped.
+    pub fn fill_deferred(&mut self, embedder: &dyn Embedder, max: usize) -> Result<usize, IndexError> {
+        if self.writer.is_none() {
+            return Err(IndexError::ReadOnly);
+        }
+        let take = max.min(self.deferred.len());
+        let ids: Vec<u64> = self.deferred[..take].to_vec();
+        let records = self.snapshot().records(&ids)?;
+        let batch: Vec<&ChunkRecord> = ids.iter().filter_map(|id| records.get(id)).collect();
+        let texts: Vec<String> = batch.iter().map(|r| r.embedding_text()).collect();
+        let mut embedded = 0;
+        for (chunk, texts) in batch.chunks(EMBED_BATCH).zip(texts.chunks(EMBED_BATCH)) {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let vectors = embedder.embed(&refs)?;
+            if vectors.len() != chunk.len() {
+                return Err(EmbedError::Failed(format!(
+                    "asked for {} vectors, got {}",
+                    chunk.len(),
+                    vectors.len()
+                ))
+                .into());
+            }
+            for (record, v) in chunk.iter().zip(vectors) {
+                write(&self.vectors).add(record.id, &v)?;
+                self.pending_ops.push(VectorOp::Add(record.id, v));
+            }
+            embedded += chunk.len();
+        }
+        self.deferred.drain(..take);
+        self.vectors_dirty = true;
+        Ok(embedded)
+    }
+
     /// Makes all applied changes durable and visible to new searchers.
     pub fn commit(&mut self) -> Result<(), IndexError> {
         let Some(writer) = self.writer.as_mut() else { return Err(IndexError::ReadOnly) };
@@ -737,6 +815,8 @@ impl Index {
         }
         self.persist_vectors()?;
         self.manifest.generation = self.committed_generation;
+        // Chunks committed without vectors are embedded after a restart if not before.
+        self.manifest.vectors_pending = !self.deferred.is_empty() || self.vectors_incomplete;
         if store_changed {
             self.manifest.committed_at =
                 std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());

@@ -25,6 +25,8 @@ use crate::workspace;
 const DEBOUNCE: Duration = Duration::from_millis(50);
 /// The longest a change waits while more keep coming.
 const MAX_BATCH_WAIT: Duration = Duration::from_secs(1);
+/// Chunks embedded at a time when vectors are filled in between other work.
+const FILL_SLICE: usize = 64;
 /// How often a folder that cannot write checks whether it may now, or whether the other
 /// writer has committed.
 const POLL: Duration = Duration::from_secs(2);
@@ -95,6 +97,8 @@ pub struct Live {
     /// Problems met so far (the latest last).
     pub errors: Vec<String>,
     pub last_run: Option<ReconcileReport>,
+    /// Chunks searchable by their words whose vectors are still being computed.
+    pub vectors_pending: usize,
 }
 
 /// Builds embedders once per process and shares them between folders.
@@ -150,6 +154,7 @@ impl Folder {
                 pending: BTreeSet::new(),
                 errors: Vec::new(),
                 last_run: None,
+                vectors_pending: 0,
             }),
             jobs: Mutex::new(tx),
             interrupt: Mutex::new(None),
@@ -165,6 +170,7 @@ impl Folder {
             engine: None,
             seen_commit: None,
             runs: 0,
+            filling: None,
         };
         let name = format!("situate-writer-{}", folder.name());
         let handle = std::thread::Builder::new().name(name).spawn(move || worker.run());
@@ -259,6 +265,8 @@ struct Worker {
     seen_commit: Option<SystemTime>,
     /// Reconciles run, for progress tokens.
     runs: u32,
+    /// The progress token and starting count of the vectors being filled in.
+    filling: Option<(String, usize)>,
 }
 
 impl Worker {
@@ -268,6 +276,17 @@ impl Worker {
         loop {
             let job = match self.backlog.pop_front() {
                 Some(job) => Some(job),
+                // Vectors are filled in while nothing else waits.
+                None if self.engine.as_ref().is_some_and(|e| e.vectors_to_fill() > 0) => {
+                    match self.jobs.try_recv() {
+                        Ok(job) => Some(job),
+                        Err(std::sync::mpsc::TryRecvError::Empty) => {
+                            self.fill_vectors();
+                            continue;
+                        }
+                        Err(std::sync::mpsc::TryRecvError::Disconnected) => return,
+                    }
+                }
                 None if self.needs_polling() => match self.jobs.recv_timeout(POLL) {
                     Ok(job) => Some(job),
                     Err(RecvTimeoutError::Timeout) => None,
@@ -309,7 +328,10 @@ impl Worker {
     fn error(&self, message: String) {
         tracing::warn!(folder = %self.folder.root.display(), "{message}");
         let mut live = lock(&self.folder.live);
-        live.errors.push(message.clone());
+        // A problem that repeats (a server that stays down) is listed once in a row.
+        if live.errors.last() != Some(&message) {
+            live.errors.push(message.clone());
+        }
         let _ = self.notices.send(Notice::Problem(message));
     }
 
@@ -330,7 +352,8 @@ impl Worker {
             }
         };
         match Engine::open_with(root, loaded.config, loaded.problems, embedder, OpenMode::Write) {
-            Ok(engine) => {
+            Ok(mut engine) => {
+                engine.fill_vectors_later(true);
                 for note in engine.index().notes() {
                     tracing::info!(folder = %root.display(), "{note}");
                 }
@@ -380,6 +403,7 @@ impl Worker {
             let (done, total, message) = match p {
                 Progress::Scanned { files } => (0, files, format!("{files} files found")),
                 Progress::Indexing { done, total } => (done, total, format!("{done}/{total} files")),
+                Progress::Embedding { done, total } => (done, total, format!("{done}/{total} vectors")),
             };
             lock(&folder.live).progress = Some((done, total));
             let percentage = (done * 100).checked_div(total).map_or(100, |p| p as u32);
@@ -388,9 +412,11 @@ impl Worker {
         let status = engine.status();
         let manifest = engine.view().snapshot().manifest().clone();
         let root = &self.folder.root;
+        let vectors_pending = engine.vectors_to_fill();
         self.folder.publish_with(engine, |live| {
             live.phase = Phase::Ready;
             live.progress = None;
+            live.vectors_pending = vectors_pending;
             // Changes still queued stay pending; those the walk took in are done.
             prune(root, &manifest, &mut live.pending);
             if let Ok(report) = &result {
@@ -484,6 +510,48 @@ impl Worker {
                     answer(Some(reply), Err(message.clone()));
                 }
             }
+        }
+    }
+
+    /// Embeds a slice of the chunks committed without vectors, and reports how far it is.
+    fn fill_vectors(&mut self) {
+        let Some(engine) = self.engine.as_mut() else { return };
+        let left_before = engine.vectors_to_fill();
+        let (token, total) = self.filling.get_or_insert_with(|| {
+            let token = format!("situate/vectors/{}/{}", self.folder.name(), self.runs);
+            let _ = self.notices.send(Notice::ProgressBegin {
+                token: token.clone(),
+                title: format!("Embedding {}", self.folder.name()),
+            });
+            (token, left_before)
+        });
+        let (token, total) = (token.clone(), *total);
+        let result = engine.fill_vectors(FILL_SLICE);
+        let left = engine.vectors_to_fill();
+        self.folder.publish_with(engine, |live| live.vectors_pending = left);
+        if let Err(e) = result {
+            // Left for later: the texts stay searchable, and the next run tries again.
+            self.filling = None;
+            let _ = self.notices.send(Notice::ProgressEnd { token, message: format!("failed: {e}") });
+            self.error(format!("{}: computing vectors failed: {e}", self.folder.name()));
+            self.stall_filling();
+            return;
+        }
+        let done = total.saturating_sub(left);
+        if left == 0 {
+            self.filling = None;
+            let _ = self.notices.send(Notice::ProgressEnd { token, message: format!("{done} vectors") });
+        } else {
+            let percentage = (done * 100 / total.max(1)) as u32;
+            let message = format!("{done}/{total} vectors");
+            let _ = self.notices.send(Notice::ProgressReport { token, message, percentage });
+        }
+    }
+
+    /// After a failed fill, waits before the next attempt (new jobs still come first).
+    fn stall_filling(&mut self) {
+        if let Ok(job) = self.jobs.recv_timeout(POLL) {
+            self.backlog.push_back(job);
         }
     }
 

@@ -89,6 +89,8 @@ pub struct FolderStatus {
     pub indexing: Option<IndexingProgress>,
     /// Files changed but not yet indexed (workspace-relative).
     pub pending: Vec<String>,
+    /// Chunks searchable by their words whose vectors are still being computed.
+    pub vectors_pending: usize,
     pub errors: Vec<String>,
     /// The index as of its last commit (absent until it has been opened).
     pub index: Option<Status>,
@@ -107,6 +109,7 @@ impl FolderStatus {
             phase: live.phase,
             indexing: live.progress.map(|(done, total)| IndexingProgress { done, total }),
             pending: live.pending.into_iter().collect(),
+            vectors_pending: live.vectors_pending,
             errors: live.errors,
             index,
         }

@@ -29,4 +29,11 @@ pub trait Embedder: Send + Sync {
     fn identity(&self) -> EmbedderIdentity;
     /// One vector per text, in order, each of `identity().dimensions` floats, L2-normalised.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+
+    /// Whether embedding keeps up with reading files (thousands of texts a second). A
+    /// slower embedder (a transformer on the CPU, a remote model) has its vectors filled in
+    /// after the texts are committed, so that BM25 search is not held back by it.
+    fn embeds_fast(&self) -> bool {
+        false
+    }
 }

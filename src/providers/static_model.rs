@@ -152,6 +152,10 @@ impl Embedder for StaticEmbedder {
         self.identity.clone()
     }
 
+    fn embeds_fast(&self) -> bool {
+        true
+    }
+
     /// Embeds the texts one after another on the calling thread: each costs microseconds, and
     /// the caller knows better than a hidden thread pool whether to spread a batch over cores.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {

@@ -85,6 +85,8 @@ pub struct Counting {
     inner: StaticEmbedder,
     pub texts: AtomicUsize,
     model_name: Option<String>,
+    /// Claims to be slow, so the engine fills its vectors in after committing texts.
+    slow: bool,
 }
 
 impl Counting {
@@ -93,6 +95,17 @@ impl Counting {
             inner: StaticEmbedder::builtin().unwrap(),
             texts: AtomicUsize::new(0),
             model_name: None,
+            slow: false,
+        })
+    }
+
+    /// The same model, presented as a slow one (a transformer, a remote server).
+    pub fn slow() -> Arc<Counting> {
+        Arc::new(Counting {
+            inner: StaticEmbedder::builtin().unwrap(),
+            texts: AtomicUsize::new(0),
+            model_name: None,
+            slow: true,
         })
     }
 
@@ -101,6 +114,7 @@ impl Counting {
             inner: StaticEmbedder::builtin().unwrap(),
             texts: AtomicUsize::new(0),
             model_name: Some(model.to_string()),
+            slow: false,
         })
     }
 
@@ -118,6 +132,10 @@ impl Embedder for Counting {
         id
     }
 
+    fn embeds_fast(&self) -> bool {
+        !self.slow
+    }
+
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         self.texts.fetch_add(texts.len(), Ordering::SeqCst);
         self.inner.embed(texts)
@@ -130,6 +148,10 @@ pub struct Failing;
 impl Embedder for Failing {
     fn identity(&self) -> EmbedderIdentity {
         StaticEmbedder::builtin().unwrap().identity()
+    }
+
+    fn embeds_fast(&self) -> bool {
+        true
     }
 
     fn embed(&self, _texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
