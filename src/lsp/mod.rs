@@ -34,8 +34,9 @@ pub fn serve_stdio() -> ExitCode {
         Server::new(input, output, socket).serve(service).await;
         let _ = written.await;
     });
-    // Writers still running (no `shutdown` came) are cut short; the index stays consistent
-    // because every commit is atomic.
-    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    // The stdin reader may still be blocked in a read that never returns (clients often keep
+    // the pipe open after `exit`): do not wait for it. Writers still running (no `shutdown`
+    // came) are cut short; the index stays consistent because every commit is atomic.
+    runtime.shutdown_background();
     if state.shut_down.load(Ordering::Relaxed) { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
