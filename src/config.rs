@@ -102,12 +102,30 @@ impl SearchConfig {
     }
 }
 
-/// Which model turns text into vectors.
+/// Which model turns text into vectors. The `embedding.provider` key picks the variant; the
+/// other `embedding.*` keys are its settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EmbeddingConfig {
     /// The static model: the built-in one, or a model2vec-format folder.
     Static { model_path: Option<PathBuf> },
+    /// A sentence-transformers BERT model in a local folder, run on the CPU. Needs a binary
+    /// built with the `transformer` feature; without it, validation reports a problem and
+    /// falls back to the built-in static model.
+    Transformer {
+        model_path: PathBuf,
+        /// Texts per forward pass; `None` leaves it to the provider.
+        batch_size: Option<usize>,
+        /// Tokens kept per text; `None` means the model's own limit.
+        max_tokens: Option<usize>,
+    },
 }
+
+/// Whether this binary can run `provider = "transformer"`.
+pub const TRANSFORMER_BUILT: bool = cfg!(feature = "transformer");
+
+/// What to tell a user who asks for the transformer provider of a binary without it.
+pub const TRANSFORMER_NOT_BUILT: &str = "this binary was built without the `transformer` feature; \
+     rebuild it with `cargo install --path . --features transformer`";
 
 impl Default for Config {
     fn default() -> Self {
@@ -180,6 +198,16 @@ enum Setting<T> {
     Invalid(String),
 }
 
+impl<T> Setting<T> {
+    fn map<U>(self, f: impl FnOnce(T) -> U) -> Setting<U> {
+        match self {
+            Setting::Unset => Setting::Unset,
+            Setting::Set(v) => Setting::Set(f(v)),
+            Setting::Invalid(message) => Setting::Invalid(message),
+        }
+    }
+}
+
 impl<'de, T: DeserializeOwned> Deserialize<'de> for Setting<T> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // Buffer the value so that a type error stays local to this key instead of failing
@@ -243,6 +271,8 @@ struct RawSearch {
 struct RawEmbedding {
     provider: Setting<String>,
     model_path: Setting<PathBuf>,
+    batch_size: Setting<usize>,
+    max_tokens: Setting<usize>,
 }
 
 /// Collects problems while raw settings are turned into validated values.
@@ -549,24 +579,7 @@ impl Config {
                 }
             }),
         };
-        let provider = v.take("embedding.provider", raw.embedding.provider, "static".to_string(), |p| {
-            if p == "static" {
-                Ok(())
-            } else {
-                Err(format!("unknown provider `{p}`; this build supports `static`"))
-            }
-        });
-        debug_assert_eq!(provider, "static");
-        let embedding = EmbeddingConfig::Static {
-            model_path: match raw.embedding.model_path {
-                Setting::Set(p) => Some(p),
-                Setting::Unset => None,
-                Setting::Invalid(message) => {
-                    v.problem("embedding.model_path", message);
-                    None
-                }
-            },
-        };
+        let embedding = validate_embedding(raw.embedding, v);
         let index_dir = match raw.index_dir {
             Setting::Set(p) => Some(p),
             Setting::Unset => None,
@@ -576,6 +589,65 @@ impl Config {
             }
         };
         Config { index_dir, walk, chunk, context, search, embedding }
+    }
+}
+
+/// The provider named by `embedding.provider` and its settings. A provider that cannot be
+/// used (unknown, not built in, or without its required keys) falls back to the built-in
+/// static model, never to a static model read from a path meant for another provider.
+fn validate_embedding(raw: RawEmbedding, v: &mut Validator) -> EmbeddingConfig {
+    let fallback = EmbeddingConfig::Static { model_path: None };
+    let provider = v.take("embedding.provider", raw.provider, "static".to_string(), any);
+    let model_path = v.take("embedding.model_path", raw.model_path.map(Some), None, any);
+    let batch_size = v.take("embedding.batch_size", raw.batch_size.map(Some), None, |n| match n {
+        Some(n) if !(1..=1024).contains(n) => Err(format!("must be between 1 and 1024, got {n}")),
+        _ => Ok(()),
+    });
+    let max_tokens = v.take("embedding.max_tokens", raw.max_tokens.map(Some), None, |n| match n {
+        Some(n) if !(8..=8192).contains(n) => Err(format!("must be between 8 and 8192, got {n}")),
+        _ => Ok(()),
+    });
+    match provider.as_str() {
+        "static" => {
+            for (key, set) in [
+                ("embedding.batch_size", batch_size.is_some()),
+                ("embedding.max_tokens", max_tokens.is_some()),
+            ] {
+                if set {
+                    v.problem(key, "only used by provider `transformer` (ignored)");
+                }
+            }
+            EmbeddingConfig::Static { model_path }
+        }
+        "transformer" if !TRANSFORMER_BUILT => {
+            let message = format!(
+                "provider `transformer` is not available: {TRANSFORMER_NOT_BUILT}; \
+                 using the built-in static model"
+            );
+            v.problem("embedding.provider", message);
+            fallback
+        }
+        "transformer" => match model_path {
+            Some(model_path) => EmbeddingConfig::Transformer { model_path, batch_size, max_tokens },
+            None => {
+                v.problem(
+                    "embedding.model_path",
+                    "required by provider `transformer`: the folder holding model.safetensors, \
+                     tokenizer.json and config.json; using the built-in static model",
+                );
+                fallback
+            }
+        },
+        other => {
+            v.problem(
+                "embedding.provider",
+                format!(
+                    "unknown provider `{other}`; use `static` or `transformer`; \
+                     using the built-in static model"
+                ),
+            );
+            fallback
+        }
     }
 }
 
@@ -734,8 +806,49 @@ mod tests {
 
     #[test]
     fn unknown_provider_is_reported() {
-        let loaded = Config::from_toml("[embedding]\nprovider = \"magic\"\n");
+        let loaded = Config::from_toml("[embedding]\nprovider = \"magic\"\nmodel_path = \"/m\"\n");
         assert_eq!(keys(&loaded), ["embedding.provider"]);
+        // The path was meant for another provider: the built-in model is used, not that path.
+        assert_eq!(loaded.config.embedding, EmbeddingConfig::Static { model_path: None });
+    }
+
+    #[test]
+    fn transformer_provider_takes_its_settings_or_says_how_to_get_it() {
+        let loaded = Config::from_toml(
+            "[embedding]\nprovider = \"transformer\"\nmodel_path = \"/models/minilm\"\nbatch_size = 8\n",
+        );
+        if TRANSFORMER_BUILT {
+            assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+            assert_eq!(
+                loaded.config.embedding,
+                EmbeddingConfig::Transformer {
+                    model_path: PathBuf::from("/models/minilm"),
+                    batch_size: Some(8),
+                    max_tokens: None,
+                }
+            );
+        } else {
+            assert_eq!(keys(&loaded), ["embedding.provider"]);
+            let message = &loaded.problems[0].message;
+            assert!(message.contains("--features transformer"), "{message}");
+            assert_eq!(loaded.config.embedding, EmbeddingConfig::Static { model_path: None });
+        }
+    }
+
+    #[test]
+    fn transformer_settings_are_checked() {
+        let loaded =
+            Config::from_toml("[embedding]\nprovider = \"transformer\"\nmax_tokens = 2\nbatch_size = 0\n");
+        let mut k = keys(&loaded);
+        k.sort();
+        let missing = if TRANSFORMER_BUILT { "embedding.model_path" } else { "embedding.provider" };
+        let mut expected = vec!["embedding.batch_size", "embedding.max_tokens", missing];
+        expected.sort();
+        assert_eq!(k, expected);
+        assert_eq!(loaded.config.embedding, EmbeddingConfig::Static { model_path: None });
+        // Settings of the transformer are not silently taken by the static model.
+        let loaded = Config::from_toml("[embedding]\nmax_tokens = 128\n");
+        assert_eq!(keys(&loaded), ["embedding.max_tokens"]);
     }
 
     #[test]

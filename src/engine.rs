@@ -169,6 +169,17 @@ pub fn embedder_for(config: &EmbeddingConfig) -> Result<Arc<dyn Embedder>, Embed
     match config {
         EmbeddingConfig::Static { model_path: None } => Ok(Arc::new(StaticEmbedder::builtin()?)),
         EmbeddingConfig::Static { model_path: Some(p) } => Ok(Arc::new(StaticEmbedder::from_dir(p)?)),
+        #[cfg(feature = "transformer")]
+        EmbeddingConfig::Transformer { model_path, batch_size, max_tokens } => {
+            use crate::providers::transformer::{TransformerEmbedder, TransformerOptions};
+            let options = TransformerOptions { batch_size: *batch_size, max_tokens: *max_tokens };
+            Ok(Arc::new(TransformerEmbedder::from_dir(model_path, options)?))
+        }
+        #[cfg(not(feature = "transformer"))]
+        EmbeddingConfig::Transformer { model_path, .. } => Err(EmbedError::Load {
+            path: model_path.display().to_string(),
+            reason: crate::config::TRANSFORMER_NOT_BUILT.to_string(),
+        }),
     }
 }
 

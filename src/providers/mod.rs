@@ -1,6 +1,8 @@
 //! Model providers: the embedders (and later the LLMs) that the engine calls through traits.
 
 pub mod static_model;
+#[cfg(feature = "transformer")]
+pub mod transformer;
 
 use serde::{Deserialize, Serialize};
 
