@@ -1,7 +1,10 @@
-//! Model providers: the embedders (and later the LLMs) that the engine calls through traits;
-//! remote ones over the HTTP layer in `http`.
+//! Model providers: the embedders and chat models that the engine calls through traits,
+//! local (the static model) or remote over HTTP (`http`, `openai`, `anthropic`).
 
+pub mod anthropic;
+pub mod chat;
 pub mod http;
+pub mod openai;
 pub mod static_model;
 
 use serde::{Deserialize, Serialize};
