@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 
 use crate::chunk::{ChunkConfig, ChunkStrategy};
 use crate::expand::{Expand, ExpandSettings};
+use crate::providers::openai::OpenAiEmbeddingConfig;
 
 /// The file name of the per-workspace configuration.
 pub const CONFIG_FILE: &str = "situate.toml";
@@ -107,6 +108,8 @@ impl SearchConfig {
 pub enum EmbeddingConfig {
     /// The static model: the built-in one, or a model2vec-format folder.
     Static { model_path: Option<PathBuf> },
+    /// A server that speaks OpenAI's `/embeddings` API.
+    OpenAi(OpenAiEmbeddingConfig),
 }
 
 impl Default for Config {
@@ -243,6 +246,13 @@ struct RawSearch {
 struct RawEmbedding {
     provider: Setting<String>,
     model_path: Setting<PathBuf>,
+    model: Setting<String>,
+    base_url: Setting<String>,
+    api_key_env: Setting<String>,
+    dimensions: Setting<usize>,
+    batch_size: Setting<usize>,
+    timeout_secs: Setting<u64>,
+    max_retries: Setting<u32>,
 }
 
 /// Collects problems while raw settings are turned into validated values.
@@ -549,16 +559,21 @@ impl Config {
                 }
             }),
         };
-        let provider = v.take("embedding.provider", raw.embedding.provider, "static".to_string(), |p| {
-            if p == "static" {
-                Ok(())
-            } else {
-                Err(format!("unknown provider `{p}`; this build supports `static`"))
-            }
-        });
-        debug_assert_eq!(provider, "static");
-        let embedding = EmbeddingConfig::Static {
-            model_path: match raw.embedding.model_path {
+        let mut raw_embedding = raw.embedding;
+        let provider = v.take(
+            "embedding.provider",
+            std::mem::take(&mut raw_embedding.provider),
+            "static".to_string(),
+            |p| {
+                if matches!(p.as_str(), "static" | "openai") {
+                    Ok(())
+                } else {
+                    Err(format!("unknown provider `{p}`; this build supports `static` and `openai`"))
+                }
+            },
+        );
+        let static_embedding = EmbeddingConfig::Static {
+            model_path: match std::mem::take(&mut raw_embedding.model_path) {
                 Setting::Set(p) => Some(p),
                 Setting::Unset => None,
                 Setting::Invalid(message) => {
@@ -566,6 +581,10 @@ impl Config {
                     None
                 }
             },
+        };
+        let embedding = match provider.as_str() {
+            "openai" => validate_openai(raw_embedding, v).map_or(static_embedding, EmbeddingConfig::OpenAi),
+            _ => static_embedding,
         };
         let index_dir = match raw.index_dir {
             Setting::Set(p) => Some(p),
@@ -577,6 +596,68 @@ impl Config {
         };
         Config { index_dir, walk, chunk, context, search, embedding }
     }
+}
+
+/// The settings of `provider = "openai"`; `None` (and the static model) when the required
+/// `model` is missing.
+fn validate_openai(e: RawEmbedding, v: &mut Validator) -> Option<OpenAiEmbeddingConfig> {
+    let d = OpenAiEmbeddingConfig::new("");
+    let model = v.take("embedding.model", e.model, String::new(), |m| {
+        if m.trim().is_empty() { Err("must not be empty".to_string()) } else { Ok(()) }
+    });
+    let base_url = v.take("embedding.base_url", e.base_url, d.base_url, |u| {
+        crate::providers::http::parse_base_url(u).map(|_| ())
+    });
+    let api_key_env = match e.api_key_env {
+        Setting::Unset => None,
+        Setting::Set(var) if var.is_empty() || var.contains(['=', '\0']) => {
+            v.problem("embedding.api_key_env", format!("`{var}` is not an environment variable name"));
+            None
+        }
+        Setting::Set(var) => {
+            // The key itself is read when the embedder is built; saying so here as well
+            // puts the problem next to the key that causes it.
+            if std::env::var_os(&var).is_none_or(|value| value.is_empty()) {
+                v.problem(
+                    "embedding.api_key_env",
+                    format!("environment variable {var} is not set; requests cannot be made without the key"),
+                );
+            }
+            Some(var)
+        }
+        Setting::Invalid(message) => {
+            v.problem("embedding.api_key_env", message);
+            None
+        }
+    };
+    let dimensions = match e.dimensions {
+        Setting::Unset => None,
+        dimensions => Some(v.take("embedding.dimensions", dimensions, 0, at_least(1))).filter(|&n| n > 0),
+    };
+    let batch_size = v.take("embedding.batch_size", e.batch_size, d.batch_size, |n| {
+        if (1..=2048).contains(n) { Ok(()) } else { Err(format!("must be between 1 and 2048, got {n}")) }
+    });
+    let timeout_secs = v.take("embedding.timeout_secs", e.timeout_secs, d.timeout_secs, |n| {
+        if (1..=3600).contains(n) { Ok(()) } else { Err(format!("must be between 1 and 3600, got {n}")) }
+    });
+    let max_retries = v.take("embedding.max_retries", e.max_retries, d.max_retries, |n| {
+        if *n <= 10 { Ok(()) } else { Err(format!("must be at most 10, got {n}")) }
+    });
+    if model.is_empty() {
+        if !v.problems.iter().any(|p| p.key == "embedding.model") {
+            v.problem("embedding.model", "required with provider `openai`; using the static model");
+        }
+        return None;
+    }
+    Some(OpenAiEmbeddingConfig {
+        model,
+        base_url,
+        api_key_env,
+        dimensions,
+        batch_size,
+        timeout_secs,
+        max_retries,
+    })
 }
 
 fn check_template(template: &str) -> Result<(), String> {
@@ -736,6 +817,63 @@ mod tests {
     fn unknown_provider_is_reported() {
         let loaded = Config::from_toml("[embedding]\nprovider = \"magic\"\n");
         assert_eq!(keys(&loaded), ["embedding.provider"]);
+    }
+
+    #[test]
+    fn an_openai_compatible_embedding_server_is_configured() {
+        let loaded = Config::from_toml(
+            "[embedding]\nprovider = \"openai\"\nmodel = \"nomic-embed-text\"\n\
+             base_url = \"http://localhost:11434/v1\"\ndimensions = 768\nbatch_size = 16\n\
+             timeout_secs = 5\nmax_retries = 1\napi_key_env = \"PATH\"\n",
+        );
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+        let EmbeddingConfig::OpenAi(c) = loaded.config.embedding else {
+            panic!("{:?}", loaded.config.embedding)
+        };
+        assert_eq!(
+            c,
+            OpenAiEmbeddingConfig {
+                model: "nomic-embed-text".into(),
+                base_url: "http://localhost:11434/v1".into(),
+                api_key_env: Some("PATH".into()),
+                dimensions: Some(768),
+                batch_size: 16,
+                timeout_secs: 5,
+                max_retries: 1,
+            }
+        );
+        let loaded = Config::from_toml("[embedding]\nprovider = \"openai\"\nmodel = \"m\"\n");
+        assert_eq!(loaded.config.embedding, EmbeddingConfig::OpenAi(OpenAiEmbeddingConfig::new("m")));
+    }
+
+    #[test]
+    fn openai_settings_name_their_problems() {
+        let loaded = Config::from_toml("[embedding]\nprovider = \"openai\"\n");
+        assert_eq!(keys(&loaded), ["embedding.model"]);
+        assert_eq!(loaded.config.embedding, Config::default().embedding, "the static model stands in");
+
+        let loaded = Config::from_toml(
+            "[embedding]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"localhost:1234\"\n\
+             batch_size = 0\napi_key_env = \"SITUATE_TEST_SURELY_UNSET_KEY\"\ndimensions = 0\n",
+        );
+        let mut k = keys(&loaded);
+        k.sort();
+        assert_eq!(
+            k,
+            ["embedding.api_key_env", "embedding.base_url", "embedding.batch_size", "embedding.dimensions"]
+        );
+        let unset = loaded.problems.iter().find(|p| p.key == "embedding.api_key_env").unwrap();
+        assert!(unset.message.contains("SITUATE_TEST_SURELY_UNSET_KEY is not set"), "{unset}");
+        let EmbeddingConfig::OpenAi(c) = loaded.config.embedding else { panic!() };
+        assert_eq!(
+            (c.base_url.as_str(), c.batch_size, c.dimensions),
+            (crate::providers::openai::DEFAULT_BASE_URL, 64, None)
+        );
+        assert_eq!(
+            c.api_key_env.as_deref(),
+            Some("SITUATE_TEST_SURELY_UNSET_KEY"),
+            "kept, so the error names it"
+        );
     }
 
     #[test]

@@ -159,6 +159,9 @@ pub fn embedder_for(config: &EmbeddingConfig) -> Result<Arc<dyn Embedder>, Embed
     match config {
         EmbeddingConfig::Static { model_path: None } => Ok(Arc::new(StaticEmbedder::builtin()?)),
         EmbeddingConfig::Static { model_path: Some(p) } => Ok(Arc::new(StaticEmbedder::from_dir(p)?)),
+        EmbeddingConfig::OpenAi(remote) => {
+            Ok(Arc::new(crate::providers::openai::OpenAiEmbedder::from_config(remote)?))
+        }
     }
 }
 
