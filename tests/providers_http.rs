@@ -4,6 +4,7 @@
 
 mod common;
 mod http_server;
+mod lsp_client;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -11,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use common::Fixture;
 use http_server::{Fault, TestServer, dead_port_url};
+use lsp_client::LspClient;
+use serde_json::json;
 use situate::config::{Config, EmbeddingConfig, SearchMode};
 use situate::engine::{Engine, embedder_for};
 use situate::expand::Expand;
@@ -540,4 +543,54 @@ fn the_cli_reports_a_dead_server_and_a_missing_key() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert!(stderr.contains("SITUATE_TEST_NO_SUCH_KEY (named by api_key_env) is not set"), "{stderr}");
+}
+
+#[test]
+fn the_language_server_indexes_and_searches_through_a_remote_server() {
+    let f = Fixture::standard();
+    let server = TestServer::start();
+    let mut client = LspClient::start_with_env(f.index.path(), &[("SITUATE_TEST_API_KEY", KEY)]);
+    let embedding = json!({
+        "provider": "openai", "model": "mini", "base_url": server.openai_url(),
+        "api_key_env": "SITUATE_TEST_API_KEY", "max_retries": 0,
+    });
+    client.initialize(f.root(), json!({ "embedding": embedding }), json!({}));
+    client.wait_indexed();
+    // Searches run in spawn_blocking tasks of the server's runtime; the query is embedded
+    // there, through the same server.
+    let before = server.requests().len();
+    let answer = client
+        .command(
+            "situate.search",
+            json!({ "query": "bread dough folding and shaping", "mode": "vector", "limit": 1 }),
+        )
+        .unwrap();
+    assert_eq!(answer["hits"][0]["path"], "kitchen/bread.md", "{answer}");
+    assert_eq!(server.requests().len(), before + 1);
+    assert!(server.requests().iter().all(|r| r.headers["authorization"] == format!("Bearer {KEY}")));
+    let status = client.command("situate.status", serde_json::Value::Null).unwrap();
+    assert!(status.to_string().contains("openai") && !status.to_string().contains(KEY), "{status}");
+    assert!(client.shutdown().success());
+}
+
+#[test]
+fn the_language_server_reports_a_dead_embedding_server_once_and_keeps_answering() {
+    let f = Fixture::standard();
+    let mut client = LspClient::start(f.index.path());
+    let embedding =
+        json!({ "provider": "openai", "model": "mini", "base_url": dead_port_url(), "max_retries": 0 });
+    client.initialize(f.root(), json!({ "embedding": embedding }), json!({}));
+    let shown = client.wait_for(|m| m["method"] == "window/showMessage");
+    let message = shown["params"]["message"].as_str().unwrap();
+    assert!(message.contains("cannot reach the server") && message.contains("/v1/embeddings"), "{shown}");
+    let status = client.eventually(|c| {
+        let s = c.command("situate.status", serde_json::Value::Null).unwrap()["folders"][0].clone();
+        (s["phase"] == "failed").then_some(s)
+    });
+    assert!(status["errors"][0].as_str().unwrap().contains("cannot reach the server"), "{status}");
+    let answer = client.command("situate.search", json!({ "query": "backup" })).unwrap();
+    assert_eq!(answer["hits"], json!([]));
+    let shown = client.received.iter().filter(|m| m["method"] == "window/showMessage").count();
+    assert_eq!(shown, 1, "the failure is shown once");
+    assert!(client.shutdown().success());
 }
