@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 
 use crate::chunk::{ChunkConfig, ChunkStrategy};
 use crate::expand::{Expand, ExpandSettings};
+use crate::providers::openai::OpenAiEmbeddingConfig;
 
 /// The file name of the per-workspace configuration.
 pub const CONFIG_FILE: &str = "situate.toml";
@@ -118,6 +119,8 @@ pub enum EmbeddingConfig {
         /// Tokens kept per text; `None` means the model's own limit.
         max_tokens: Option<usize>,
     },
+    /// A server that speaks OpenAI's `/embeddings` API.
+    OpenAi(OpenAiEmbeddingConfig),
 }
 
 /// Whether this binary can run `provider = "transformer"`.
@@ -271,8 +274,14 @@ struct RawSearch {
 struct RawEmbedding {
     provider: Setting<String>,
     model_path: Setting<PathBuf>,
+    model: Setting<String>,
+    base_url: Setting<String>,
+    api_key_env: Setting<String>,
+    dimensions: Setting<usize>,
     batch_size: Setting<usize>,
     max_tokens: Setting<usize>,
+    timeout_secs: Setting<u64>,
+    max_retries: Setting<u32>,
 }
 
 /// Collects problems while raw settings are turned into validated values.
@@ -595,9 +604,12 @@ impl Config {
 /// The provider named by `embedding.provider` and its settings. A provider that cannot be
 /// used (unknown, not built in, or without its required keys) falls back to the built-in
 /// static model, never to a static model read from a path meant for another provider.
-fn validate_embedding(raw: RawEmbedding, v: &mut Validator) -> EmbeddingConfig {
+fn validate_embedding(mut raw: RawEmbedding, v: &mut Validator) -> EmbeddingConfig {
     let fallback = EmbeddingConfig::Static { model_path: None };
-    let provider = v.take("embedding.provider", raw.provider, "static".to_string(), any);
+    let provider = v.take("embedding.provider", std::mem::take(&mut raw.provider), "static".to_string(), any);
+    if provider == "openai" {
+        return validate_openai(raw, v).map_or(fallback, EmbeddingConfig::OpenAi);
+    }
     let model_path = v.take("embedding.model_path", raw.model_path.map(Some), None, any);
     let batch_size = v.take("embedding.batch_size", raw.batch_size.map(Some), None, |n| match n {
         Some(n) if !(1..=1024).contains(n) => Err(format!("must be between 1 and 1024, got {n}")),
@@ -642,13 +654,75 @@ fn validate_embedding(raw: RawEmbedding, v: &mut Validator) -> EmbeddingConfig {
             v.problem(
                 "embedding.provider",
                 format!(
-                    "unknown provider `{other}`; use `static` or `transformer`; \
+                    "unknown provider `{other}`; use `static`, `transformer` or `openai`; \
                      using the built-in static model"
                 ),
             );
             fallback
         }
     }
+}
+
+/// The settings of `provider = "openai"`; `None` (and the static model) when the required
+/// `model` is missing.
+fn validate_openai(e: RawEmbedding, v: &mut Validator) -> Option<OpenAiEmbeddingConfig> {
+    let d = OpenAiEmbeddingConfig::new("");
+    let model = v.take("embedding.model", e.model, String::new(), |m| {
+        if m.trim().is_empty() { Err("must not be empty".to_string()) } else { Ok(()) }
+    });
+    let base_url = v.take("embedding.base_url", e.base_url, d.base_url, |u| {
+        crate::providers::http::parse_base_url(u).map(|_| ())
+    });
+    let api_key_env = match e.api_key_env {
+        Setting::Unset => None,
+        Setting::Set(var) if var.is_empty() || var.contains(['=', '\0']) => {
+            v.problem("embedding.api_key_env", format!("`{var}` is not an environment variable name"));
+            None
+        }
+        Setting::Set(var) => {
+            // The key itself is read when the embedder is built; saying so here as well
+            // puts the problem next to the key that causes it.
+            if std::env::var_os(&var).is_none_or(|value| value.is_empty()) {
+                v.problem(
+                    "embedding.api_key_env",
+                    format!("environment variable {var} is not set; requests cannot be made without the key"),
+                );
+            }
+            Some(var)
+        }
+        Setting::Invalid(message) => {
+            v.problem("embedding.api_key_env", message);
+            None
+        }
+    };
+    let dimensions = match e.dimensions {
+        Setting::Unset => None,
+        dimensions => Some(v.take("embedding.dimensions", dimensions, 0, at_least(1))).filter(|&n| n > 0),
+    };
+    let batch_size = v.take("embedding.batch_size", e.batch_size, d.batch_size, |n| {
+        if (1..=2048).contains(n) { Ok(()) } else { Err(format!("must be between 1 and 2048, got {n}")) }
+    });
+    let timeout_secs = v.take("embedding.timeout_secs", e.timeout_secs, d.timeout_secs, |n| {
+        if (1..=3600).contains(n) { Ok(()) } else { Err(format!("must be between 1 and 3600, got {n}")) }
+    });
+    let max_retries = v.take("embedding.max_retries", e.max_retries, d.max_retries, |n| {
+        if *n <= 10 { Ok(()) } else { Err(format!("must be at most 10, got {n}")) }
+    });
+    if model.is_empty() {
+        if !v.problems.iter().any(|p| p.key == "embedding.model") {
+            v.problem("embedding.model", "required with provider `openai`; using the static model");
+        }
+        return None;
+    }
+    Some(OpenAiEmbeddingConfig {
+        model,
+        base_url,
+        api_key_env,
+        dimensions,
+        batch_size,
+        timeout_secs,
+        max_retries,
+    })
 }
 
 fn check_template(template: &str) -> Result<(), String> {
@@ -849,6 +923,63 @@ mod tests {
         // Settings of the transformer are not silently taken by the static model.
         let loaded = Config::from_toml("[embedding]\nmax_tokens = 128\n");
         assert_eq!(keys(&loaded), ["embedding.max_tokens"]);
+    }
+
+    #[test]
+    fn an_openai_compatible_embedding_server_is_configured() {
+        let loaded = Config::from_toml(
+            "[embedding]\nprovider = \"openai\"\nmodel = \"nomic-embed-text\"\n\
+             base_url = \"http://localhost:11434/v1\"\ndimensions = 768\nbatch_size = 16\n\
+             timeout_secs = 5\nmax_retries = 1\napi_key_env = \"PATH\"\n",
+        );
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+        let EmbeddingConfig::OpenAi(c) = loaded.config.embedding else {
+            panic!("{:?}", loaded.config.embedding)
+        };
+        assert_eq!(
+            c,
+            OpenAiEmbeddingConfig {
+                model: "nomic-embed-text".into(),
+                base_url: "http://localhost:11434/v1".into(),
+                api_key_env: Some("PATH".into()),
+                dimensions: Some(768),
+                batch_size: 16,
+                timeout_secs: 5,
+                max_retries: 1,
+            }
+        );
+        let loaded = Config::from_toml("[embedding]\nprovider = \"openai\"\nmodel = \"m\"\n");
+        assert_eq!(loaded.config.embedding, EmbeddingConfig::OpenAi(OpenAiEmbeddingConfig::new("m")));
+    }
+
+    #[test]
+    fn openai_settings_name_their_problems() {
+        let loaded = Config::from_toml("[embedding]\nprovider = \"openai\"\n");
+        assert_eq!(keys(&loaded), ["embedding.model"]);
+        assert_eq!(loaded.config.embedding, Config::default().embedding, "the static model stands in");
+
+        let loaded = Config::from_toml(
+            "[embedding]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"localhost:1234\"\n\
+             batch_size = 0\napi_key_env = \"SITUATE_TEST_SURELY_UNSET_KEY\"\ndimensions = 0\n",
+        );
+        let mut k = keys(&loaded);
+        k.sort();
+        assert_eq!(
+            k,
+            ["embedding.api_key_env", "embedding.base_url", "embedding.batch_size", "embedding.dimensions"]
+        );
+        let unset = loaded.problems.iter().find(|p| p.key == "embedding.api_key_env").unwrap();
+        assert!(unset.message.contains("SITUATE_TEST_SURELY_UNSET_KEY is not set"), "{unset}");
+        let EmbeddingConfig::OpenAi(c) = loaded.config.embedding else { panic!() };
+        assert_eq!(
+            (c.base_url.as_str(), c.batch_size, c.dimensions),
+            (crate::providers::openai::DEFAULT_BASE_URL, 64, None)
+        );
+        assert_eq!(
+            c.api_key_env.as_deref(),
+            Some("SITUATE_TEST_SURELY_UNSET_KEY"),
+            "kept, so the error names it"
+        );
     }
 
     #[test]

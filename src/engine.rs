@@ -180,6 +180,9 @@ pub fn embedder_for(config: &EmbeddingConfig) -> Result<Arc<dyn Embedder>, Embed
             path: model_path.display().to_string(),
             reason: crate::config::TRANSFORMER_NOT_BUILT.to_string(),
         }),
+        EmbeddingConfig::OpenAi(remote) => {
+            Ok(Arc::new(crate::providers::openai::OpenAiEmbedder::from_config(remote)?))
+        }
     }
 }
 
@@ -310,8 +313,11 @@ impl Engine {
         // A slow embedder must not hold back the texts: they are committed first and their
         // vectors filled in afterwards, with commits along the way.
         let defer = !self.setup.embedder.embeds_fast();
+        // Vectors missing since the last run (a model change, a crash) come first in the
+        // queue; they are counted as refilled.
+        let mut refill = 0;
         if defer {
-            self.index.defer_missing_vectors()?;
+            refill = self.index.defer_missing_vectors()?;
         } else {
             report.vectors_refilled = self.index.fill_missing_vectors(self.setup.embedder.as_ref())?;
         }
@@ -375,7 +381,11 @@ impl Engine {
         self.index.set_skipped(skipped);
         self.index.commit()?;
         if defer && !report.interrupted && !self.fill_later {
+            let embedded_before = report.vectors_embedded;
             self.fill_deferred(&mut report, progress)?;
+            let filled = report.vectors_embedded - embedded_before;
+            report.vectors_refilled += filled.min(refill);
+            report.vectors_embedded -= filled.min(refill);
         }
         report.seconds = started.elapsed().as_secs_f64();
         Ok(report)

@@ -735,9 +735,10 @@ impl Index {
 
     /// Queues every chunk that has no vector (after a crash or a model change) for
     /// [`Index::fill_deferred`], instead of embedding them all at once.
-    pub fn defer_missing_vectors(&mut self) -> Result<(), IndexError> {
+    /// Returns how many were queued.
+    pub fn defer_missing_vectors(&mut self) -> Result<usize, IndexError> {
         if !self.vectors_incomplete {
-            return Ok(());
+            return Ok(0);
         }
         let queued: HashSet<u64> = self.deferred.iter().copied().collect();
         let missing: Vec<u64> = self
@@ -746,9 +747,10 @@ impl Index {
             .map(|r| r.id)
             .filter(|id| !queued.contains(id) && !read(&self.vectors).contains(*id))
             .collect();
+        let queued = missing.len();
         self.deferred.extend(missing);
         self.vectors_incomplete = false;
-        Ok(())
+        Ok(queued)
     }
 
     /// Chunks written without a vector and not embedded yet.

@@ -1,5 +1,10 @@
-//! Model providers: the embedders (and later the LLMs) that the engine calls through traits.
+//! Model providers: the embedders and chat models that the engine calls through traits,
+//! local (the static model) or remote over HTTP (`http`, `openai`, `anthropic`).
 
+pub mod anthropic;
+pub mod chat;
+pub mod http;
+pub mod openai;
 pub mod static_model;
 #[cfg(feature = "transformer")]
 pub mod transformer;
@@ -24,6 +29,16 @@ pub enum EmbedError {
     Load { path: String, reason: String },
     #[error("embedding failed: {0}")]
     Failed(String),
+    /// A remote embedding server failed (after its retries). The provider error is shown,
+    /// not chained as a source, so that a report of the whole chain says it once.
+    #[error("embedding failed: {0}")]
+    Remote(http::ProviderError),
+}
+
+impl From<http::ProviderError> for EmbedError {
+    fn from(e: http::ProviderError) -> Self {
+        EmbedError::Remote(e)
+    }
 }
 
 /// Turns texts into unit-length vectors of a fixed dimension.

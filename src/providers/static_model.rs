@@ -63,6 +63,7 @@ impl StaticEmbedder {
             load_model(&source, BUILTIN_TOKENIZER, BUILTIN_MODEL, BUILTIN_CONFIG).map_err(|e| match e {
                 EmbedError::Load { path, reason } => (path, reason),
                 EmbedError::Failed(reason) => (source.describe(), reason),
+                other => (source.describe(), other.to_string()),
             })
         });
         match loaded {
