@@ -9,6 +9,8 @@ pub mod static_model;
 #[cfg(feature = "transformer")]
 pub mod transformer;
 
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
 
 /// Which model made a vector. Stored with the index: when it changes, vectors are rebuilt
@@ -53,4 +55,13 @@ pub trait Embedder: Send + Sync {
     fn embeds_fast(&self) -> bool {
         false
     }
+}
+
+/// A model folder's own name (for an embedder's identity), resolving `.` and friends; the full path when it has none.
+pub(crate) fn folder_name(dir: &Path) -> String {
+    let resolved = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    resolved
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| resolved.display().to_string())
 }

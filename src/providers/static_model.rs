@@ -104,7 +104,7 @@ impl StaticEmbedder {
         let source = ModelSource::Dir(dir.to_path_buf());
         check_model_files(&source, &tokenizer_bytes, &model_bytes, &config_bytes)?;
         let model = load_model(&source, &tokenizer_bytes, &model_bytes, &config_bytes)?;
-        let name = folder_name(dir);
+        let name = super::folder_name(dir);
         let hash = fingerprint(&model_bytes, &tokenizer_bytes, &config_bytes);
         Ok(Self::new(model, format!("dir:{name}:{hash:016x}")))
     }
@@ -374,15 +374,6 @@ fn fingerprint(model: &[u8], tokenizer: &[u8], config: &[u8]) -> u64 {
         hasher.update(bytes);
     }
     hasher.digest()
-}
-
-/// The folder's own name, resolving `.` and friends; the full path when it has none.
-fn folder_name(dir: &Path) -> String {
-    let resolved = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    resolved
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| resolved.display().to_string())
 }
 
 #[cfg(test)]

@@ -229,7 +229,7 @@ fn load(dir: &Path, options: TransformerOptions) -> Result<TransformerEmbedder, 
     }
     let identity = EmbedderIdentity {
         provider: PROVIDER.to_owned(),
-        model: format!("{}:{:016x}:{max_tokens}", folder_name(dir), hasher.digest()),
+        model: format!("{}:{:016x}:{max_tokens}", super::folder_name(dir), hasher.digest()),
         dimensions: config.hidden_size,
     };
     Ok(TransformerEmbedder {
@@ -290,13 +290,4 @@ fn check_pooling(dir: &Path) -> Result<(), EmbedError> {
         });
     }
     Ok(())
-}
-
-/// The folder's own name, resolving `.` and friends; the full path when it has none.
-fn folder_name(dir: &Path) -> String {
-    let resolved = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    resolved
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| resolved.display().to_string())
 }
