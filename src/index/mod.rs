@@ -717,20 +717,12 @@ impl Index {
         if self.writer.is_none() {
             return Err(IndexError::ReadOnly);
         }
-        let missing: Vec<ChunkRecord> =
-            self.all_records()?.into_iter().filter(|r| !read(&self.vectors).contains(r.id)).collect();
-        for batch in missing.chunks(EMBED_BATCH) {
-            let texts: Vec<String> = batch.iter().map(ChunkRecord::embedding_text).collect();
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let vectors = embedder.embed(&refs)?;
-            for (record, v) in batch.iter().zip(vectors) {
-                write(&self.vectors).add(record.id, &v)?;
-                self.pending_ops.push(VectorOp::Add(record.id, v));
-            }
+        self.defer_missing_vectors()?;
+        let mut filled = 0;
+        while !self.deferred.is_empty() {
+            filled += self.fill_deferred(embedder, self.deferred.len())?;
         }
-        self.vectors_incomplete = false;
-        self.vectors_dirty = true;
-        Ok(missing.len())
+        Ok(filled)
     }
 
     /// Queues every chunk that has no vector (after a crash or a model change) for
