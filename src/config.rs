@@ -324,6 +324,11 @@ impl Validator {
 /// cannot tell an empty table from an empty list) means an empty table.
 const TABLES: [&str; 4] = ["chunk", "context", "search", "embedding"];
 
+/// A problem with the settings file as a whole.
+fn file_problem(message: String) -> ConfigProblem {
+    ConfigProblem { key: CONFIG_FILE.to_string(), message }
+}
+
 /// Lays `over` onto `base`: objects merge key by key, `null` changes nothing, anything else
 /// replaces.
 fn merge_json(base: &mut serde_json::Value, over: &serde_json::Value) {
@@ -394,10 +399,7 @@ impl Config {
             }
             Err(e) => LoadedConfig {
                 config: Config::default(),
-                problems: vec![ConfigProblem {
-                    key: CONFIG_FILE.to_string(),
-                    message: format!("cannot read {}: {e}", path.display()),
-                }],
+                problems: vec![file_problem(format!("cannot read {}: {e}", path.display()))],
                 source: Some(path),
             },
         }
@@ -410,10 +412,7 @@ impl Config {
             Ok(de) => Config::from_deserializer(de),
             Err(e) => LoadedConfig {
                 config: Config::default(),
-                problems: vec![ConfigProblem {
-                    key: CONFIG_FILE.to_string(),
-                    message: format!("not valid TOML: {}", e.message()),
-                }],
+                problems: vec![file_problem(format!("not valid TOML: {}", e.message()))],
                 source: None,
             },
         }
@@ -441,15 +440,9 @@ impl Config {
             match std::fs::read_to_string(&path) {
                 Ok(text) => match toml::from_str::<serde_json::Value>(&text) {
                     Ok(value) => base = value,
-                    Err(e) => problems.push(ConfigProblem {
-                        key: CONFIG_FILE.to_string(),
-                        message: format!("not valid TOML: {}", e.message()),
-                    }),
+                    Err(e) => problems.push(file_problem(format!("not valid TOML: {}", e.message()))),
                 },
-                Err(e) => problems.push(ConfigProblem {
-                    key: CONFIG_FILE.to_string(),
-                    message: format!("cannot read {}: {e}", path.display()),
-                }),
+                Err(e) => problems.push(file_problem(format!("cannot read {}: {e}", path.display()))),
             }
         }
         // An empty list stands for an empty table (editors that cannot tell them apart).
