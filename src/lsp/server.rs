@@ -201,7 +201,7 @@ impl Backend {
                 let (folder, path) = self.file_in_workspace(&uri)?;
                 let (tx, rx) = oneshot::channel();
                 folder.update(vec![path.clone()], Some(tx));
-                let report = rx.await.map_err(internal)?.map_err(Error::invalid_request_with)?;
+                let report = rx.await.map_err(internal)?.map_err(invalid_request)?;
                 Ok(serde_json::json!({ "path": folder.relative(&path), "report": report }))
             }
             None => {
@@ -209,7 +209,7 @@ impl Backend {
                 for folder in self.state.folders() {
                     let (tx, rx) = oneshot::channel();
                     folder.send(Job::Reconcile { reply: Some(tx) });
-                    let report = rx.await.map_err(internal)?.map_err(Error::invalid_request_with)?;
+                    let report = rx.await.map_err(internal)?.map_err(invalid_request)?;
                     out.push(serde_json::json!({ "root": folder.root, "report": report }));
                 }
                 Ok(serde_json::json!({ "folders": out }))
@@ -261,18 +261,9 @@ fn internal(e: impl std::fmt::Display) -> Error {
     }
 }
 
-trait InvalidRequest {
-    fn invalid_request_with(message: String) -> Error;
-}
-
-impl InvalidRequest for Error {
-    fn invalid_request_with(message: String) -> Error {
-        Error {
-            code: tower_lsp_server::jsonrpc::ErrorCode::InvalidRequest,
-            message: message.into(),
-            data: None,
-        }
-    }
+/// A request that cannot be carried out in the server's state (a read-only index).
+fn invalid_request(message: String) -> Error {
+    Error { code: tower_lsp_server::jsonrpc::ErrorCode::InvalidRequest, message: message.into(), data: None }
 }
 
 /// The path of a `file:` URI; anything else is an error.

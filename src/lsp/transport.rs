@@ -75,19 +75,21 @@ fn truncate(s: &str, max: usize) -> String {
 
 /// `None` when the body is a message the library accepts; otherwise the error to answer.
 fn check(body: &[u8]) -> Option<Value> {
+    // The common case costs one parse: a request or notification.
+    if serde_json::from_slice::<jsonrpc::Request>(body).is_ok() {
+        return None;
+    }
     let value: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
         Err(e) => return Some(error(Value::Null, -32700, format!("Parse error: {e}"))),
     };
-    let is_request = serde_json::from_value::<jsonrpc::Request>(value.clone()).is_ok();
-    let is_response = serde_json::from_value::<jsonrpc::Response>(value.clone()).is_ok();
-    if is_request || is_response {
-        return None;
-    }
     let id = match value.get("id") {
         Some(id @ (Value::Number(_) | Value::String(_))) => id.clone(),
         _ => Value::Null,
     };
+    if serde_json::from_value::<jsonrpc::Response>(value).is_ok() {
+        return None;
+    }
     Some(error(id, -32600, "Invalid request: not a JSON-RPC 2.0 request, notification or response".into()))
 }
 
