@@ -89,18 +89,22 @@ fn check(engine: &Engine, disk: &BTreeMap<&str, String>) {
     }
     assert_eq!(engine.index().vector_count(), manifest.chunk_count());
     for (path, marker) in disk {
-        let request = SearchRequest {
-            query: marker.clone(),
-            limit: 50,
-            mode: SearchMode::Bm25,
-            paths: Vec::new(),
-            expand: Expand::None,
-        };
-        let hits = engine.search(&request).unwrap();
+        let hits = engine.search(&bm25(marker)).unwrap();
         assert!(!hits.is_empty(), "{marker} not found");
         assert!(hits.iter().all(|h| h.chunk.path == *path), "{marker} found outside {path}");
         let chunks = engine.chunks_at(path, None).unwrap();
         assert_eq!(chunks.len(), manifest.files[*path].chunks.len());
+    }
+}
+
+/// A BM25 search for a marker word, wide enough to see every file that holds it.
+fn bm25(marker: &str) -> SearchRequest {
+    SearchRequest {
+        query: marker.to_string(),
+        limit: 50,
+        mode: SearchMode::Bm25,
+        paths: Vec::new(),
+        expand: Expand::None,
     }
 }
 
@@ -110,14 +114,7 @@ fn check_updated(engine: &Engine, path: &str, on_disk: Option<&String>, last_mar
     let indexed = engine.index().manifest().files.contains_key(path);
     assert_eq!(indexed, on_disk.is_some(), "{path} indexed: {indexed}");
     if let Some(marker) = on_disk.or(last_marker) {
-        let request = SearchRequest {
-            query: marker.clone(),
-            limit: 50,
-            mode: SearchMode::Bm25,
-            paths: Vec::new(),
-            expand: Expand::None,
-        };
-        let hits = engine.search(&request).unwrap();
+        let hits = engine.search(&bm25(marker)).unwrap();
         assert_eq!(!hits.is_empty(), on_disk.is_some(), "{marker} after updating {path}");
         assert!(hits.iter().all(|h| h.chunk.path == path));
     }
