@@ -747,3 +747,21 @@ fn a_saved_file_is_embedded_at_once_even_with_a_slow_embedder() {
     let hits = engine.search(&request("zebra rota", SearchMode::Vector)).unwrap();
     assert_eq!(hits[0].chunk.path, "ops/pager.md");
 }
+
+#[test]
+fn an_interrupted_reconcile_commits_what_it_did_and_the_next_one_finishes() {
+    let f = Fixture::empty();
+    for i in 0..300 {
+        f.write(&format!("notes/n{i:03}.md"), format!("# Note {i}\n\nThe okapi ledger line {i}.\n"));
+    }
+    let mut engine = f.engine(Counting::new());
+    engine.interrupt_flag().store(true, std::sync::atomic::Ordering::Relaxed);
+    let first = reconcile(&mut engine);
+    assert!(first.interrupted, "{first:?}");
+    let done = engine.index().manifest().files.len();
+    assert!(0 < done && done < 300, "{done} files after the first batch");
+    assert_eq!(engine.status().files, done, "what was done is committed");
+    let second = reconcile(&mut engine);
+    assert!(!second.interrupted);
+    assert_eq!((second.files_indexed, engine.index().manifest().files.len()), (300 - done, 300));
+}
