@@ -16,4 +16,5 @@ pub mod index;
 pub mod lsp;
 pub mod providers;
 pub mod search;
+pub mod snippets;
 pub mod workspace;

@@ -1,0 +1,1 @@
+//! Snippet prompts for the `section` and `document` modes, and the cleaning of replies.
