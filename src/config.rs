@@ -12,7 +12,9 @@ use serde::de::DeserializeOwned;
 
 use crate::chunk::{ChunkConfig, ChunkStrategy};
 use crate::expand::{Expand, ExpandSettings};
+use crate::providers::http::{HttpSettings, RetryPolicy};
 use crate::providers::openai::OpenAiEmbeddingConfig;
+use crate::snippets::prompt::SnippetMode;
 
 /// The file name of the per-workspace configuration.
 pub const CONFIG_FILE: &str = "situate.toml";
@@ -27,6 +29,102 @@ pub struct Config {
     pub context: ContextConfig,
     pub search: SearchConfig,
     pub embedding: EmbeddingConfig,
+    /// LLM-written snippets; `None` (off) unless a `[snippets]` table is present.
+    pub snippets: Option<SnippetConfig>,
+}
+
+/// Which chat API writes snippets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChatProvider {
+    /// Any server that speaks OpenAI's `/chat/completions` (OpenAI, Ollama, vLLM, LM Studio, …).
+    OpenAi,
+    /// Anthropic's Messages API, with the document marked for prompt caching.
+    Anthropic,
+}
+
+impl fmt::Display for ChatProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ChatProvider::OpenAi => "openai",
+            ChatProvider::Anthropic => "anthropic",
+        })
+    }
+}
+
+/// The validated `[snippets]` settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnippetConfig {
+    pub provider: ChatProvider,
+    pub model: String,
+    pub base_url: String,
+    /// The environment variable that holds the API key; no key is sent when `None`.
+    pub api_key_env: Option<String>,
+    pub mode: SnippetMode,
+    /// Requests in flight at once.
+    pub concurrency: usize,
+    /// Calls allowed per run (a CLI run, or a server's life until `situate.reindex`).
+    pub max_calls: Option<u64>,
+    /// Input plus output tokens allowed per run.
+    pub max_run_tokens: Option<u64>,
+    /// Upper bound on one reply's length.
+    pub max_tokens: u32,
+    /// Tokens of document text sent with each chunk in `document` mode; a longer document
+    /// is sent as its outline plus a window around the chunk.
+    pub document_budget: usize,
+    pub timeout_secs: u64,
+    pub max_retries: u32,
+}
+
+impl SnippetConfig {
+    pub const DEFAULT_CONCURRENCY: usize = 4;
+    pub const DEFAULT_MAX_CALLS: u64 = 5_000;
+    pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
+    pub const DEFAULT_MAX_RETRIES: u32 = 3;
+
+    /// Settings for `model` of `provider` with every other value at its default.
+    pub fn new(provider: ChatProvider, model: impl Into<String>) -> SnippetConfig {
+        SnippetConfig {
+            provider,
+            model: model.into(),
+            base_url: default_chat_url(provider).to_string(),
+            api_key_env: None,
+            mode: SnippetMode::Section,
+            concurrency: Self::DEFAULT_CONCURRENCY,
+            max_calls: Some(Self::DEFAULT_MAX_CALLS),
+            max_run_tokens: None,
+            max_tokens: crate::snippets::prompt::DEFAULT_MAX_TOKENS,
+            document_budget: crate::snippets::prompt::DEFAULT_DOCUMENT_BUDGET,
+            timeout_secs: Self::DEFAULT_TIMEOUT_SECS,
+            max_retries: Self::DEFAULT_MAX_RETRIES,
+        }
+    }
+
+    /// The HTTP timeouts and retry policy these settings ask for.
+    pub fn http_settings(&self) -> HttpSettings {
+        HttpSettings {
+            timeout: std::time::Duration::from_secs(self.timeout_secs),
+            retry: RetryPolicy { max_retries: self.max_retries, ..RetryPolicy::default() },
+            ..HttpSettings::default()
+        }
+    }
+}
+
+/// The provider's own endpoint, used when `snippets.base_url` is not set.
+fn default_chat_url(provider: ChatProvider) -> &'static str {
+    match provider {
+        ChatProvider::OpenAi => crate::providers::openai::DEFAULT_BASE_URL,
+        ChatProvider::Anthropic => crate::providers::anthropic::DEFAULT_BASE_URL,
+    }
+}
+
+/// The environment variable a provider's key is read from when `api_key_env` is not set
+/// and the provider's own endpoint is used.
+fn default_key_var(provider: ChatProvider) -> &'static str {
+    match provider {
+        ChatProvider::OpenAi => "OPENAI_API_KEY",
+        ChatProvider::Anthropic => "ANTHROPIC_API_KEY",
+    }
 }
 
 /// Which files are indexed.
@@ -87,6 +185,8 @@ pub struct SearchConfig {
     pub headings_boost: f32,
     /// BM25 boost of the file path field.
     pub path_boost: f32,
+    /// BM25 boost of the snippet field.
+    pub snippet_boost: f32,
     /// How hits are widened with their context when the caller does not say.
     pub expand: Expand,
     /// `window` expansion: neighbouring chunks on each side of a hit.
@@ -97,6 +197,16 @@ pub struct SearchConfig {
 }
 
 impl SearchConfig {
+    /// The BM25 field weights.
+    pub fn boosts(&self) -> crate::index::FieldBoosts {
+        crate::index::FieldBoosts {
+            title: self.title_boost,
+            headings: self.headings_boost,
+            path: self.path_boost,
+            snippet: self.snippet_boost,
+        }
+    }
+
     /// The expansion settings, with `expand` as the kind of expansion.
     pub fn expand_settings(&self, expand: Expand) -> ExpandSettings {
         ExpandSettings { expand, window: self.window, merge_share: self.merge_share }
@@ -156,11 +266,13 @@ impl Default for Config {
                 title_boost: 2.0,
                 headings_boost: 1.0,
                 path_boost: 1.0,
+                snippet_boost: 1.0,
                 expand: Expand::None,
                 window: 1,
                 merge_share: 0.5,
             },
             embedding: EmbeddingConfig::Static { model_path: None },
+            snippets: None,
         }
     }
 }
@@ -235,6 +347,7 @@ struct RawConfig {
     context: RawContext,
     search: RawSearch,
     embedding: RawEmbedding,
+    snippets: Option<RawSnippets>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -264,6 +377,7 @@ struct RawSearch {
     title_boost: Setting<f32>,
     headings_boost: Setting<f32>,
     path_boost: Setting<f32>,
+    snippet_boost: Setting<f32>,
     expand: Setting<Expand>,
     window: Setting<usize>,
     merge_share: Setting<f32>,
@@ -280,6 +394,24 @@ struct RawEmbedding {
     dimensions: Setting<usize>,
     batch_size: Setting<usize>,
     max_tokens: Setting<usize>,
+    timeout_secs: Setting<u64>,
+    max_retries: Setting<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawSnippets {
+    enabled: Setting<bool>,
+    provider: Setting<ChatProvider>,
+    model: Setting<String>,
+    base_url: Setting<String>,
+    api_key_env: Setting<String>,
+    mode: Setting<SnippetMode>,
+    concurrency: Setting<usize>,
+    max_calls: Setting<u64>,
+    max_run_tokens: Setting<u64>,
+    max_tokens: Setting<u32>,
+    document_budget: Setting<usize>,
     timeout_secs: Setting<u64>,
     max_retries: Setting<u32>,
 }
@@ -322,7 +454,7 @@ impl Validator {
 
 /// The tables of the configuration: an empty array given for one of them (some editors
 /// cannot tell an empty table from an empty list) means an empty table.
-const TABLES: [&str; 4] = ["chunk", "context", "search", "embedding"];
+const TABLES: [&str; 5] = ["chunk", "context", "search", "embedding", "snippets"];
 
 /// A problem with the settings file as a whole.
 fn file_problem(message: String) -> ConfigProblem {
@@ -569,6 +701,12 @@ impl Config {
                 non_negative_finite,
             ),
             path_boost: v.take("search.path_boost", s.path_boost, d.search.path_boost, non_negative_finite),
+            snippet_boost: v.take(
+                "search.snippet_boost",
+                s.snippet_boost,
+                d.search.snippet_boost,
+                non_negative_finite,
+            ),
             expand: v.take("search.expand", s.expand, d.search.expand, any),
             window: v.take("search.window", s.window, d.search.window, |n| {
                 if *n <= 100 { Ok(()) } else { Err(format!("must be at most 100, got {n}")) }
@@ -590,7 +728,8 @@ impl Config {
                 None
             }
         };
-        Config { index_dir, walk, chunk, context, search, embedding }
+        let snippets = raw.snippets.and_then(|raw| validate_snippets(raw, v));
+        Config { index_dir, walk, chunk, context, search, embedding, snippets }
     }
 }
 
@@ -656,6 +795,111 @@ fn validate_embedding(mut raw: RawEmbedding, v: &mut Validator) -> EmbeddingConf
     }
 }
 
+/// The environment variable named by an `api_key_env` key, checked for being set.
+fn key_var(key: &str, setting: Setting<String>, v: &mut Validator) -> Option<String> {
+    match setting {
+        Setting::Unset => None,
+        Setting::Set(var) if var.is_empty() || var.contains(['=', '\0']) => {
+            v.problem(key, format!("`{var}` is not an environment variable name"));
+            None
+        }
+        Setting::Set(var) => {
+            // The key itself is read when the client is built; saying so here as well puts
+            // the problem next to the key that causes it.
+            if std::env::var_os(&var).is_none_or(|value| value.is_empty()) {
+                v.problem(
+                    key,
+                    format!("environment variable {var} is not set; requests cannot be made without the key"),
+                );
+            }
+            Some(var)
+        }
+        Setting::Invalid(message) => {
+            v.problem(key, message);
+            None
+        }
+    }
+}
+
+/// The `[snippets]` table; `None` (snippets off) when `enabled = false` or when the table
+/// lacks what a provider needs, with the reason recorded.
+fn validate_snippets(s: RawSnippets, v: &mut Validator) -> Option<SnippetConfig> {
+    if !v.take("snippets.enabled", s.enabled, true, any) {
+        return None;
+    }
+    let provider = v.take("snippets.provider", s.provider, ChatProvider::OpenAi, any);
+    let model = v.take("snippets.model", s.model, String::new(), |m| {
+        if m.trim().is_empty() { Err("must not be empty".to_string()) } else { Ok(()) }
+    });
+    let d = SnippetConfig::new(provider, model);
+    let base_url_set = matches!(s.base_url, Setting::Set(_));
+    let base_url = v.take("snippets.base_url", s.base_url, d.base_url, |u| {
+        crate::providers::http::parse_base_url(u).map(|_| ())
+    });
+    let key_set = matches!(s.api_key_env, Setting::Set(_));
+    let mut api_key_env = key_var("snippets.api_key_env", s.api_key_env, v);
+    if !key_set && !base_url_set {
+        // The provider's own endpoint always wants a key: look where its tools look.
+        let var = default_key_var(provider);
+        if std::env::var_os(var).is_none_or(|value| value.is_empty()) {
+            v.problem(
+                "snippets.api_key_env",
+                format!(
+                    "not set, and environment variable {var} is not set either: {provider} needs a key; \
+                     snippets are off"
+                ),
+            );
+            return None;
+        }
+        api_key_env = Some(var.to_string());
+    }
+    if provider == ChatProvider::Anthropic && api_key_env.is_none() {
+        v.problem("snippets.api_key_env", "required by provider `anthropic`; snippets are off");
+        return None;
+    }
+    let between = |lo: u64, hi: u64| {
+        move |n: &u64| {
+            if (lo..=hi).contains(n) {
+                Ok(())
+            } else {
+                Err(format!("must be between {lo} and {hi}, got {n}"))
+            }
+        }
+    };
+    let config = SnippetConfig {
+        provider,
+        api_key_env,
+        base_url,
+        mode: v.take("snippets.mode", s.mode, d.mode, any),
+        concurrency: v
+            .take("snippets.concurrency", s.concurrency, d.concurrency, |n| between(1, 64)(&(*n as u64))),
+        max_calls: v.take("snippets.max_calls", s.max_calls.map(Some), d.max_calls, |n| match n {
+            Some(0) => Err("must be at least 1".to_string()),
+            _ => Ok(()),
+        }),
+        max_run_tokens: v.take("snippets.max_run_tokens", s.max_run_tokens.map(Some), None, |n| match n {
+            Some(0) => Err("must be at least 1".to_string()),
+            _ => Ok(()),
+        }),
+        max_tokens: v
+            .take("snippets.max_tokens", s.max_tokens, d.max_tokens, |n| between(16, 4096)(&u64::from(*n))),
+        document_budget: v.take("snippets.document_budget", s.document_budget, d.document_budget, |n| {
+            between(256, 200_000)(&(*n as u64))
+        }),
+        timeout_secs: v.take("snippets.timeout_secs", s.timeout_secs, d.timeout_secs, between(1, 3600)),
+        max_retries: v
+            .take("snippets.max_retries", s.max_retries, d.max_retries, |n| between(0, 10)(&u64::from(*n))),
+        model: d.model,
+    };
+    if config.model.is_empty() {
+        if !v.problems.iter().any(|p| p.key == "snippets.model") {
+            v.problem("snippets.model", "required when the [snippets] table is present; snippets are off");
+        }
+        return None;
+    }
+    Some(config)
+}
+
 /// The settings of `provider = "openai"`; `None` (and the static model) when the required
 /// `model` is missing.
 fn validate_openai(e: RawEmbedding, v: &mut Validator) -> Option<OpenAiEmbeddingConfig> {
@@ -666,28 +910,7 @@ fn validate_openai(e: RawEmbedding, v: &mut Validator) -> Option<OpenAiEmbedding
     let base_url = v.take("embedding.base_url", e.base_url, d.base_url, |u| {
         crate::providers::http::parse_base_url(u).map(|_| ())
     });
-    let api_key_env = match e.api_key_env {
-        Setting::Unset => None,
-        Setting::Set(var) if var.is_empty() || var.contains(['=', '\0']) => {
-            v.problem("embedding.api_key_env", format!("`{var}` is not an environment variable name"));
-            None
-        }
-        Setting::Set(var) => {
-            // The key itself is read when the embedder is built; saying so here as well
-            // puts the problem next to the key that causes it.
-            if std::env::var_os(&var).is_none_or(|value| value.is_empty()) {
-                v.problem(
-                    "embedding.api_key_env",
-                    format!("environment variable {var} is not set; requests cannot be made without the key"),
-                );
-            }
-            Some(var)
-        }
-        Setting::Invalid(message) => {
-            v.problem("embedding.api_key_env", message);
-            None
-        }
-    };
+    let api_key_env = key_var("embedding.api_key_env", e.api_key_env, v);
     let dimensions = match e.dimensions {
         Setting::Unset => None,
         dimensions => Some(v.take("embedding.dimensions", dimensions, 0, at_least(1))).filter(|&n| n > 0),
