@@ -14,7 +14,7 @@ mod outline;
 mod semantic;
 mod split;
 mod text;
-mod tokens;
+pub(crate) mod tokens;
 
 use std::ops::Range;
 

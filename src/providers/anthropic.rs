@@ -59,6 +59,11 @@ impl AnthropicChat {
             .with_header("anthropic-version", API_VERSION);
         Ok(AnthropicChat { http, model: model.into() })
     }
+
+    /// The server's host (and port), to name the model by.
+    pub fn host(&self) -> String {
+        self.http.host()
+    }
 }
 
 impl Chat for AnthropicChat {

@@ -1,5 +1,147 @@
 //! LLM-written snippets that situate a chunk in its document (Contextual Retrieval):
 //! prompts, the on-disk cache, cost estimates and the background generator.
+//!
+//! A snippet is keyed by a hash of everything that shapes it — provider, model, prompt
+//! version and mode, the chunk's title and heading path, and its text — so that a chunk
+//! seen before (after a reindex, a revert, a branch switch) takes its snippet from the
+//! cache instead of the model.
 
+pub mod cache;
 pub mod estimate;
+pub mod generator;
 pub mod prompt;
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{ChatProvider, SnippetConfig};
+use crate::providers::anthropic::AnthropicChat;
+use crate::providers::chat::{Chat, ChatRequest};
+use crate::providers::http::{ApiKey, Auth, ErrorKind, HttpClient, ProviderError};
+use crate::providers::openai::OpenAiChat;
+use prompt::{ChunkInput, PROMPT_VERSION, SnippetMode};
+
+/// A snippet as stored with its chunk.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snippet {
+    /// The cleaned reply; empty when the model's reply was rejected (the chunk keeps its
+    /// header context alone, and the model is not asked again for the same key).
+    pub text: String,
+    /// Which model wrote it (`provider/model@host`).
+    pub model: String,
+    /// Unix seconds when it was written.
+    pub created_at: u64,
+}
+
+/// What a chunk has in the way of a snippet when it is written to the index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SnippetSlot {
+    /// Snippets are off.
+    Off,
+    /// Wanted under this key, not generated yet.
+    Missing { key: u128 },
+    /// Generated (now or before) under this key.
+    Ready { key: u128, snippet: Snippet },
+}
+
+impl SnippetSlot {
+    /// The key the chunk's snippet is wanted under (0 when snippets are off).
+    pub fn key(&self) -> u128 {
+        match self {
+            SnippetSlot::Off => 0,
+            SnippetSlot::Missing { key } | SnippetSlot::Ready { key, .. } => *key,
+        }
+    }
+}
+
+/// The snippet settings in force and the model they name: builds prompts and keys.
+#[derive(Clone)]
+pub struct SnippetSetup {
+    pub config: SnippetConfig,
+    /// `provider/model@host`: recorded with every snippet.
+    pub model_label: String,
+    pub chat: Arc<dyn Chat>,
+}
+
+impl std::fmt::Debug for SnippetSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SnippetSetup").field("model", &self.model_label).finish()
+    }
+}
+
+impl SnippetSetup {
+    /// Builds the chat client the settings name, reading the API key from the environment.
+    /// Nothing is sent until the first snippet is asked for.
+    pub fn from_config(config: &SnippetConfig) -> Result<SnippetSetup, ProviderError> {
+        let key = match &config.api_key_env {
+            Some(var) => Some(
+                ApiKey::from_env(var).map_err(|kind| ProviderError::new(config.base_url.clone(), kind))?,
+            ),
+            None => None,
+        };
+        let settings = config.http_settings();
+        let (chat, host): (Arc<dyn Chat>, String) = match config.provider {
+            ChatProvider::OpenAi => {
+                let auth = key.map_or(Auth::None, Auth::Bearer);
+                let http = HttpClient::new(&config.base_url, auth, settings)?;
+                let host = http.host();
+                (Arc::new(OpenAiChat::new(http, config.model.clone())), host)
+            }
+            ChatProvider::Anthropic => {
+                let key = key.ok_or_else(|| {
+                    ProviderError::new(
+                        config.base_url.clone(),
+                        ErrorKind::MissingKey { var: "ANTHROPIC_API_KEY".to_string() },
+                    )
+                })?;
+                let chat = AnthropicChat::new(&config.base_url, key, config.model.clone(), settings)?;
+                let host = chat.host();
+                (Arc::new(chat), host)
+            }
+        };
+        Ok(SnippetSetup::with_chat(config.clone(), chat, &host))
+    }
+
+    /// Settings around an existing chat model (benchmarks, tests).
+    pub fn with_chat(config: SnippetConfig, chat: Arc<dyn Chat>, host: &str) -> SnippetSetup {
+        let model_label = format!("{}/{}@{host}", config.provider, config.model);
+        SnippetSetup { config, model_label, chat }
+    }
+
+    /// The budget of one run.
+    pub fn limits(&self) -> generator::Limits {
+        generator::Limits { max_calls: self.config.max_calls, max_tokens: self.config.max_run_tokens }
+    }
+
+    /// What a change of which makes every snippet stale: the model and the prompt.
+    pub fn identity(&self) -> String {
+        format!("{}:{}:p{PROMPT_VERSION}:{}", self.model_label, self.config.mode, self.config.max_tokens)
+    }
+
+    /// The cache key of a chunk's snippet under these settings.
+    pub fn key(&self, chunk: &ChunkInput) -> u128 {
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        for part in [self.identity().as_str(), chunk.title, &chunk.heading_path.join("\u{1f}"), chunk.text] {
+            h.update(part.as_bytes());
+            h.update(&[0]);
+        }
+        // 0 stands for "no snippet wanted".
+        h.digest128().max(1)
+    }
+
+    /// The request for chunk `index` of a document (all its chunks, in order).
+    pub fn request(&self, chunks: &[ChunkInput], index: usize) -> ChatRequest {
+        match self.config.mode {
+            SnippetMode::Section => prompt::section_request(&chunks[index], self.config.max_tokens),
+            SnippetMode::Document => {
+                prompt::document_request(chunks, index, self.config.document_budget, self.config.max_tokens)
+            }
+        }
+    }
+}
+
+/// Unix seconds now.
+pub fn now_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}

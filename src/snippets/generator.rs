@@ -1,0 +1,263 @@
+//! The snippet generator: asks the chat model for the snippets of a list of jobs with a
+//! fixed number of requests in flight, within a budget, and stops when the model keeps
+//! failing.
+//!
+//! Jobs come grouped per document and a worker takes a whole document at a time, so the
+//! requests about one document go out one after another and each after the first reads the
+//! document from the provider's prompt cache. Outcomes are handed to a sink on the calling
+//! thread, which owns the index; every job gets exactly one outcome.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError, mpsc};
+
+use serde::Serialize;
+
+use super::{Snippet, SnippetSetup, now_secs, prompt};
+use crate::providers::chat::{ChatRequest, Usage};
+
+/// Jobs failing one after another (each after its own retries) before a run stops.
+pub const FAILURE_LIMIT: u32 = 3;
+
+/// One chunk's snippet to write.
+#[derive(Debug, Clone)]
+pub struct SnippetJob {
+    pub chunk_id: u64,
+    pub key: u128,
+    /// The chunk's file: jobs of one file are sent one after another.
+    pub path: String,
+    pub request: ChatRequest,
+}
+
+/// What became of one job.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// The model answered. A reply that was rejected is kept as an empty snippet, so the
+    /// model is not asked again for the same key.
+    Written { chunk_id: u64, key: u128, snippet: Snippet, usage: Usage },
+    /// The call failed after its retries; the chunk keeps its header context.
+    Failed { chunk_id: u64, error: String },
+    /// Not attempted: the run ended (budget, failures, interruption) before its turn.
+    NotRun { chunk_id: u64 },
+}
+
+impl Outcome {
+    pub fn chunk_id(&self) -> u64 {
+        match self {
+            Outcome::Written { chunk_id, .. }
+            | Outcome::Failed { chunk_id, .. }
+            | Outcome::NotRun { chunk_id } => *chunk_id,
+        }
+    }
+}
+
+/// Calls and tokens spent, summed over the runs of a budget period.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Totals {
+    /// Calls made, failed ones included.
+    pub calls: u64,
+    pub failed: u64,
+    /// Replies rejected as empty or junk.
+    pub rejected: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+}
+
+impl Totals {
+    /// Counts an outcome in.
+    pub fn count(&mut self, outcome: &Outcome) {
+        match outcome {
+            Outcome::Written { snippet, usage, .. } => {
+                self.calls += 1;
+                self.rejected += u64::from(snippet.text.is_empty());
+                self.input_tokens += usage.input_tokens;
+                self.output_tokens += usage.output_tokens;
+                self.cache_read_tokens += usage.cache_read_tokens;
+                self.cache_write_tokens += usage.cache_write_tokens;
+            }
+            Outcome::Failed { .. } => {
+                self.calls += 1;
+                self.failed += 1;
+            }
+            Outcome::NotRun { .. } => {}
+        }
+    }
+}
+
+impl std::fmt::Display for Totals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} calls ({} failed, {} replies rejected), {} input tokens ({} from the prompt cache), {} output tokens",
+            self.calls,
+            self.failed,
+            self.rejected,
+            self.input_tokens,
+            self.cache_read_tokens,
+            self.output_tokens
+        )
+    }
+}
+
+/// The limits of a budget period.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    pub max_calls: Option<u64>,
+    /// Input plus output tokens.
+    pub max_tokens: Option<u64>,
+}
+
+impl Limits {
+    /// Whether `totals` leaves room for another call.
+    pub fn allow(&self, calls: u64, tokens: u64) -> bool {
+        self.max_calls.is_none_or(|max| calls < max) && self.max_tokens.is_none_or(|max| tokens < max)
+    }
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RunEnd {
+    /// Every job had its turn.
+    Finished,
+    /// The budget ran out; the rest waits for the next period.
+    BudgetReached,
+    /// The model failed [`FAILURE_LIMIT`] jobs in a row; the last error.
+    Failing { error: String },
+    /// Stopped from outside.
+    Interrupted,
+}
+
+struct Shared {
+    groups: VecDeque<Vec<SnippetJob>>,
+    calls: u64,
+    tokens: u64,
+    failures_in_a_row: u32,
+    end: Option<RunEnd>,
+}
+
+/// Runs `jobs` (grouped per file, in order) against the setup's model with its concurrency.
+/// `spent` is what the budget period has used before this run. Returns why the run ended.
+pub fn run(
+    setup: &SnippetSetup,
+    jobs: Vec<SnippetJob>,
+    limits: Limits,
+    spent: Totals,
+    stop: &AtomicBool,
+    sink: &mut dyn FnMut(Outcome),
+) -> RunEnd {
+    let mut groups: VecDeque<Vec<SnippetJob>> = VecDeque::new();
+    for job in jobs {
+        match groups.back_mut() {
+            Some(group) if group[0].path == job.path => group.push(job),
+            _ => groups.push_back(vec![job]),
+        }
+    }
+    let workers = setup.config.concurrency.max(1).min(groups.len().max(1));
+    let shared = Mutex::new(Shared {
+        groups,
+        calls: spent.calls,
+        tokens: spent.input_tokens + spent.output_tokens,
+        failures_in_a_row: 0,
+        end: None,
+    });
+    let (tx, rx) = mpsc::channel::<Outcome>();
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let tx = tx.clone();
+            let shared = &shared;
+            scope.spawn(move || work(setup, shared, limits, stop, &tx));
+        }
+        drop(tx);
+        for outcome in rx {
+            sink(outcome);
+        }
+    });
+    let mut shared = shared.into_inner().unwrap_or_else(PoisonError::into_inner);
+    for job in shared.groups.drain(..).flatten() {
+        sink(Outcome::NotRun { chunk_id: job.chunk_id });
+    }
+    shared.end.unwrap_or(RunEnd::Finished)
+}
+
+fn work(
+    setup: &SnippetSetup,
+    shared: &Mutex<Shared>,
+    limits: Limits,
+    stop: &AtomicBool,
+    tx: &mpsc::Sender<Outcome>,
+) {
+    let lock = || shared.lock().unwrap_or_else(PoisonError::into_inner);
+    loop {
+        let Some(group) = ({
+            let mut s = lock();
+            if s.end.is_some() { None } else { s.groups.pop_front() }
+        }) else {
+            return;
+        };
+        let mut jobs = group.into_iter();
+        while let Some(job) = jobs.next() {
+            let go = {
+                let mut s = lock();
+                if stop.load(Ordering::Relaxed) && s.end.is_none() {
+                    s.end = Some(RunEnd::Interrupted);
+                }
+                if s.end.is_none() && !limits.allow(s.calls, s.tokens) {
+                    s.end = Some(RunEnd::BudgetReached);
+                }
+                if s.end.is_none() {
+                    s.calls += 1;
+                }
+                s.end.is_none()
+            };
+            if !go {
+                let _ = tx.send(Outcome::NotRun { chunk_id: job.chunk_id });
+                for rest in jobs.by_ref() {
+                    let _ = tx.send(Outcome::NotRun { chunk_id: rest.chunk_id });
+                }
+                break;
+            }
+            let outcome = generate(setup, &job);
+            {
+                let mut s = lock();
+                match &outcome {
+                    Outcome::Written { usage, .. } => {
+                        s.failures_in_a_row = 0;
+                        s.tokens += usage.input_tokens + usage.output_tokens;
+                    }
+                    Outcome::Failed { error, .. } => {
+                        s.failures_in_a_row += 1;
+                        if s.failures_in_a_row >= FAILURE_LIMIT && s.end.is_none() {
+                            s.end = Some(RunEnd::Failing { error: error.clone() });
+                        }
+                    }
+                    Outcome::NotRun { .. } => {}
+                }
+            }
+            let _ = tx.send(outcome);
+        }
+    }
+}
+
+/// One call, its reply cleaned.
+fn generate(setup: &SnippetSetup, job: &SnippetJob) -> Outcome {
+    match setup.chat.complete(&job.request) {
+        Ok(reply) => {
+            let text = match prompt::clean_reply(&reply.text) {
+                Ok(text) => text,
+                Err(reason) => {
+                    tracing::info!(path = %job.path, chunk = job.chunk_id, "snippet rejected: {reason}");
+                    String::new()
+                }
+            };
+            let snippet = Snippet { text, model: setup.model_label.clone(), created_at: now_secs() };
+            Outcome::Written { chunk_id: job.chunk_id, key: job.key, snippet, usage: reply.usage }
+        }
+        Err(e) => {
+            tracing::warn!(path = %job.path, chunk = job.chunk_id, "snippet failed: {e}");
+            Outcome::Failed { chunk_id: job.chunk_id, error: e.to_string() }
+        }
+    }
+}
