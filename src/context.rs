@@ -1,8 +1,9 @@
 //! Contextualisation: the text that puts a chunk back into its document.
 //!
-//! The header ("Document: Backups > Retention") is always on and costs nothing. It is kept
-//! apart from the chunk's original text: the index embeds `header + text`, gives BM25 the
-//! title and headings as fields of their own, and shows the original text.
+//! The header ("Document: Backups > Retention") is always on and costs nothing; an
+//! LLM-written snippet (see `snippets`) may add to it. Both are kept apart from the chunk's
+//! original text: the index embeds `header + snippet + text`, gives BM25 the title, the
+//! headings and the snippet as fields of their own, and shows the original text.
 
 use crate::config::ContextConfig;
 
@@ -30,9 +31,10 @@ pub fn render_header(config: &ContextConfig, path: &str, title: &str, heading_pa
     joined.trim_end_matches(['>', ' ']).trim_end().to_string()
 }
 
-/// The text given to the embedder for a chunk.
-pub fn embedding_text(header: &str, text: &str) -> String {
-    if header.is_empty() { text.to_string() } else { format!("{header}\n\n{text}") }
+/// The text given to the embedder for a chunk: its header, its snippet (when it has one)
+/// and its text, each part left out when empty.
+pub fn embedding_text(header: &str, snippet: &str, text: &str) -> String {
+    [header, snippet, text].iter().filter(|part| !part.is_empty()).copied().collect::<Vec<_>>().join("\n\n")
 }
 
 fn same_words(a: &str, b: &str) -> bool {
@@ -85,7 +87,11 @@ mod tests {
 
     #[test]
     fn embedding_text_puts_the_header_first() {
-        assert_eq!(embedding_text("Document: A", "body"), "Document: A\n\nbody");
-        assert_eq!(embedding_text("", "body"), "body");
+        assert_eq!(embedding_text("Document: A", "", "body"), "Document: A\n\nbody");
+        assert_eq!(embedding_text("", "", "body"), "body");
+        assert_eq!(
+            embedding_text("Document: A", "It situates.", "body"),
+            "Document: A\n\nIt situates.\n\nbody"
+        );
     }
 }

@@ -444,6 +444,8 @@ mod tests {
             heading_path: path.iter().map(|s| s.to_string()).collect(),
             text: String::new(),
             context: String::new(),
+            snippet: None,
+            snippet_key: 0,
             token_count: 1,
             content_hash: 0,
             embed_hash: 0,

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::config::{SearchConfig, SearchMode};
 use crate::expand::{Expand, Expansion};
-use crate::index::{ChunkRecord, FieldBoosts, IndexError, Snapshot, tokenizer};
+use crate::index::{ChunkRecord, IndexError, Snapshot, tokenizer};
 use crate::providers::Embedder;
 
 /// A query and how to run it.
@@ -100,12 +100,7 @@ pub fn search(
     let mut vector = Ranked { weight: config.vector_weight, ids: Vec::new() };
     if use_bm25 {
         let terms = tokenizer::query_terms(&request.query);
-        let boosts = FieldBoosts {
-            title: config.title_boost,
-            headings: config.headings_boost,
-            path: config.path_boost,
-        };
-        bm25.ids = index.bm25(&terms, boosts, candidates)?;
+        bm25.ids = index.bm25(&terms, config.boosts(), candidates)?;
     }
     if use_vector && !request.query.trim().is_empty() {
         let query_vector = embedder
@@ -139,9 +134,7 @@ pub fn similar(
     let mut terms = tokenizer::query_terms(&of.embedding_text());
     let mut seen = std::collections::HashSet::new();
     terms.retain(|t| seen.insert(t.clone()));
-    let boosts =
-        FieldBoosts { title: config.title_boost, headings: config.headings_boost, path: config.path_boost };
-    let bm25 = Ranked { weight: config.bm25_weight, ids: index.bm25(&terms, boosts, candidates)? };
+    let bm25 = Ranked { weight: config.bm25_weight, ids: index.bm25(&terms, config.boosts(), candidates)? };
     let mut vector = Ranked { weight: config.vector_weight, ids: Vec::new() };
     if let Some(v) = index.vector_of(of.id) {
         vector.ids = index.nearest(&v, candidates)?.into_iter().map(|(id, d)| (id, 1.0 - d)).collect();
@@ -290,6 +283,8 @@ mod tests {
             heading_path: Vec::new(),
             text: String::new(),
             context: String::new(),
+            snippet: None,
+            snippet_key: 0,
             token_count: 0,
             content_hash: 0,
             embed_hash: 0,

@@ -11,8 +11,12 @@ use crate::workspace::Skipped;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChunkRef {
     pub id: u64,
-    /// xxh3 of the text that was embedded (header + text): equal hashes share a vector.
+    /// xxh3 of the text that was embedded (header + snippet + text): equal hashes share a
+    /// vector.
     pub embed_hash: u64,
+    /// The chunk waits for its snippet (written with its header context alone).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub snippet_pending: bool,
 }
 
 /// One indexed file.
@@ -59,6 +63,11 @@ pub struct Manifest {
     /// Some committed chunks have no vector yet (their embedding was deferred).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub vectors_pending: bool,
+    /// The snippet settings (model, prompt) every chunk's snippet was last checked against;
+    /// empty when snippets were off. When they differ from the settings in force, every
+    /// chunk is checked again.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub snippet_identity: String,
 }
 
 impl Manifest {
@@ -77,6 +86,11 @@ impl Manifest {
         self.files
             .get(path)
             .is_some_and(|e| e.size == size && e.mtime_ns == mtime_ns && e.content_hash != 0 && !e.racy)
+    }
+
+    /// Chunks waiting for their snippet.
+    pub fn snippets_pending(&self) -> impl Iterator<Item = u64> + '_ {
+        self.files.values().flat_map(|f| f.chunks.iter()).filter(|c| c.snippet_pending).map(|c| c.id)
     }
 
     /// Hands out a fresh chunk id.

@@ -29,6 +29,7 @@ use tantivy::{DocAddress, IndexReader, IndexWriter, ReloadPolicy, Searcher, Tant
 use crate::chunk::Chunk;
 use crate::context;
 use crate::providers::{EmbedError, Embedder, EmbedderIdentity};
+use crate::snippets::{Snippet, SnippetSlot};
 use files::{FORMAT_VERSION, IndexLayout};
 use journal::{Journal, VectorOp};
 use lock::WriterLock;
@@ -86,23 +87,43 @@ pub struct ChunkRecord {
     pub text: String,
     /// The header context that was indexed with it.
     pub context: String,
+    /// The LLM-written snippet indexed with it, if any (its text is empty when the model's
+    /// reply was rejected).
+    pub snippet: Option<Snippet>,
+    /// The cache key of `snippet` (0 when there is none).
+    #[serde(skip)]
+    pub snippet_key: u128,
     pub token_count: u32,
     pub content_hash: u64,
     pub embed_hash: u64,
 }
 
 impl ChunkRecord {
+    /// The snippet's text, empty when there is none.
+    pub fn snippet_text(&self) -> &str {
+        self.snippet.as_ref().map_or("", |s| s.text.as_str())
+    }
+
     /// The text the embedder saw.
     pub fn embedding_text(&self) -> String {
-        context::embedding_text(&self.context, &self.text)
+        context::embedding_text(&self.context, self.snippet_text(), &self.text)
     }
 }
 
-/// A chunk ready to be written: the chunker's output and its header context.
+/// A chunk ready to be written: the chunker's output, its header context and its snippet.
 #[derive(Debug, Clone)]
 pub struct PreparedChunk {
     pub chunk: Chunk,
     pub context: String,
+    pub snippet: SnippetSlot,
+}
+
+/// A snippet that arrived for a committed chunk.
+#[derive(Debug, Clone)]
+pub struct SnippetUpdate {
+    pub chunk_id: u64,
+    pub key: u128,
+    pub snippet: Snippet,
 }
 
 /// One file's new contents, chunked and contextualised.
@@ -178,6 +199,7 @@ pub struct FieldBoosts {
     pub title: f32,
     pub headings: f32,
     pub path: f32,
+    pub snippet: f32,
 }
 
 /// One index folder, open for reading or writing.
@@ -493,10 +515,10 @@ impl Index {
                 warnings: Vec::new(),
                 racy: true,
             });
-            by_file
-                .entry(record.path)
-                .or_default()
-                .push((record.ordinal, ChunkRef { id: record.id, embed_hash: record.embed_hash }));
+            by_file.entry(record.path).or_default().push((
+                record.ordinal,
+                ChunkRef { id: record.id, embed_hash: record.embed_hash, snippet_pending: false },
+            ));
         }
         for (path, mut chunks) in by_file {
             chunks.sort_by_key(|(ordinal, _)| *ordinal);
@@ -609,7 +631,11 @@ impl Index {
         for file in upserts {
             let mut refs = Vec::with_capacity(file.chunks.len());
             for prepared in &file.chunks {
-                let embed_text = context::embedding_text(&prepared.context, &prepared.chunk.text);
+                let snippet = match &prepared.snippet {
+                    SnippetSlot::Ready { snippet, .. } => snippet.text.as_str(),
+                    _ => "",
+                };
+                let embed_text = context::embedding_text(&prepared.context, snippet, &prepared.chunk.text);
                 let embed_hash = xxhash_rust::xxh3::xxh3_64(embed_text.as_bytes());
                 let id = self.manifest.allocate_id();
                 match reusable.get(&embed_hash).and_then(|old| read(&self.vectors).get(*old)) {
@@ -619,7 +645,8 @@ impl Index {
                     }
                     None => to_embed.push((id, embed_text)),
                 }
-                refs.push(ChunkRef { id, embed_hash });
+                let snippet_pending = matches!(prepared.snippet, SnippetSlot::Missing { .. });
+                refs.push(ChunkRef { id, embed_hash, snippet_pending });
             }
             staged.push((file, refs));
         }
@@ -650,7 +677,8 @@ impl Index {
                 self.pending_removals.extend(old.chunks.iter().map(|c| c.id));
             }
             for (prepared, r) in file.chunks.iter().zip(&refs) {
-                let doc = self.document(&file, prepared, *r);
+                let record = prepared_record(&file, prepared, *r);
+                let doc = self.document(&record, (file.size, file.mtime_ns, file.content_hash));
                 let writer = self.writer.as_ref().ok_or(IndexError::ReadOnly)?;
                 writer.add_document(doc).map_err(store_err(&self.layout.tantivy()))?;
             }
@@ -682,30 +710,138 @@ impl Index {
         }
     }
 
-    fn document(&self, file: &PreparedFile, prepared: &PreparedChunk, r: ChunkRef) -> TantivyDocument {
+    fn document(&self, r: &ChunkRecord, file: StoredFileMeta) -> TantivyDocument {
         let f = &self.fields;
-        let c = &prepared.chunk;
         let mut doc = TantivyDocument::default();
         doc.add_u64(f.id, r.id);
-        doc.add_text(f.path, &file.path);
-        doc.add_text(f.path_text, path_words(&file.path));
-        doc.add_u64(f.ordinal, c.ordinal as u64);
-        doc.add_u64(f.start_line, c.start_line as u64);
-        doc.add_u64(f.end_line, c.end_line as u64);
-        doc.add_u64(f.start_byte, c.byte_range.start as u64);
-        doc.add_u64(f.end_byte, c.byte_range.end as u64);
-        doc.add_text(f.title, &file.title);
-        doc.add_text(f.headings, context::context_headings(&file.title, &c.heading_path).join(" > "));
-        doc.add_text(f.heading_path, serde_json::to_string(&c.heading_path).unwrap_or_default());
-        doc.add_text(f.text, &c.text);
-        doc.add_text(f.context, &prepared.context);
-        doc.add_u64(f.token_count, c.token_count as u64);
-        doc.add_u64(f.content_hash, c.content_hash);
+        doc.add_text(f.path, &r.path);
+        doc.add_text(f.path_text, path_words(&r.path));
+        doc.add_u64(f.ordinal, u64::from(r.ordinal));
+        doc.add_u64(f.start_line, r.start_line as u64);
+        doc.add_u64(f.end_line, r.end_line as u64);
+        doc.add_u64(f.start_byte, r.start_byte);
+        doc.add_u64(f.end_byte, r.end_byte);
+        doc.add_text(f.title, &r.title);
+        doc.add_text(f.headings, context::context_headings(&r.title, &r.heading_path).join(" > "));
+        doc.add_text(f.heading_path, serde_json::to_string(&r.heading_path).unwrap_or_default());
+        doc.add_text(f.text, &r.text);
+        doc.add_text(f.context, &r.context);
+        if let Some(snippet) = &r.snippet {
+            doc.add_text(f.snippet, &snippet.text);
+            doc.add_text(f.snippet_key, format!("{:032x}", r.snippet_key));
+            doc.add_text(f.snippet_model, &snippet.model);
+            doc.add_u64(f.snippet_at, snippet.created_at);
+        }
+        doc.add_u64(f.token_count, r.token_count as u64);
+        doc.add_u64(f.content_hash, r.content_hash);
         doc.add_u64(f.embed_hash, r.embed_hash);
-        doc.add_u64(f.file_size, file.size);
-        doc.add_u64(f.file_mtime, file.mtime_ns);
-        doc.add_u64(f.file_hash, file.content_hash);
+        doc.add_u64(f.file_size, file.0);
+        doc.add_u64(f.file_mtime, file.1);
+        doc.add_u64(f.file_hash, file.2);
         doc
+    }
+
+    /// Puts snippets that arrived into the index: each chunk's stored document is rewritten
+    /// with its snippet (so BM25 sees it) and its vector replaced by one of
+    /// header + snippet + text (reused when that text was embedded before; with `defer`,
+    /// left to [`Index::fill_deferred`]). Chunks that are gone or not yet committed are
+    /// passed over. Returns how many chunks changed.
+    pub fn set_snippets(
+        &mut self,
+        updates: &[SnippetUpdate],
+        embedder: &dyn Embedder,
+        defer: bool,
+    ) -> Result<usize, IndexError> {
+        if self.writer.is_none() {
+            return Err(IndexError::ReadOnly);
+        }
+        let ids: Vec<u64> = updates.iter().map(|u| u.chunk_id).collect();
+        let records = self.snapshot().records(&ids)?;
+        let reusable = self.manifest.ids_by_embed_hash();
+        let mut staged: Vec<(ChunkRecord, StoredFileMeta)> = Vec::new();
+        let mut to_embed: Vec<(u64, String)> = Vec::new();
+        for update in updates {
+            let Some(old) = records.get(&update.chunk_id) else { continue };
+            let Some(entry) = self.manifest.files.get(&old.path) else { continue };
+            if !entry.chunks.iter().any(|c| c.id == update.chunk_id) {
+                continue;
+            }
+            let mut record = old.clone();
+            record.snippet = Some(update.snippet.clone());
+            record.snippet_key = update.key;
+            let embed_text = record.embedding_text();
+            record.embed_hash = xxhash_rust::xxh3::xxh3_64(embed_text.as_bytes());
+            if record.embed_hash != old.embed_hash {
+                match reusable.get(&record.embed_hash).and_then(|other| read(&self.vectors).get(*other)) {
+                    Some(v) => {
+                        write(&self.vectors).add(record.id, &v)?;
+                        self.pending_ops.push(VectorOp::Add(record.id, v));
+                    }
+                    None => to_embed.push((record.id, embed_text)),
+                }
+            }
+            staged.push((record, (entry.size, entry.mtime_ns, entry.content_hash)));
+        }
+        if defer {
+            self.deferred.extend(to_embed.drain(..).map(|(id, _)| id));
+        }
+        for batch in to_embed.chunks(EMBED_BATCH) {
+            let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
+            let vectors = embedder.embed(&texts)?;
+            if vectors.len() != batch.len() {
+                return Err(EmbedError::Failed(format!(
+                    "asked for {} vectors, got {}",
+                    batch.len(),
+                    vectors.len()
+                ))
+                .into());
+            }
+            for ((id, _), v) in batch.iter().zip(vectors) {
+                write(&self.vectors).add(*id, &v)?;
+                self.pending_ops.push(VectorOp::Add(*id, v));
+            }
+        }
+        for (record, file) in &staged {
+            let writer = self.writer.as_ref().ok_or(IndexError::ReadOnly)?;
+            writer.delete_term(Term::from_field_u64(self.fields.id, record.id));
+            let doc = self.document(record, *file);
+            let writer = self.writer.as_ref().ok_or(IndexError::ReadOnly)?;
+            writer.add_document(doc).map_err(store_err(&self.layout.tantivy()))?;
+            if let Some(entry) = self.manifest.files.get_mut(&record.path)
+                && let Some(c) = entry.chunks.iter_mut().find(|c| c.id == record.id)
+            {
+                c.embed_hash = record.embed_hash;
+                c.snippet_pending = false;
+            }
+        }
+        if !staged.is_empty() {
+            self.store_dirty = true;
+        }
+        Ok(staged.len())
+    }
+
+    /// Marks chunks as waiting for their snippet (after a change of snippet settings), or
+    /// as no longer waiting.
+    pub fn set_snippet_pending(&mut self, ids: &HashSet<u64>, pending: bool) {
+        for c in self.manifest.files.values_mut().flat_map(|f| f.chunks.iter_mut()) {
+            if ids.contains(&c.id) && c.snippet_pending != pending {
+                c.snippet_pending = pending;
+                self.vectors_dirty = true;
+            }
+        }
+    }
+
+    /// Records the snippet settings every chunk has now been checked against.
+    pub fn set_snippet_identity(&mut self, identity: &str) {
+        if self.manifest.snippet_identity != identity {
+            self.manifest.snippet_identity = identity.to_string();
+            self.vectors_dirty = true;
+        }
+    }
+
+    /// Every committed chunk (for a check of all snippets against new settings).
+    pub fn committed_records(&self) -> Result<Vec<ChunkRecord>, IndexError> {
+        self.all_records()
     }
 
     /// Embeds the stored texts of chunks that have no vector (after a crash, a corrupt
@@ -929,7 +1065,7 @@ impl Snapshot {
         read(&self.vectors).len()
     }
 
-    /// BM25 over text, title, headings and path: the ids and scores of the best `limit`
+    /// BM25 over text, title, headings, path and snippet: the ids and scores of the best `limit`
     /// chunks. `terms` are analysed terms (see [`tokenizer::query_terms`]).
     pub fn bm25(
         &self,
@@ -946,6 +1082,7 @@ impl Snapshot {
             (f.title, boosts.title),
             (f.headings, boosts.headings),
             (f.path_text, boosts.path),
+            (f.snippet, boosts.snippet),
         ];
         let total = self.searcher.num_docs() as f32;
         let idf = |df: u64| (1.0 + (total - df as f32 + 0.5) / (df as f32 + 0.5)).ln();
@@ -1037,8 +1174,45 @@ impl Snapshot {
     }
 }
 
+/// The record a prepared chunk is stored as.
+fn prepared_record(file: &PreparedFile, prepared: &PreparedChunk, r: ChunkRef) -> ChunkRecord {
+    let c = &prepared.chunk;
+    let (snippet, snippet_key) = match &prepared.snippet {
+        SnippetSlot::Ready { key, snippet } => (Some(snippet.clone()), *key),
+        _ => (None, 0),
+    };
+    ChunkRecord {
+        id: r.id,
+        path: file.path.clone(),
+        ordinal: c.ordinal,
+        start_line: c.start_line,
+        end_line: c.end_line,
+        start_byte: c.byte_range.start as u64,
+        end_byte: c.byte_range.end as u64,
+        title: file.title.clone(),
+        heading_path: c.heading_path.clone(),
+        text: c.text.clone(),
+        context: prepared.context.clone(),
+        snippet,
+        snippet_key,
+        token_count: c.token_count,
+        content_hash: c.content_hash,
+        embed_hash: r.embed_hash,
+    }
+}
+
 fn record_of(f: &Fields, doc: &TantivyDocument) -> Option<ChunkRecord> {
     let text = |field| doc.get_first(field).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+    let snippet_key = doc
+        .get_first(f.snippet_key)
+        .and_then(|v| v.as_str())
+        .and_then(|k| u128::from_str_radix(k, 16).ok())
+        .unwrap_or(0);
+    let snippet = (snippet_key != 0).then(|| Snippet {
+        text: text(f.snippet),
+        model: text(f.snippet_model),
+        created_at: u64_of(doc, f.snippet_at),
+    });
     Some(ChunkRecord {
         id: doc.get_first(f.id)?.as_u64()?,
         path: text(f.path),
@@ -1051,6 +1225,8 @@ fn record_of(f: &Fields, doc: &TantivyDocument) -> Option<ChunkRecord> {
         heading_path: serde_json::from_str(&text(f.heading_path)).unwrap_or_default(),
         text: text(f.text),
         context: text(f.context),
+        snippet,
+        snippet_key,
         token_count: u64_of(doc, f.token_count) as u32,
         content_hash: u64_of(doc, f.content_hash),
         embed_hash: u64_of(doc, f.embed_hash),

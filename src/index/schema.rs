@@ -31,6 +31,12 @@ pub struct Fields {
     pub text: Field,
     /// The header context: stored (its words are searched through `title` and `headings`).
     pub context: Field,
+    /// The LLM-written snippet: searched and stored (empty when the chunk has none).
+    pub snippet: Field,
+    /// The snippet's cache key (32 hex digits), its model and when it was written: stored.
+    pub snippet_key: Field,
+    pub snippet_model: Field,
+    pub snippet_at: Field,
     pub token_count: Field,
     pub content_hash: Field,
     pub embed_hash: Field,
@@ -63,6 +69,10 @@ pub fn build() -> (Schema, Fields) {
         heading_path: b.add_text_field("heading_path", STORED),
         text: b.add_text_field("text", searched(true)),
         context: b.add_text_field("context", STORED),
+        snippet: b.add_text_field("snippet", searched(true)),
+        snippet_key: b.add_text_field("snippet_key", STORED),
+        snippet_model: b.add_text_field("snippet_model", STORED),
+        snippet_at: b.add_u64_field("snippet_at", STORED),
         token_count: b.add_u64_field("token_count", STORED),
         content_hash: b.add_u64_field("content_hash", STORED),
         embed_hash: b.add_u64_field("embed_hash", STORED),

@@ -235,6 +235,8 @@ mod tests {
             heading_path: vec!["Backups".into(), "Retention".into()],
             text: text.into(),
             context: "Document: Backup policy > Backups > Retention".into(),
+            snippet: None,
+            snippet_key: 0,
             token_count: 12,
             content_hash: 0,
             embed_hash: 0,
