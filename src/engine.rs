@@ -4,6 +4,7 @@
 //! The engine speaks plain data (paths, line numbers, strings); it knows nothing of LSP or
 //! terminals.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,9 +19,15 @@ use crate::context;
 use crate::expand::{self, Expand};
 use crate::index::{
     ApplyStats, ChunkRecord, FileChange, Index, IndexError, OpenMode, PreparedChunk, PreparedFile, Snapshot,
+    SnippetUpdate,
 };
 use crate::providers::{EmbedError, Embedder, EmbedderIdentity, static_model::StaticEmbedder};
 use crate::search::{self, Hit, SearchError, SearchRequest};
+use crate::snippets::cache::SnippetCache;
+use crate::snippets::estimate::{self, Estimate};
+use crate::snippets::generator::{self, Limits, Outcome, RunEnd, SnippetJob, Totals};
+use crate::snippets::prompt::ChunkInput;
+use crate::snippets::{SnippetSetup, SnippetSlot};
 use crate::workspace::{self, SkipReason, Skipped, SourceFile};
 
 /// Files read and chunked (in parallel) before their changes are applied.
@@ -33,6 +40,11 @@ const CHECKPOINT_FILES: usize = 2_000;
 const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(5);
 /// Chunks embedded between two checks of the clock when vectors are filled in late.
 const FILL_BATCH: usize = 64;
+
+/// Snippets that arrived are indexed in batches of this many, or
+const SNIPPET_BATCH: usize = 256;
+/// after this long, whichever comes first.
+const SNIPPET_COMMIT: Duration = Duration::from_secs(1);
 
 /// Bumped when chunking or context code changes what it produces for the same input.
 const PIPELINE_VERSION: u32 = 1;
@@ -118,14 +130,19 @@ pub struct Status {
     pub config_problems: Vec<String>,
     /// Why parts of the index were rebuilt when it was opened.
     pub notes: Vec<String>,
+    /// LLM-written snippets, when they are on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snippets: Option<SnippetStatus>,
 }
 
-/// What does not change while an engine is open: the workspace, its settings and model.
+/// What does not change while an engine is open: the workspace, its settings and models.
 struct Setup {
     root: PathBuf,
     config: Config,
     config_problems: Vec<ConfigProblem>,
     embedder: Arc<dyn Embedder>,
+    /// The snippet model, when snippets are on.
+    snippets: Option<SnippetSetup>,
 }
 
 /// One workspace's engine: the only writer of its index.
@@ -137,6 +154,58 @@ pub struct Engine {
     /// Leave deferred vectors to [`Engine::fill_vectors`] instead of filling them at the
     /// end of a reconcile (a server fills them between other work).
     fill_later: bool,
+    /// The snippet cache (writers with snippets on).
+    snippet_cache: Option<Arc<SnippetCache>>,
+    /// Chunks handed out by [`Engine::snippet_jobs`] whose outcome has not come back.
+    snippets_in_flight: HashSet<u64>,
+}
+
+/// Snippets in an index, for `status`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SnippetStatus {
+    /// `provider/model@host`.
+    pub model: String,
+    pub mode: String,
+    /// Chunks indexed with their snippet.
+    pub done: usize,
+    /// Chunks indexed with their header context alone, waiting for a snippet.
+    pub pending: usize,
+    pub max_calls: Option<u64>,
+    pub max_run_tokens: Option<u64>,
+    /// What writing the pending snippets would cost; filled by callers that ask for it
+    /// ([`View::snippet_estimate`] counts tokens of every pending request).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<Estimate>,
+}
+
+/// How far [`Engine::write_snippets`] has come.
+#[derive(Debug, Clone, Copy)]
+pub struct SnippetProgress {
+    /// Jobs answered (or failed) so far, of `total`.
+    pub done: usize,
+    pub total: usize,
+    pub totals: Totals,
+}
+
+/// What [`Engine::write_snippets`] did.
+#[derive(Debug, Clone, Serialize)]
+pub struct SnippetRun {
+    /// Calls and tokens, those spent before the run included.
+    pub totals: Totals,
+    pub end: RunEnd,
+    /// Chunks re-indexed with their snippet.
+    pub indexed: usize,
+    /// Chunks still waiting (failed, over budget, or interrupted).
+    pub waiting: usize,
+}
+
+/// What [`Engine::apply_snippets`] did.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct SnippetsApplied {
+    /// Chunks re-indexed with their new snippet.
+    pub indexed: usize,
+    /// Chunks whose call failed or did not run: they wait for the next run.
+    pub returned: usize,
 }
 
 impl std::fmt::Debug for Engine {
@@ -217,7 +286,7 @@ impl Engine {
     pub fn open_with(
         root: &Path,
         config: Config,
-        config_problems: Vec<ConfigProblem>,
+        mut config_problems: Vec<ConfigProblem>,
         embedder: Arc<dyn Embedder>,
         mode: OpenMode,
     ) -> Result<Engine, EngineError> {
@@ -246,8 +315,39 @@ impl Engine {
                     .ok_or(IndexError::ReadOnly)?
             }
         };
-        let setup = Arc::new(Setup { root, config, config_problems, embedder });
-        Ok(Engine { setup, index, interrupt: Arc::default(), fill_later: false })
+        let mut snippets = match &config.snippets {
+            Some(c) => match SnippetSetup::from_config(c) {
+                Ok(setup) => Some(setup),
+                Err(e) => {
+                    config_problems.push(snippet_problem(format!("{e}; snippets are off")));
+                    None
+                }
+            },
+            None => None,
+        };
+        let mut snippet_cache = None;
+        if snippets.is_some() && !index.is_read_only() {
+            match SnippetCache::open(index.dir()) {
+                Ok(cache) => snippet_cache = Some(Arc::new(cache)),
+                Err(e) => {
+                    let path = index.dir().join(crate::snippets::cache::FILE_NAME);
+                    config_problems.push(snippet_problem(format!(
+                        "cannot open the snippet cache {}: {e}; snippets are off",
+                        path.display()
+                    )));
+                    snippets = None;
+                }
+            }
+        }
+        let setup = Arc::new(Setup { root, config, config_problems, embedder, snippets });
+        Ok(Engine {
+            setup,
+            index,
+            interrupt: Arc::default(),
+            fill_later: false,
+            snippet_cache,
+            snippets_in_flight: HashSet::new(),
+        })
     }
 
     pub fn root(&self) -> &Path {
@@ -322,6 +422,8 @@ impl Engine {
             report.vectors_refilled = self.index.fill_missing_vectors(self.setup.embedder.as_ref())?;
         }
 
+        self.check_snippets()?;
+
         let walked = workspace::walk(&self.setup.root, &self.setup.config.walk, Some(self.index.dir()));
         report.files_seen = walked.files.len();
         progress(Progress::Scanned { files: walked.files.len() });
@@ -350,11 +452,8 @@ impl Engine {
         let mut since_checkpoint = 0;
         let mut last_commit = Instant::now();
         for (n, batch) in to_read.chunks(READ_BATCH).enumerate() {
-            let setup = &self.setup;
-            let prepared: Vec<Result<Prepared, Skipped>> = batch
-                .par_iter()
-                .map(|f| prepare(f, &setup.config, &self.index, setup.embedder.as_ref()))
-                .collect();
+            let prepared: Vec<Result<Prepared, Skipped>> =
+                batch.par_iter().map(|f| self.prepare(f)).collect();
             for p in prepared {
                 stage(p, &self.index, &mut report, &mut changes, &mut skipped);
             }
@@ -474,7 +573,7 @@ impl Engine {
                 report.files_unchanged += 1;
                 continue;
             }
-            let prepared = prepare(&file, &self.setup.config, &self.index, self.setup.embedder.as_ref());
+            let prepared = self.prepare(&file);
             stage(prepared, &self.index, &mut report, &mut changes, &mut skipped);
         }
         let stats = self.index.apply(changes, self.setup.embedder.as_ref())?;
@@ -495,6 +594,286 @@ impl Engine {
         report.skipped = skipped;
         report.seconds = started.elapsed().as_secs_f64();
         Ok(report)
+    }
+
+    /// Reads and chunks one file; each chunk gets its header and, when snippets are on, its
+    /// snippet from the cache or a mark that it waits for one.
+    fn prepare(&self, file: &SourceFile) -> Result<Prepared, Skipped> {
+        let config = &self.setup.config;
+        let skip = |reason: SkipReason| Skipped { path: file.rel_path.clone(), reason };
+        let read = workspace::read(file, config.walk.max_file_bytes).map_err(skip)?;
+        if let Some(entry) = self.index.manifest().files.get(&file.rel_path)
+            && entry.content_hash == read.content_hash
+        {
+            return Ok(Prepared::Touched {
+                path: file.rel_path.clone(),
+                size: file.size,
+                mtime_ns: file.mtime_ns,
+            });
+        }
+        let file_name = file.rel_path.rsplit('/').next().unwrap_or(&file.rel_path);
+        let kind = workspace::doc_kind(&file.rel_path);
+        // Only the `semantic` strategy embeds sentences, with the index's own model.
+        let embedder = self.setup.embedder.as_ref();
+        let sentences = |texts: &[&str]| embedder.embed(texts).map_err(|e| e.to_string());
+        let doc = chunk::chunk_document_with(file_name, &read.text, kind, &config.chunk, &sentences);
+        let chunks = doc
+            .chunks
+            .into_iter()
+            .map(|c| {
+                let input = ChunkInput {
+                    path: &file.rel_path,
+                    title: &doc.title,
+                    heading_path: &c.heading_path,
+                    text: &c.text,
+                };
+                PreparedChunk {
+                    context: context::render_header(
+                        &config.context,
+                        &file.rel_path,
+                        &doc.title,
+                        &c.heading_path,
+                    ),
+                    snippet: self.snippet_slot(&input),
+                    chunk: c,
+                }
+            })
+            .collect();
+        Ok(Prepared::Changed(PreparedFile {
+            path: file.rel_path.clone(),
+            size: file.size,
+            mtime_ns: file.mtime_ns,
+            content_hash: read.content_hash,
+            lossy: read.lossy,
+            title: doc.title,
+            chunks,
+            warnings: doc.warnings,
+        }))
+    }
+
+    /// A chunk's snippet: off, in the cache, or still to be written.
+    fn snippet_slot(&self, input: &ChunkInput) -> SnippetSlot {
+        let (Some(setup), Some(cache)) = (&self.setup.snippets, &self.snippet_cache) else {
+            return SnippetSlot::Off;
+        };
+        let key = setup.key(input);
+        match cache.get(key) {
+            Some(snippet) => SnippetSlot::Ready { key, snippet },
+            None => SnippetSlot::Missing { key },
+        }
+    }
+
+    /// After a change of snippet settings (or when they are first turned on), checks every
+    /// chunk's snippet against them: a chunk whose snippet is in the cache under its new key
+    /// gets it now, the others are marked as waiting. Does nothing while the settings are
+    /// those of the last check.
+    fn check_snippets(&mut self) -> Result<(), EngineError> {
+        let (Some(setup), Some(cache)) = (&self.setup.snippets, &self.snippet_cache) else {
+            return Ok(());
+        };
+        let identity = setup.identity();
+        if self.index.manifest().snippet_identity == identity {
+            return Ok(());
+        }
+        let mut updates = Vec::new();
+        let mut waiting = HashSet::new();
+        for record in self.index.committed_records()? {
+            let key = setup.key(&chunk_input(&record));
+            if record.snippet_key == key {
+                continue;
+            }
+            match cache.get(key) {
+                Some(snippet) => updates.push(SnippetUpdate { chunk_id: record.id, key, snippet }),
+                None => {
+                    waiting.insert(record.id);
+                }
+            }
+        }
+        tracing::info!(
+            from_cache = updates.len(),
+            waiting = waiting.len(),
+            "snippet settings changed: snippets checked again"
+        );
+        self.index.set_snippets(
+            &updates,
+            self.setup.embedder.as_ref(),
+            !self.setup.embedder.embeds_fast(),
+        )?;
+        self.index.set_snippet_pending(&waiting, true);
+        self.index.set_snippet_identity(&identity);
+        self.index.commit()?;
+        Ok(())
+    }
+
+    /// Whether snippets are on (and this engine can write them).
+    pub fn snippets_on(&self) -> bool {
+        self.setup.snippets.is_some() && self.snippet_cache.is_some()
+    }
+
+    /// The snippet model and settings, when snippets are on.
+    pub fn snippet_setup(&self) -> Option<&SnippetSetup> {
+        self.setup.snippets.as_ref()
+    }
+
+    /// Committed chunks waiting for a snippet and not handed out yet.
+    pub fn snippets_waiting(&self) -> usize {
+        if !self.snippets_on() {
+            return 0;
+        }
+        self.index.manifest().snippets_pending().filter(|id| !self.snippets_in_flight.contains(id)).count()
+    }
+
+    /// Hands out the jobs of up to about `max` chunks waiting for a snippet, whole files at
+    /// a time and in file order (so that requests about one document follow each other).
+    /// Chunks whose snippet is in the cache by now are indexed at once instead. Each job's
+    /// outcome must come back through [`Engine::apply_snippets`].
+    pub fn snippet_jobs(&mut self, max: usize) -> Result<Vec<SnippetJob>, EngineError> {
+        let (Some(setup), Some(cache)) = (self.setup.snippets.clone(), self.snippet_cache.clone()) else {
+            return Ok(Vec::new());
+        };
+        self.check_snippets()?;
+        let snapshot = self.index.snapshot();
+        let mut by_file: Vec<(String, HashSet<u64>)> = Vec::new();
+        let mut taken = 0;
+        for (path, entry) in &self.index.manifest().files {
+            if taken >= max {
+                break;
+            }
+            let ids: HashSet<u64> = entry
+                .chunks
+                .iter()
+                .filter(|c| c.snippet_pending && !self.snippets_in_flight.contains(&c.id))
+                .map(|c| c.id)
+                .collect();
+            if !ids.is_empty() {
+                taken += ids.len();
+                by_file.push((path.clone(), ids));
+            }
+        }
+        let mut jobs = Vec::new();
+        let mut cached = Vec::new();
+        for (path, ids) in by_file {
+            let records = snapshot.file_records(&path)?;
+            let inputs: Vec<ChunkInput> = records.iter().map(chunk_input).collect();
+            for (i, record) in records.iter().enumerate() {
+                if !ids.contains(&record.id) {
+                    continue;
+                }
+                let key = setup.key(&inputs[i]);
+                match cache.get(key) {
+                    Some(snippet) => cached.push(SnippetUpdate { chunk_id: record.id, key, snippet }),
+                    None => {
+                        self.snippets_in_flight.insert(record.id);
+                        jobs.push(SnippetJob {
+                            chunk_id: record.id,
+                            key,
+                            path: path.clone(),
+                            request: setup.request(&inputs, i),
+                        });
+                    }
+                }
+            }
+        }
+        if !cached.is_empty() {
+            self.index.set_snippets(
+                &cached,
+                self.setup.embedder.as_ref(),
+                !self.setup.embedder.embeds_fast(),
+            )?;
+            self.index.commit()?;
+        }
+        Ok(jobs)
+    }
+
+    /// Takes back the outcomes of snippet jobs: snippets written go to the cache (made
+    /// durable first) and into the index, committed; chunks whose call failed or did not
+    /// run keep their header context and wait for the next run.
+    pub fn apply_snippets(&mut self, outcomes: Vec<Outcome>) -> Result<SnippetsApplied, EngineError> {
+        let mut applied = SnippetsApplied::default();
+        let mut updates = Vec::new();
+        for outcome in outcomes {
+            self.snippets_in_flight.remove(&outcome.chunk_id());
+            match outcome {
+                Outcome::Written { chunk_id, key, snippet, .. } => {
+                    if let Some(cache) = &self.snippet_cache {
+                        cache.put(key, &snippet).map_err(|e| IndexError::Io {
+                            path: cache.path().display().to_string(),
+                            source: e,
+                        })?;
+                    }
+                    updates.push(SnippetUpdate { chunk_id, key, snippet });
+                }
+                Outcome::Failed { .. } | Outcome::NotRun { .. } => applied.returned += 1,
+            }
+        }
+        if updates.is_empty() {
+            return Ok(applied);
+        }
+        if let Some(cache) = &self.snippet_cache {
+            cache
+                .sync()
+                .map_err(|e| IndexError::Io { path: cache.path().display().to_string(), source: e })?;
+        }
+        let defer = !self.setup.embedder.embeds_fast();
+        applied.indexed = self.index.set_snippets(&updates, self.setup.embedder.as_ref(), defer)?;
+        self.index.commit()?;
+        Ok(applied)
+    }
+
+    /// Writes the snippets of every chunk waiting for one, within `limits` (with `spent`
+    /// already used from them), committing every second or so as they arrive. Stops early
+    /// when the interrupt flag is set or the model keeps failing; what arrived is kept.
+    pub fn write_snippets(
+        &mut self,
+        limits: Limits,
+        spent: Totals,
+        progress: &mut dyn FnMut(&SnippetProgress),
+    ) -> Result<SnippetRun, EngineError> {
+        let Some(setup) = self.setup.snippets.clone() else {
+            return Ok(SnippetRun { totals: spent, end: RunEnd::Finished, indexed: 0, waiting: 0 });
+        };
+        let jobs = self.snippet_jobs(usize::MAX)?;
+        let mut state = SnippetProgress { done: 0, total: jobs.len(), totals: spent };
+        progress(&state);
+        let interrupt = Arc::clone(&self.interrupt);
+        let mut buffer = Vec::new();
+        let mut last_apply = Instant::now();
+        let mut indexed = 0;
+        let mut failure: Option<EngineError> = None;
+        let end = generator::run(&setup, jobs, limits, spent, &interrupt, &mut |outcome| {
+            state.totals.count(&outcome);
+            if !matches!(outcome, Outcome::NotRun { .. }) {
+                state.done += 1;
+            }
+            buffer.push(outcome);
+            if failure.is_none() && (buffer.len() >= SNIPPET_BATCH || last_apply.elapsed() >= SNIPPET_COMMIT)
+            {
+                match self.apply_snippets(std::mem::take(&mut buffer)) {
+                    Ok(applied) => indexed += applied.indexed,
+                    Err(e) => {
+                        // Stop asking; what is in the cache is not lost.
+                        interrupt.store(true, Ordering::Relaxed);
+                        failure = Some(e);
+                    }
+                }
+                last_apply = Instant::now();
+            }
+            progress(&state);
+        });
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        indexed += self.apply_snippets(buffer)?.indexed;
+        if matches!(end, RunEnd::Interrupted) {
+            self.interrupt.store(false, Ordering::Relaxed);
+        }
+        let waiting = self.snippets_waiting();
+        Ok(SnippetRun { totals: state.totals, end, indexed, waiting })
+    }
+
+    /// What writing the snippets still missing would cost, counted before any call.
+    pub fn snippet_estimate(&self) -> Result<Estimate, EngineError> {
+        self.view().snippet_estimate()
     }
 
     /// Runs a search on the last commit.
@@ -607,7 +986,39 @@ impl View {
             skipped: manifest.skipped.clone(),
             config_problems: self.setup.config_problems.iter().map(ToString::to_string).collect(),
             notes: self.notes.clone(),
+            snippets: self.setup.snippets.as_ref().map(|setup| {
+                let pending = manifest.snippets_pending().count();
+                SnippetStatus {
+                    model: setup.model_label.clone(),
+                    mode: setup.config.mode.to_string(),
+                    done: manifest.chunk_count() - pending,
+                    pending,
+                    max_calls: setup.config.max_calls,
+                    max_run_tokens: setup.config.max_run_tokens,
+                    estimate: None,
+                }
+            }),
         }
+    }
+
+    /// What writing the snippets of the chunks still waiting would cost: the requests are
+    /// built and their tokens counted, nothing is sent.
+    pub fn snippet_estimate(&self) -> Result<Estimate, EngineError> {
+        let Some(setup) = &self.setup.snippets else { return Ok(Estimate::default()) };
+        let mut requests = Vec::new();
+        for (path, entry) in &self.snapshot.manifest().files {
+            if !entry.chunks.iter().any(|c| c.snippet_pending) {
+                continue;
+            }
+            let records = self.snapshot.file_records(path)?;
+            let inputs: Vec<ChunkInput> = records.iter().map(chunk_input).collect();
+            for (i, c) in entry.chunks.iter().enumerate() {
+                if c.snippet_pending && i < inputs.len() {
+                    requests.push(setup.request(&inputs, i));
+                }
+            }
+        }
+        Ok(estimate::estimate(&requests))
     }
 
     /// `path` relative to the workspace root, `/`-separated; `None` when outside it.
@@ -665,44 +1076,11 @@ fn stage(
     }
 }
 
-fn prepare(
-    file: &SourceFile,
-    config: &Config,
-    index: &Index,
-    embedder: &dyn Embedder,
-) -> Result<Prepared, Skipped> {
-    let skip = |reason: SkipReason| Skipped { path: file.rel_path.clone(), reason };
-    let read = workspace::read(file, config.walk.max_file_bytes).map_err(skip)?;
-    if let Some(entry) = index.manifest().files.get(&file.rel_path)
-        && entry.content_hash == read.content_hash
-    {
-        return Ok(Prepared::Touched {
-            path: file.rel_path.clone(),
-            size: file.size,
-            mtime_ns: file.mtime_ns,
-        });
-    }
-    let file_name = file.rel_path.rsplit('/').next().unwrap_or(&file.rel_path);
-    let kind = workspace::doc_kind(&file.rel_path);
-    // Only the `semantic` strategy embeds sentences, with the index's own model.
-    let sentences = |texts: &[&str]| embedder.embed(texts).map_err(|e| e.to_string());
-    let doc = chunk::chunk_document_with(file_name, &read.text, kind, &config.chunk, &sentences);
-    let chunks = doc
-        .chunks
-        .into_iter()
-        .map(|c| PreparedChunk {
-            context: context::render_header(&config.context, &file.rel_path, &doc.title, &c.heading_path),
-            chunk: c,
-        })
-        .collect();
-    Ok(Prepared::Changed(PreparedFile {
-        path: file.rel_path.clone(),
-        size: file.size,
-        mtime_ns: file.mtime_ns,
-        content_hash: read.content_hash,
-        lossy: read.lossy,
-        title: doc.title,
-        chunks,
-        warnings: doc.warnings,
-    }))
+/// The context inputs of a stored chunk.
+fn chunk_input(r: &ChunkRecord) -> ChunkInput<'_> {
+    ChunkInput { path: &r.path, title: &r.title, heading_path: &r.heading_path, text: &r.text }
+}
+
+fn snippet_problem(message: String) -> ConfigProblem {
+    ConfigProblem { key: "snippets".to_string(), message }
 }

@@ -15,11 +15,12 @@ use clap::{Parser, Subcommand};
 
 use crate::compare::{self, Override};
 use crate::config::{CONFIG_FILE, SearchMode};
-use crate::engine::{Engine, ReconcileReport};
+use crate::engine::{Engine, ReconcileReport, SnippetRun};
 use crate::eval;
 use crate::expand::Expand;
 use crate::index::OpenMode;
 use crate::search::SearchRequest;
+use crate::snippets::generator::Totals;
 
 /// Contextual semantic search over the markdown and text files of a folder.
 #[derive(Debug, Parser)]
@@ -42,6 +43,10 @@ enum Command {
         /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
+        /// Also write the LLM snippets that chunks wait for (needs a `[snippets]` table),
+        /// within the configured budget; shows progress and the tokens spent.
+        #[arg(long)]
+        snippets: bool,
     },
     /// Search the index (brought up to date first).
     Search {
@@ -211,7 +216,7 @@ fn init_logging() {
 fn run(command: Command, config: Option<&Path>) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match command {
-        Command::Index { dir, json } => {
+        Command::Index { dir, json, snippets } => {
             let mut engine = open(&dir, config, OpenMode::Write)?;
             if engine.is_read_only() {
                 bail!(
@@ -219,12 +224,38 @@ fn run(command: Command, config: Option<&Path>) -> Result<()> {
                     dir.display()
                 );
             }
+            if snippets && !engine.snippets_on() {
+                let why: Vec<String> = engine
+                    .config_problems()
+                    .iter()
+                    .filter(|p| p.key.starts_with("snippets"))
+                    .map(ToString::to_string)
+                    .collect();
+                if why.is_empty() {
+                    bail!("snippets are off: add a [snippets] table to situate.toml (see the README)");
+                }
+                bail!("snippets are off: {}", why.join("; "));
+            }
             let report = reconcile(&mut engine, true)?;
+            let run = if snippets { Some(write_snippets(&mut engine, json)?) } else { None };
             if json {
-                serde_json::to_writer_pretty(&mut out, &report)?;
+                let summary = IndexSummary { report: &report, snippets: run.as_ref() };
+                serde_json::to_writer_pretty(&mut out, &summary)?;
                 writeln!(out)?;
             } else {
                 render::index_summary(&mut out, &engine, &report)?;
+                match &run {
+                    Some(run) => render::snippet_run(&mut out, run)?,
+                    None if engine.snippets_waiting() > 0 => {
+                        let estimate = engine.snippet_estimate()?;
+                        writeln!(
+                            out,
+                            "snippets: {} chunks wait for one ({estimate}); `situate index --snippets` writes them",
+                            engine.snippets_waiting()
+                        )?;
+                    }
+                    None => {}
+                }
             }
         }
         Command::Search { query, dir, limit, mode, paths, json, explain, no_update, expand } => {
@@ -302,7 +333,12 @@ fn run(command: Command, config: Option<&Path>) -> Result<()> {
         Command::Lsp { .. } => bail!("`situate lsp` is served on its own"),
         Command::Status { dir, json } => {
             let engine = open(&dir, config, OpenMode::ReadOnly)?;
-            let status = engine.status();
+            let mut status = engine.status();
+            if let Some(snippets) = status.snippets.as_mut()
+                && snippets.pending > 0
+            {
+                snippets.estimate = Some(engine.snippet_estimate()?);
+            }
             if json {
                 serde_json::to_writer_pretty(&mut out, &status)?;
                 writeln!(out)?;
@@ -372,6 +408,28 @@ fn reconcile(engine: &mut Engine, announce: bool) -> Result<ReconcileReport> {
     let report = engine.reconcile(&mut |p| bar.update(&p))?;
     bar.finish();
     Ok(report)
+}
+
+/// `situate index --json`: the reconcile report, and the snippet run when there was one.
+#[derive(serde::Serialize)]
+struct IndexSummary<'a> {
+    #[serde(flatten)]
+    report: &'a ReconcileReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    snippets: Option<&'a SnippetRun>,
+}
+
+/// Writes the snippets chunks wait for, with the estimate first and a progress bar.
+fn write_snippets(engine: &mut Engine, quiet: bool) -> Result<SnippetRun> {
+    let waiting = engine.snippets_waiting();
+    if waiting > 0 && !quiet {
+        eprintln!("situate: writing {waiting} snippets: {}", engine.snippet_estimate()?);
+    }
+    let limits = engine.snippet_setup().map(|s| s.limits()).unwrap_or_default();
+    let mut bar = progress::SnippetBar::new();
+    let run = engine.write_snippets(limits, Totals::default(), &mut |p| bar.update(p))?;
+    bar.finish();
+    Ok(run)
 }
 
 fn warn_skips(report: &ReconcileReport) {

@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::engine::Progress;
+use crate::engine::{Progress, SnippetProgress};
 
 /// Shows reconcile progress on stderr when it is a terminal.
 pub struct Bar {
@@ -48,6 +48,45 @@ impl Bar {
         if let Some(bar) = &self.bar {
             bar.set_position(done as u64);
         }
+    }
+
+    pub fn finish(self) {
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// Shows how many snippets have been written, and the tokens spent, on stderr when it is a
+/// terminal.
+pub struct SnippetBar {
+    bar: Option<ProgressBar>,
+}
+
+impl SnippetBar {
+    pub fn new() -> Self {
+        SnippetBar { bar: None }
+    }
+
+    pub fn update(&mut self, p: &SnippetProgress) {
+        if !std::io::stderr().is_terminal() || p.total == 0 {
+            return;
+        }
+        let bar = self.bar.get_or_insert_with(|| {
+            let bar = ProgressBar::new(p.total as u64);
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} snippets {pos}/{len} [{bar:30}] {eta} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+            );
+            bar
+        });
+        bar.set_position(p.done as u64);
+        let t = &p.totals;
+        bar.set_message(format!(
+            "{} calls, {} in ({} cached), {} out",
+            t.calls, t.input_tokens, t.cache_read_tokens, t.output_tokens
+        ));
     }
 
     pub fn finish(self) {

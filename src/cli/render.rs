@@ -2,10 +2,11 @@
 
 use std::io::{Result, Write};
 
-use crate::engine::{Engine, ReconcileReport, Status};
+use crate::engine::{Engine, ReconcileReport, SnippetRun, Status};
 use crate::eval::{EvalReport, Metrics};
 use crate::index::ChunkRecord;
 use crate::search::Hit;
+use crate::snippets::generator::RunEnd;
 
 /// Characters of chunk text shown under a hit.
 const PREVIEW_CHARS: usize = 240;
@@ -38,6 +39,31 @@ pub fn index_summary(out: &mut impl Write, engine: &Engine, r: &ReconcileReport)
         writeln!(out, "skipped {} files:", r.skipped.len())?;
         for s in &r.skipped {
             writeln!(out, "  {}: {}", s.path, s.reason)?;
+        }
+    }
+    Ok(())
+}
+
+/// The outcome of `situate index --snippets`.
+pub fn snippet_run(out: &mut impl Write, run: &SnippetRun) -> Result<()> {
+    writeln!(out, "snippets: {} chunks indexed with theirs; {}", run.indexed, run.totals)?;
+    match &run.end {
+        RunEnd::Finished if run.waiting == 0 => {}
+        RunEnd::Finished => writeln!(out, "snippets: {} chunks still wait for one", run.waiting)?,
+        RunEnd::BudgetReached => writeln!(
+            out,
+            "snippets: the budget (snippets.max_calls / snippets.max_run_tokens) is spent; \
+             {} chunks wait for the next run",
+            run.waiting
+        )?,
+        RunEnd::Failing { error } => writeln!(
+            out,
+            "snippets: stopped, the model keeps failing: {error}; {} chunks keep their header \
+             context and wait for the next run",
+            run.waiting
+        )?,
+        RunEnd::Interrupted => {
+            writeln!(out, "snippets: interrupted; {} chunks wait for the next run", run.waiting)?
         }
     }
     Ok(())
@@ -88,6 +114,13 @@ pub fn chunks(out: &mut impl Write, chunks: &[ChunkRecord]) -> Result<()> {
             c.path, c.start_line, c.end_line, c.ordinal, c.token_count
         )?;
         writeln!(out, "  context: {}", c.context)?;
+        match &c.snippet {
+            Some(s) if !s.text.is_empty() => {
+                writeln!(out, "  snippet: {} ({}, {})", s.text, s.model, ago(s.created_at))?
+            }
+            Some(s) => writeln!(out, "  snippet: none ({} gave no usable reply)", s.model)?,
+            None => {}
+        }
         writeln!(
             out,
             "  headings: {}",
@@ -122,6 +155,16 @@ pub fn status(out: &mut impl Write, s: &Status) -> Result<()> {
         "committed: {}",
         if s.last_commit == 0 { "never".to_string() } else { ago(s.last_commit) }
     )?;
+    if let Some(sn) = &s.snippets {
+        writeln!(
+            out,
+            "snippets:  {} ({} mode): {} chunks done, {} waiting",
+            sn.model, sn.mode, sn.done, sn.pending
+        )?;
+        if let Some(e) = &sn.estimate {
+            writeln!(out, "           to write the rest: {e}")?;
+        }
+    }
     for p in &s.config_problems {
         writeln!(out, "config:    {p}")?;
     }
