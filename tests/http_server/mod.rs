@@ -54,7 +54,12 @@ struct State {
     key: Option<String>,
     /// Documents already sent to the chat endpoints: their tokens now come from the cache.
     cached_documents: HashSet<String>,
+    /// Writes the chat answer from the request's text (system, document and prompt).
+    reply: Option<Reply>,
 }
+
+/// A rule that writes the chat answer from the request's text.
+pub type Reply = Arc<dyn Fn(&str) -> String + Send + Sync>;
 
 /// A running server; it stops when dropped.
 pub struct TestServer {
@@ -104,6 +109,16 @@ impl TestServer {
 
     pub fn set_latency(&self, latency: Duration) {
         self.state.lock().unwrap().latency = latency;
+    }
+
+    /// Answers chat requests with `reply(request text)` instead of the fixed answers.
+    pub fn set_reply(&self, reply: impl Fn(&str) -> String + Send + Sync + 'static) {
+        self.state.lock().unwrap().reply = Some(Arc::new(reply));
+    }
+
+    /// Requests made to the chat endpoints.
+    pub fn chat_requests(&self) -> Vec<Recorded> {
+        self.requests().into_iter().filter(|r| !r.path.ends_with("/embeddings")).collect()
     }
 
     pub fn require_key(&self, key: &str) {
@@ -193,9 +208,21 @@ fn serve(stream: TcpStream, state: &Mutex<State>, embedder: &StaticEmbedder) {
             let answer = if path.ends_with("/embeddings") {
                 embeddings(&body, embedder, 0)
             } else if path.ends_with("/chat/completions") {
-                openai_chat(&body, &mut state.lock().unwrap().cached_documents)
+                let mut s = state.lock().unwrap();
+                let reply = s.reply.clone();
+                let mut answer = openai_chat(&body, &mut s.cached_documents);
+                if let Some(reply) = reply {
+                    answer["choices"][0]["message"]["content"] = reply(&body.to_string()).into();
+                }
+                answer
             } else if path.ends_with("/messages") {
-                anthropic_messages(&body, &mut state.lock().unwrap().cached_documents)
+                let mut s = state.lock().unwrap();
+                let reply = s.reply.clone();
+                let mut answer = anthropic_messages(&body, &mut s.cached_documents);
+                if let Some(reply) = reply {
+                    answer["content"] = json!([{ "type": "text", "text": reply(&body.to_string()) }]);
+                }
+                answer
             } else {
                 return respond(&mut stream, 404, &[], r#"{"error":{"message":"no such endpoint"}}"#);
             };

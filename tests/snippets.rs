@@ -1,0 +1,395 @@
+//! LLM snippets end to end against a chat server on 127.0.0.1: they land in the index and
+//! change what search finds, the cache makes repeated work free, an edit costs one call per
+//! changed chunk, the budget and a failing model stop the run without losing anything, and
+//! the API key never reaches the disk or the logs.
+
+mod common;
+mod http_server;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::Fixture;
+use http_server::{Fault, TestServer};
+use serde_json::Value;
+use situate::config::{ChatProvider, Config, SearchMode, SnippetConfig};
+use situate::engine::{Engine, SnippetRun};
+use situate::expand::Expand;
+use situate::index::OpenMode;
+use situate::providers::static_model::StaticEmbedder;
+use situate::search::SearchRequest;
+use situate::snippets::generator::{RunEnd, Totals};
+use situate::snippets::prompt::SnippetMode;
+
+/// Chunks in `tests/data/workspace`.
+const CHUNKS: usize = 8;
+
+/// The reply the server gives: the backup retention chunk gets words found nowhere in the
+/// workspace, every other chunk a plain sentence.
+fn reply(request: &str) -> String {
+    // In document mode the request holds the whole document: only the chunk counts.
+    let chunk = request.rsplit("<chunk>").next().unwrap_or(request);
+    if chunk.contains("thirty days") {
+        "This section states the archival lifespan of nightly database dumps.".to_string()
+    } else {
+        "This part of the notes describes a routine task.".to_string()
+    }
+}
+
+fn snippet_config(server: &TestServer) -> SnippetConfig {
+    SnippetConfig {
+        base_url: server.openai_url(),
+        max_retries: 1,
+        timeout_secs: 1,
+        ..SnippetConfig::new(ChatProvider::OpenAi, "small-chat")
+    }
+}
+
+fn config(f: &Fixture, snippets: SnippetConfig) -> Config {
+    Config { snippets: Some(snippets), ..f.config() }
+}
+
+fn engine(f: &Fixture, config: Config) -> Engine {
+    let embedder = Arc::new(StaticEmbedder::builtin().unwrap());
+    let engine = Engine::open_with(f.root(), config, Vec::new(), embedder, OpenMode::Write).unwrap();
+    assert!(engine.snippets_on());
+    engine
+}
+
+fn run(engine: &mut Engine) -> SnippetRun {
+    engine.reconcile(&mut |_| {}).unwrap();
+    let limits = engine.snippet_setup().unwrap().limits();
+    engine.write_snippets(limits, Totals::default(), &mut |_| {}).unwrap()
+}
+
+fn first_hit(engine: &Engine, query: &str, mode: SearchMode) -> Option<(String, Vec<String>)> {
+    let request =
+        SearchRequest { query: query.to_string(), limit: 3, mode, paths: Vec::new(), expand: Expand::None };
+    engine.search(&request).unwrap().into_iter().next().map(|h| (h.chunk.path, h.chunk.heading_path))
+}
+
+fn retention() -> Option<(String, Vec<String>)> {
+    Some(("ops/backup.md".to_string(), vec!["Backups".to_string(), "Retention".to_string()]))
+}
+
+#[test]
+fn snippets_land_in_the_index_and_change_what_search_finds() {
+    let server = TestServer::start();
+    server.set_reply(reply);
+    let f = Fixture::standard();
+    let mut engine = engine(&f, config(&f, snippet_config(&server)));
+    engine.reconcile(&mut |_| {}).unwrap();
+    // Header context only: the words of the snippet are nowhere yet.
+    assert_eq!(engine.snippets_waiting(), CHUNKS);
+    assert_eq!(first_hit(&engine, "archival lifespan", SearchMode::Bm25), None);
+    let estimate = engine.snippet_estimate().unwrap();
+    assert_eq!(estimate.calls, CHUNKS as u64);
+    assert!(estimate.input_tokens > 100, "{estimate:?}");
+
+    let limits = engine.snippet_setup().unwrap().limits();
+    let run = engine.write_snippets(limits, Totals::default(), &mut |_| {}).unwrap();
+    assert_eq!(run.end, RunEnd::Finished);
+    assert_eq!((run.indexed, run.waiting, run.totals.calls), (CHUNKS, 0, CHUNKS as u64));
+    assert_eq!(server.chat_requests().len(), CHUNKS);
+    assert!(run.totals.input_tokens > 0 && run.totals.output_tokens > 0);
+
+    assert_eq!(first_hit(&engine, "archival lifespan", SearchMode::Bm25), retention());
+    assert_eq!(first_hit(&engine, "archival lifespan of dumps", SearchMode::Hybrid), retention());
+    let chunk = engine.chunks_at("ops/backup.md", Some(11)).unwrap().remove(0);
+    let snippet = chunk.snippet.clone().unwrap();
+    assert_eq!(snippet.text, "This section states the archival lifespan of nightly database dumps.");
+    assert_eq!(snippet.model, format!("openai/small-chat@{}", server.url().trim_start_matches("http://")));
+    assert!(snippet.created_at > 0);
+    // The original text is kept apart from the snippet.
+    assert!(!chunk.text.contains("archival"));
+    assert!(chunk.embedding_text().contains("archival lifespan"));
+    let status = engine.status();
+    let s = status.snippets.unwrap();
+    assert_eq!((s.done, s.pending), (CHUNKS, 0));
+}
+
+#[test]
+fn a_second_run_makes_no_call_and_a_rebuilt_index_takes_snippets_from_the_cache() {
+    let server = TestServer::start();
+    server.set_reply(reply);
+    let f = Fixture::standard();
+    let mut e = engine(&f, config(&f, snippet_config(&server)));
+    assert_eq!(run(&mut e).totals.calls, CHUNKS as u64);
+    drop(e);
+    server.clear_requests();
+
+    let mut e = engine(&f, config(&f, snippet_config(&server)));
+    let again = run(&mut e);
+    assert_eq!((again.totals.calls, again.waiting), (0, 0));
+    drop(e);
+
+    // The index is lost, the cache beside it is not.
+    for entry in std::fs::read_dir(f.index_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap() != "snippets.jsonl" {
+            if path.is_dir() {
+                std::fs::remove_dir_all(&path).unwrap();
+            } else {
+                std::fs::remove_file(&path).unwrap();
+            }
+        }
+    }
+    let mut e = engine(&f, config(&f, snippet_config(&server)));
+    let rebuilt = run(&mut e);
+    assert_eq!((rebuilt.totals.calls, rebuilt.waiting), (0, 0));
+    assert_eq!(e.status().snippets.unwrap().done, CHUNKS);
+    assert_eq!(first_hit(&e, "archival lifespan", SearchMode::Bm25), retention());
+    assert!(server.chat_requests().is_empty());
+}
+
+#[test]
+fn editing_one_paragraph_costs_one_call_and_reverting_it_none() {
+    let server = TestServer::start();
+    server.set_reply(reply);
+    let f = Fixture::standard();
+    let mut e = engine(&f, config(&f, snippet_config(&server)));
+    run(&mut e);
+    server.clear_requests();
+
+    let path = f.root().join("ops/backup.md");
+    let original = std::fs::read_to_string(&path).unwrap();
+    let edited = original.replace("thirty days", "forty-five days");
+    std::fs::write(&path, &edited).unwrap();
+    e.update(&["ops/backup.md".to_string()]).unwrap();
+    // At once: the edited chunk is indexed with its header context, the others with their
+    // snippets from the cache.
+    assert_eq!(e.snippets_waiting(), 1);
+    let limits = e.snippet_setup().unwrap().limits();
+    let edit = e.write_snippets(limits, Totals::default(), &mut |_| {}).unwrap();
+    assert_eq!(edit.totals.calls, 1);
+    let sent = server.chat_requests();
+    assert_eq!(sent.len(), 1);
+    assert!(sent[0].body.to_string().contains("forty-five days"));
+
+    server.clear_requests();
+    std::fs::write(&path, &original).unwrap();
+    e.update(&["ops/backup.md".to_string()]).unwrap();
+    assert_eq!(e.snippets_waiting(), 0);
+    assert!(server.chat_requests().is_empty());
+    assert_eq!(first_hit(&e, "archival lifespan", SearchMode::Bm25), retention());
+}
+
+#[test]
+fn transient_faults_are_retried_and_every_snippet_lands() {
+    let server = TestServer::start();
+    server.set_reply(reply);
+    server.queue([
+        Fault::RateLimited("0"),
+        Fault::Status(502),
+        Fault::Malformed,
+        Fault::Stall(Duration::from_millis(2500)),
+    ]);
+    let f = Fixture::standard();
+    let snippets = SnippetConfig { concurrency: 1, max_retries: 2, ..snippet_config(&server) };
+    let mut e = engine(&f, config(&f, snippets));
+    let r = run(&mut e);
+    assert_eq!(r.end, RunEnd::Finished);
+    // The first job met 429 and 502 (both retried), then malformed JSON, which is not: it
+    // failed and its chunk waits with its header context. The stalled answer of the second
+    // job timed out and was retried. Everything else landed.
+    assert_eq!((r.totals.failed, r.indexed, r.waiting), (1, CHUNKS - 1, 1), "{r:?}");
+    let r = run(&mut e);
+    assert_eq!((r.totals.calls, r.indexed, r.waiting), (1, 1, 0));
+    assert_eq!(e.status().snippets.unwrap().done, CHUNKS);
+}
+
+#[test]
+fn a_model_that_keeps_failing_stops_the_run_and_nothing_is_lost() {
+    let server = TestServer::start();
+    server.set_reply(reply);
+    server.always(Some(Fault::Status(500)));
+    let f = Fixture::standard();
+    let snippets = SnippetConfig { concurrency: 1, ..snippet_config(&server) };
+    let mut e = engine(&f, config(&f, snippets.clone()));
+    let r = run(&mut e);
+    match &r.end {
+        RunEnd::Failing { error } => assert!(error.contains("500"), "{error}"),
+        other => panic!("expected the run to stop, got {other:?}"),
+    }
+    assert_eq!(r.totals.failed, 3);
+    assert_eq!(r.waiting, CHUNKS);
+    // Every chunk is still searchable with its header context.
+    assert_eq!(first_hit(&e, "how long are snapshots kept", SearchMode::Hybrid), retention());
+    assert_eq!(e.status().chunks, CHUNKS);
+
+    // The server recovers: the next run writes them all.
+    server.always(None);
+    let r = run(&mut e);
+    assert_eq!((r.end, r.indexed, r.waiting), (RunEnd::Finished, CHUNKS, 0));
+}
+
+#[test]
+fn the_budget_pauses_the_run_and_the_rest_waits() {
+    let server = TestServer::start();
+    server.set_reply(reply);
+    let f = Fixture::standard();
+    let snippets = SnippetConfig { max_calls: Some(4), ..snippet_config(&server) };
+    let mut e = engine(&f, config(&f, snippets));
+    let r = run(&mut e);
+    assert_eq!(r.end, RunEnd::BudgetReached);
+    assert_eq!((r.totals.calls, r.indexed, r.waiting), (4, 4, CHUNKS - 4));
+    assert_eq!(server.chat_requests().len(), 4);
+    let status = e.status().snippets.unwrap();
+    assert_eq!((status.done, status.pending), (4, CHUNKS - 4));
+}
+
+#[test]
+fn changing_the_snippet_model_regenerates_lazily_and_switching_back_is_free() {
+    let server = TestServer::start();
+    server.set_reply(reply);
+    let f = Fixture::standard();
+    let first = snippet_config(&server);
+    let mut e = engine(&f, config(&f, first.clone()));
+    run(&mut e);
+    drop(e);
+
+    let other = SnippetConfig { model: "bigger-chat".to_string(), ..first.clone() };
+    let mut e = engine(&f, config(&f, other));
+    e.reconcile(&mut |_| {}).unwrap();
+    // The old snippets stay searchable until the new ones arrive.
+    assert_eq!(e.snippets_waiting(), CHUNKS);
+    assert_eq!(first_hit(&e, "archival lifespan", SearchMode::Bm25), retention());
+    server.clear_requests();
+    let limits = e.snippet_setup().unwrap().limits();
+    let r = e.write_snippets(limits, Totals::default(), &mut |_| {}).unwrap();
+    assert_eq!(r.totals.calls, CHUNKS as u64);
+    assert!(server.chat_requests().iter().all(|r| r.body["model"] == "bigger-chat"));
+    drop(e);
+
+    server.clear_requests();
+    let mut e = engine(&f, config(&f, first));
+    let back = run(&mut e);
+    assert_eq!((back.totals.calls, back.waiting), (0, 0));
+    let chunk = e.chunks_at("ops/backup.md", Some(11)).unwrap().remove(0);
+    assert!(chunk.snippet.unwrap().model.starts_with("openai/small-chat@"));
+}
+
+#[test]
+fn document_mode_sends_the_document_once_per_chunk_for_the_prompt_cache() {
+    let server = TestServer::start();
+    server.set_reply(reply);
+    let f = Fixture::standard();
+    let snippets = SnippetConfig { mode: SnippetMode::Document, concurrency: 1, ..snippet_config(&server) };
+    let mut e = engine(&f, config(&f, snippets));
+    let r = run(&mut e);
+    assert_eq!((r.indexed, r.waiting), (CHUNKS, 0));
+    // ops/backup.md has three chunks: the second and third read the document from the cache.
+    let backup: Vec<_> = server
+        .chat_requests()
+        .into_iter()
+        .filter(|r| r.body.to_string().contains("nightly-dump"))
+        .map(|r| r.body["messages"][1]["content"].as_str().unwrap().to_string())
+        .collect();
+    assert!(backup.len() >= 3, "{backup:?}");
+    assert!(r.totals.cache_read_tokens > 0, "{:?}", r.totals);
+    assert_eq!(first_hit(&e, "archival lifespan", SearchMode::Bm25), retention());
+}
+
+/// Runs the CLI in `dir` with `env`; returns stdout, stderr and the exit status.
+fn cli(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (String, String, bool) {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_situate"));
+    command.current_dir(dir).args(args).env_remove("SITUATE_LOG");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let out = command.output().unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.success(),
+    )
+}
+
+fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn cli_index_snippets_with_anthropic_reports_totals_and_keeps_the_key_secret() {
+    const KEY: &str = "sk-ant-test-93b1d7e05c";
+    let server = TestServer::start();
+    server.require_key(KEY);
+    server.set_reply(reply);
+    let f = Fixture::standard();
+    let index = f.index_dir();
+    f.write(
+        "situate.toml",
+        format!(
+            "index_dir = {:?}\n[snippets]\nprovider = \"anthropic\"\nmodel = \"claude-test\"\n\
+             base_url = {:?}\napi_key_env = \"SITUATE_TEST_ANTHROPIC_KEY\"\nmode = \"document\"\n",
+            index.display().to_string(),
+            server.url()
+        ),
+    );
+    let log = f.index.path().join("situate.log");
+    let env = [
+        ("SITUATE_TEST_ANTHROPIC_KEY", KEY),
+        ("SITUATE_LOG", "debug"),
+        ("SITUATE_LOG_FILE", log.to_str().unwrap()),
+    ];
+
+    let (out, err, ok) = cli(f.root(), &["index"], &env);
+    assert!(ok, "{err}");
+    assert!(out.contains("snippets: 8 chunks wait for one"), "{out}");
+    assert!(out.contains("calls"), "{out}");
+    assert!(server.chat_requests().is_empty());
+
+    let (out, err, ok) = cli(f.root(), &["index", "--snippets", "--json"], &env);
+    assert!(ok, "{err}");
+    let summary: Value = serde_json::from_str(&out).unwrap();
+    let totals = &summary["snippets"]["totals"];
+    assert_eq!(totals["calls"], CHUNKS as u64);
+    assert!(totals["cache_read_tokens"].as_u64().unwrap() > 0, "{totals}");
+    assert_eq!(summary["snippets"]["end"]["kind"], "finished");
+    assert!(server.chat_requests().iter().all(|r| r.headers["x-api-key"] == KEY));
+
+    let (out, _, ok) = cli(f.root(), &["search", "archival lifespan", "--json"], &env);
+    assert!(ok);
+    let hits: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(hits[0]["path"], "ops/backup.md");
+    assert!(hits[0]["snippet"]["text"].as_str().unwrap().contains("archival lifespan"));
+
+    let (out, _, ok) = cli(f.root(), &["status"], &env);
+    assert!(ok);
+    assert!(out.contains("8 chunks done, 0 waiting"), "{out}");
+
+    for path in files_under(&index).into_iter().chain([log]) {
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(
+            !bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
+            "the key is in {}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn cli_says_why_snippets_are_off() {
+    let f = Fixture::standard();
+    f.write(
+        "situate.toml",
+        format!(
+            "index_dir = {:?}\n[snippets]\nprovider = \"anthropic\"\nmodel = \"claude-test\"\n\
+             base_url = \"http://127.0.0.1:9\"\n",
+            f.index_dir().display().to_string()
+        ),
+    );
+    let (_, err, ok) = cli(f.root(), &["index", "--snippets"], &[]);
+    assert!(!ok);
+    assert!(err.contains("snippets.api_key_env"), "{err}");
+}
