@@ -791,6 +791,15 @@ impl Engine {
     pub fn apply_snippets(&mut self, outcomes: Vec<Outcome>) -> Result<SnippetsApplied, EngineError> {
         let mut applied = SnippetsApplied::default();
         let mut updates = Vec::new();
+        // A snippet asked for under other settings (a run that outlived a change of them)
+        // goes to the cache, but not into the index.
+        let written: Vec<u64> =
+            outcomes.iter().filter(|o| matches!(o, Outcome::Written { .. })).map(Outcome::chunk_id).collect();
+        let records = self.index.snapshot().records(&written)?;
+        let wanted = |id: u64, key: u128| {
+            let setup = self.setup.snippets.as_ref();
+            records.get(&id).zip(setup).is_some_and(|(r, s)| s.key(&chunk_input(r)) == key)
+        };
         for outcome in outcomes {
             self.snippets_in_flight.remove(&outcome.chunk_id());
             match outcome {
@@ -801,7 +810,9 @@ impl Engine {
                             source: e,
                         })?;
                     }
-                    updates.push(SnippetUpdate { chunk_id, key, snippet });
+                    if wanted(chunk_id, key) {
+                        updates.push(SnippetUpdate { chunk_id, key, snippet });
+                    }
                 }
                 Outcome::Failed { .. } | Outcome::NotRun { .. } => applied.returned += 1,
             }

@@ -5,14 +5,16 @@
 
 mod common;
 mod http_server;
+mod lsp_client;
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::Fixture;
-use http_server::{Fault, TestServer};
-use serde_json::Value;
+use http_server::{Fault, TestServer, dead_port_url};
+use lsp_client::{LspClient, file_uri};
+use serde_json::{Value, json};
 use situate::config::{ChatProvider, Config, SearchMode, SnippetConfig};
 use situate::engine::{Engine, SnippetRun};
 use situate::expand::Expand;
@@ -370,11 +372,7 @@ fn cli_index_snippets_with_anthropic_reports_totals_and_keeps_the_key_secret() {
 
     for path in files_under(&index).into_iter().chain([log]) {
         let bytes = std::fs::read(&path).unwrap();
-        assert!(
-            !bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
-            "the key is in {}",
-            path.display()
-        );
+        assert!(!bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()), "the key is in {}", path.display());
     }
 }
 
@@ -392,4 +390,98 @@ fn cli_says_why_snippets_are_off() {
     let (_, err, ok) = cli(f.root(), &["index", "--snippets"], &[]);
     assert!(!ok);
     assert!(err.contains("snippets.api_key_env"), "{err}");
+}
+
+/// The folder's entry in `situate.status`.
+fn folder_status(client: &mut LspClient) -> Value {
+    client.command("situate.status", Value::Null).unwrap()["folders"][0].clone()
+}
+
+fn hover_text(client: &mut LspClient, uri: &str, line: u32) -> String {
+    let hover = client
+        .request(
+            "textDocument/hover",
+            json!({ "textDocument": { "uri": uri }, "position": { "line": line, "character": 0 } }),
+        )
+        .unwrap();
+    hover["contents"]["value"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn the_language_server_writes_snippets_in_the_background_and_shows_them_on_hover() {
+    let server = TestServer::start();
+    server.set_reply(reply);
+    let f = Fixture::standard();
+    let mut client = LspClient::start(f.index.path());
+    let snippets = json!({ "provider": "openai", "model": "small-chat", "base_url": server.openai_url() });
+    client.initialize(
+        f.root(),
+        json!({ "snippets": snippets }),
+        json!({ "window": { "workDoneProgress": true } }),
+    );
+    client.wait_indexed();
+    let status = client.eventually(|c| {
+        let s = folder_status(c);
+        (s["index"]["snippets"]["done"] == CHUNKS && s["snippets"]["state"] == "idle").then_some(s)
+    });
+    assert_eq!(status["snippets"]["totals"]["calls"], CHUNKS, "{status}");
+    assert_eq!(server.chat_requests().len(), CHUNKS);
+
+    let answer =
+        client.command("situate.search", json!({ "query": "archival lifespan", "mode": "bm25" })).unwrap();
+    assert_eq!(answer["hits"][0]["path"], "ops/backup.md", "{answer}");
+    let backup = f.root().join("ops/backup.md");
+    let uri = file_uri(&backup);
+    let text = hover_text(&mut client, &uri, 10);
+    assert!(text.contains("This section states the archival lifespan of nightly database dumps."), "{text}");
+    assert!(text.contains("_Snippet by openai/small-chat@127.0.0.1:"), "{text}");
+
+    // A save that changes one paragraph: its chunk is re-indexed at once with its header
+    // context, and one call brings its snippet.
+    server.clear_requests();
+    let edited = std::fs::read_to_string(&backup).unwrap().replace("thirty days", "forty-five days");
+    std::fs::write(&backup, edited).unwrap();
+    client.notify("textDocument/didSave", json!({ "textDocument": { "uri": uri } }));
+    client.eventually(|c| {
+        let s = folder_status(c);
+        (s["index"]["snippets"]["pending"] == 0
+            && s["snippets"]["state"] == "idle"
+            && s["pending"] == json!([]))
+        .then_some(())
+    });
+    let sent = server.chat_requests();
+    assert_eq!(sent.len(), 1);
+    assert!(sent[0].body.to_string().contains("forty-five days"));
+    // The new chunk's snippet is the one the server wrote for its new text.
+    let text = hover_text(&mut client, &uri, 10);
+    assert!(text.contains("describes a routine task") && !text.contains("archival"), "{text}");
+    assert!(client.shutdown().success());
+}
+
+#[test]
+fn the_language_server_says_once_that_the_snippet_model_is_down_and_keeps_serving() {
+    let f = Fixture::standard();
+    let mut client = LspClient::start(f.index.path());
+    let snippets = json!({
+        "provider": "openai", "model": "small-chat", "base_url": dead_port_url(), "max_retries": 0,
+    });
+    client.initialize(f.root(), json!({ "snippets": snippets }), json!({}));
+    let shown = client.wait_for(|m| m["method"] == "window/showMessage");
+    let message = shown["params"]["message"].as_str().unwrap();
+    assert!(message.contains("snippets stopped") && message.contains("cannot reach the server"), "{message}");
+    assert!(message.contains("keep their header context"), "{message}");
+    let status = folder_status(&mut client);
+    assert_eq!(status["snippets"]["state"], "stopped", "{status}");
+    assert!(status["snippets"]["retry_at"].as_u64().is_some(), "{status}");
+    assert_eq!(status["index"]["snippets"]["pending"], CHUNKS, "{status}");
+    assert!(status["index"]["snippets"]["estimate"]["calls"].as_u64().unwrap() > 0, "{status}");
+    // Everything stays searchable with its header context.
+    let answer = client.command("situate.search", json!({ "query": "how long are snapshots kept" })).unwrap();
+    assert_eq!(answer["hits"][0]["path"], "ops/backup.md", "{answer}");
+    let uri = file_uri(&f.root().join("ops/backup.md"));
+    let text = hover_text(&mut client, &uri, 10);
+    assert!(text.contains("Header context only for now"), "{text}");
+    let shown = client.received.iter().filter(|m| m["method"] == "window/showMessage").count();
+    assert_eq!(shown, 1, "the outage is shown once");
+    assert!(client.shutdown().success());
 }

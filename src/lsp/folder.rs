@@ -19,6 +19,7 @@ use crate::index::OpenMode;
 use crate::index::files::IndexLayout;
 use crate::index::lock::WriterLock;
 use crate::providers::Embedder;
+use crate::snippets::generator::{self, Outcome, RunEnd, Totals};
 use crate::workspace;
 
 /// Quiet time after a change before it is applied: saves in a burst become one commit.
@@ -30,6 +31,10 @@ const FILL_SLICE: usize = 64;
 /// How often a folder that cannot write checks whether it may now, or whether the other
 /// writer has committed.
 const POLL: Duration = Duration::from_secs(2);
+/// The wait before a stopped snippet queue tries again; it doubles with each stop in a
+/// row, up to [`SNIPPET_RETRY_MAX`].
+const SNIPPET_RETRY: Duration = Duration::from_secs(60);
+const SNIPPET_RETRY_MAX: Duration = Duration::from_secs(15 * 60);
 
 /// The answer to a job that someone waits for.
 pub type Reply = oneshot::Sender<Result<ReconcileReport, String>>;
@@ -50,6 +55,15 @@ pub enum Job {
     Configure {
         settings: Option<serde_json::Value>,
     },
+    /// Snippets that came back from the model (or failed), to index.
+    Snippets(Vec<Outcome>),
+    /// The snippet run of this number has ended.
+    SnippetRunEnded {
+        run: u32,
+        end: RunEnd,
+    },
+    /// Start a new snippet budget period (and retry a stopped run now).
+    ResetSnippetBudget,
     Stop,
 }
 
@@ -99,6 +113,39 @@ pub struct Live {
     pub last_run: Option<ReconcileReport>,
     /// Chunks searchable by their words whose vectors are still being computed.
     pub vectors_pending: usize,
+    /// The snippet queue, when snippets are on.
+    pub snippets: Option<SnippetLive>,
+}
+
+/// What the snippet queue is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SnippetState {
+    /// Nothing waits, or the queue is about to start.
+    Idle,
+    /// Requests are out.
+    Running,
+    /// The budget of this period is spent (`situate.reindex` starts a new one).
+    Paused,
+    /// The model kept failing; the queue tries again later.
+    Stopped,
+}
+
+/// The snippet queue as status reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SnippetLive {
+    pub state: SnippetState,
+    /// Why the queue is paused or stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Jobs of the running (or last) run: answered so far, and in all.
+    pub done: usize,
+    pub total: usize,
+    /// Calls and tokens spent in this budget period.
+    pub totals: Totals,
+    /// Unix seconds of the next attempt, when stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<u64>,
 }
 
 /// Builds embedders once per process and shares them between folders.
@@ -127,6 +174,8 @@ pub struct Folder {
     jobs: Mutex<Sender<Job>>,
     /// The running engine's interrupt flag, to cut a long reconcile short at shutdown.
     interrupt: Mutex<Option<Arc<AtomicBool>>>,
+    /// The running snippet run's stop flag.
+    snippet_stop: Mutex<Option<Arc<AtomicBool>>>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -155,9 +204,11 @@ impl Folder {
                 errors: Vec::new(),
                 last_run: None,
                 vectors_pending: 0,
+                snippets: None,
             }),
             jobs: Mutex::new(tx),
             interrupt: Mutex::new(None),
+            snippet_stop: Mutex::new(None),
             thread: Mutex::new(None),
         });
         let worker = Worker {
@@ -171,6 +222,7 @@ impl Folder {
             seen_commit: None,
             runs: 0,
             filling: None,
+            snippets: SnippetQueue::default(),
         };
         let name = format!("situate-writer-{}", folder.name());
         let handle = std::thread::Builder::new().name(name).spawn(move || worker.run());
@@ -217,9 +269,12 @@ impl Folder {
     }
 
     /// Stops the writer: a running reconcile commits what it has and ends; queued work is
-    /// dropped. Waits for the thread.
+    /// dropped, and the snippet queue sends no new request. Waits for the thread.
     pub fn stop(&self) {
         if let Some(flag) = lock(&self.interrupt).as_ref() {
+            flag.store(true, Ordering::Relaxed);
+        }
+        if let Some(flag) = lock(&self.snippet_stop).as_ref() {
             flag.store(true, Ordering::Relaxed);
         }
         self.send(Job::Stop);
@@ -267,12 +322,33 @@ struct Worker {
     runs: u32,
     /// The progress token and starting count of the vectors being filled in.
     filling: Option<(String, usize)>,
+    snippets: SnippetQueue,
+}
+
+/// The writer's side of the snippet queue: one run at a time on its own thread, whose
+/// outcomes come back as jobs.
+#[derive(Default)]
+struct SnippetQueue {
+    /// The number of the running run, if one runs.
+    running: Option<u32>,
+    runs: u32,
+    /// Spent in this budget period.
+    totals: Totals,
+    paused: bool,
+    /// When a stopped queue tries again, and how many stops in a row there were.
+    retry_at: Option<Instant>,
+    stops: u32,
+    done: usize,
+    total: usize,
+    reason: Option<String>,
+    token: Option<String>,
 }
 
 impl Worker {
     fn run(mut self) {
         self.open();
         self.reconcile(None);
+        self.start_snippets();
         loop {
             let job = match self.backlog.pop_front() {
                 Some(job) => Some(job),
@@ -292,6 +368,22 @@ impl Worker {
                     Err(RecvTimeoutError::Timeout) => None,
                     Err(RecvTimeoutError::Disconnected) => return,
                 },
+                // A stopped snippet queue tries again when its time comes.
+                None if self.snippets.retry_at.is_some() => {
+                    let wait = self
+                        .snippets
+                        .retry_at
+                        .map_or(Duration::ZERO, |at| at.saturating_duration_since(Instant::now()));
+                    match self.jobs.recv_timeout(wait) {
+                        Ok(job) => Some(job),
+                        Err(RecvTimeoutError::Timeout) => {
+                            self.snippets.retry_at = None;
+                            self.start_snippets();
+                            continue;
+                        }
+                        Err(RecvTimeoutError::Disconnected) => return,
+                    }
+                }
                 None => match self.jobs.recv() {
                     Ok(job) => Some(job),
                     Err(_) => return,
@@ -303,14 +395,203 @@ impl Worker {
                 Some(Job::Reconcile { reply }) => self.reconcile(reply),
                 Some(Job::Configure { settings }) => {
                     self.settings = settings;
+                    // The run of the old settings ends; its answers are checked against the
+                    // new settings' keys when they come back, so none is misfiled.
+                    self.stop_snippets();
+                    self.snippets = SnippetQueue { runs: self.snippets.runs, ..SnippetQueue::default() };
                     // The old engine lets go of the index (and its lock) before the new opens.
                     self.engine = None;
                     self.open();
                     self.reconcile(None);
                 }
+                Some(Job::Snippets(outcomes)) => self.apply_snippets(outcomes),
+                Some(Job::SnippetRunEnded { run, end }) => self.snippet_run_ended(run, end),
+                Some(Job::ResetSnippetBudget) => {
+                    self.snippets.totals = Totals::default();
+                    self.snippets.paused = false;
+                    self.snippets.retry_at = None;
+                    self.snippets.stops = 0;
+                    self.snippets.reason = None;
+                }
                 Some(Job::Stop) => return,
             }
+            self.start_snippets();
         }
+    }
+
+    /// Starts a snippet run when chunks wait for one and nothing holds the queue back.
+    fn start_snippets(&mut self) {
+        let q = &self.snippets;
+        if q.running.is_some() || q.paused || q.retry_at.is_some() {
+            return;
+        }
+        let Some(engine) = self.engine.as_mut().filter(|e| !e.is_read_only() && e.snippets_on()) else {
+            return;
+        };
+        if engine.snippets_waiting() == 0 {
+            return;
+        }
+        let Some(setup) = engine.snippet_setup().cloned() else { return };
+        let jobs = match engine.snippet_jobs(usize::MAX) {
+            Ok(jobs) => jobs,
+            Err(e) => {
+                self.error(format!("{}: snippets: {e}", self.folder.name()));
+                return;
+            }
+        };
+        // Chunks whose snippets were in the cache were indexed meanwhile.
+        self.folder.publish(engine);
+        if jobs.is_empty() {
+            self.publish_snippets();
+            return;
+        }
+        let q = &mut self.snippets;
+        q.runs += 1;
+        let run = q.runs;
+        q.running = Some(run);
+        (q.done, q.total) = (0, jobs.len());
+        q.reason = None;
+        let token = format!("situate/snippets/{}/{run}", self.folder.name());
+        let _ = self.notices.send(Notice::ProgressBegin {
+            token: token.clone(),
+            title: format!("Writing snippets for {}", self.folder.name()),
+        });
+        q.token = Some(token);
+        let stop = Arc::new(AtomicBool::new(false));
+        *lock(&self.folder.snippet_stop) = Some(Arc::clone(&stop));
+        let tx = lock(&self.folder.jobs).clone();
+        let (limits, spent) = (setup.limits(), q.totals);
+        let name = format!("situate-snippets-{}", self.folder.name());
+        let spawned = std::thread::Builder::new().name(name).spawn(move || {
+            let end = generator::run(&setup, jobs, limits, spent, &stop, &mut |outcome| {
+                let _ = tx.send(Job::Snippets(vec![outcome]));
+            });
+            let _ = tx.send(Job::SnippetRunEnded { run, end });
+        });
+        if let Err(e) = spawned {
+            self.snippets.running = None;
+            self.error(format!("{}: cannot start the snippet thread: {e}", self.folder.name()));
+        }
+        self.publish_snippets();
+    }
+
+    fn stop_snippets(&mut self) {
+        if let Some(flag) = lock(&self.folder.snippet_stop).take() {
+            flag.store(true, Ordering::Relaxed);
+        }
+        self.snippets.running = None;
+        if let Some(token) = self.snippets.token.take() {
+            let _ = self.notices.send(Notice::ProgressEnd { token, message: "stopped".to_string() });
+        }
+    }
+
+    /// Indexes snippets that came back, together with those that follow right behind.
+    fn apply_snippets(&mut self, mut outcomes: Vec<Outcome>) {
+        let started = Instant::now();
+        while started.elapsed() < MAX_BATCH_WAIT {
+            match self.jobs.recv_timeout(DEBOUNCE) {
+                Ok(Job::Snippets(more)) => outcomes.extend(more),
+                Ok(other) => {
+                    self.backlog.push_back(other);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        for outcome in &outcomes {
+            self.snippets.totals.count(outcome);
+            if !matches!(outcome, Outcome::NotRun { .. }) {
+                self.snippets.done += 1;
+            }
+        }
+        let Some(engine) = self.engine.as_mut().filter(|e| !e.is_read_only()) else { return };
+        let result = engine.apply_snippets(outcomes);
+        self.folder.publish(engine);
+        if let Err(e) = result {
+            self.error(format!("{}: indexing snippets failed: {e}", self.folder.name()));
+        }
+        let q = &self.snippets;
+        if let Some(token) = &q.token {
+            let percentage = (q.done * 100).checked_div(q.total).map_or(100, |p| p as u32);
+            let message = format!("{}/{} snippets", q.done, q.total);
+            let _ = self.notices.send(Notice::ProgressReport { token: token.clone(), message, percentage });
+        }
+        self.publish_snippets();
+    }
+
+    /// Takes note of how a snippet run ended and tells the user when it needs them.
+    fn snippet_run_ended(&mut self, run: u32, end: RunEnd) {
+        if self.snippets.running != Some(run) {
+            return;
+        }
+        self.snippets.running = None;
+        *lock(&self.folder.snippet_stop) = None;
+        let waiting = self.engine.as_ref().map_or(0, Engine::snippets_waiting);
+        let name = self.folder.name();
+        let q = &mut self.snippets;
+        let summary = format!("{} snippets; {}", q.done, q.totals);
+        match end {
+            RunEnd::Finished | RunEnd::Interrupted => q.stops = 0,
+            RunEnd::BudgetReached => {
+                q.paused = true;
+                q.reason = Some(format!(
+                    "the snippet budget is spent ({} calls, {} tokens this period); {waiting} chunks keep \
+                     their header context until `situate.reindex` starts a new period",
+                    q.totals.calls,
+                    q.totals.input_tokens + q.totals.output_tokens
+                ));
+            }
+            RunEnd::Failing { error } => {
+                let wait = SNIPPET_RETRY.saturating_mul(1 << q.stops.min(4)).min(SNIPPET_RETRY_MAX);
+                q.stops += 1;
+                q.retry_at = Some(Instant::now() + wait);
+                q.reason = Some(format!(
+                    "snippets stopped: the model keeps failing ({error}); {waiting} chunks keep their \
+                     header context and are tried again in {} min",
+                    wait.as_secs().div_ceil(60)
+                ));
+            }
+        }
+        if let Some(token) = q.token.take() {
+            let _ = self.notices.send(Notice::ProgressEnd { token, message: summary });
+        }
+        // Said once per outage: a queue that stops again later only updates its status.
+        let tell = q.paused || q.stops == 1;
+        match q.reason.clone() {
+            Some(reason) if tell => self.error(format!("{name}: {reason}")),
+            Some(reason) => tracing::warn!(folder = %self.folder.root.display(), "{reason}"),
+            None => {}
+        }
+        self.publish_snippets();
+    }
+
+    /// Puts the snippet queue's state in the folder's live status.
+    fn publish_snippets(&self) {
+        let on = self.engine.as_ref().is_some_and(Engine::snippets_on);
+        let q = &self.snippets;
+        let state = if !on {
+            None
+        } else if q.running.is_some() {
+            Some(SnippetState::Running)
+        } else if q.paused {
+            Some(SnippetState::Paused)
+        } else if q.retry_at.is_some() {
+            Some(SnippetState::Stopped)
+        } else {
+            Some(SnippetState::Idle)
+        };
+        let retry_at = q.retry_at.map(|at| {
+            let from_now = at.saturating_duration_since(Instant::now()).as_secs();
+            crate::snippets::now_secs() + from_now
+        });
+        lock(&self.folder.live).snippets = state.map(|state| SnippetLive {
+            state,
+            reason: q.reason.clone(),
+            done: q.done,
+            total: q.total,
+            totals: q.totals,
+            retry_at,
+        });
     }
 
     fn needs_polling(&self) -> bool {

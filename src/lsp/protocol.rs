@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use tower_lsp_server::ls_types::{Position, Range, Uri};
 
 use super::documents::Encoding;
-use super::folder::{Live, Phase};
+use super::folder::{Live, Phase, SnippetLive};
 use crate::config::SearchMode;
 use crate::engine::Status;
 use crate::expand::{Expand, Expansion};
@@ -92,6 +92,9 @@ pub struct FolderStatus {
     /// Chunks searchable by their words whose vectors are still being computed.
     pub vectors_pending: usize,
     pub errors: Vec<String>,
+    /// The snippet queue, when snippets are on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snippets: Option<SnippetLive>,
     /// The index as of its last commit (absent until it has been opened).
     pub index: Option<Status>,
 }
@@ -111,6 +114,7 @@ impl FolderStatus {
             pending: live.pending.into_iter().collect(),
             vectors_pending: live.vectors_pending,
             errors: live.errors,
+            snippets: live.snippets,
             index,
         }
     }
@@ -179,10 +183,29 @@ pub struct Staleness {
     pub changed_on_disk: bool,
     /// A reindex of the file is queued.
     pub pending: bool,
+    /// Snippets are on for the folder (a chunk without one waits for it).
+    pub snippets_on: bool,
 }
 
 /// The hover text for a chunk: where it sits, the context it was indexed with, and
 /// whether it is current.
+/// A Unix time as a UTC date and time ("2026-11-21 14:05 UTC").
+fn date(unix_secs: u64) -> String {
+    let days = (unix_secs / 86_400) as i64;
+    let (hour, minute) = ((unix_secs % 86_400) / 3600, (unix_secs % 3600) / 60);
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year}-{month:02}-{day:02} {hour:02}:{minute:02} UTC")
+}
+
 pub fn hover_markdown(chunk: &ChunkRecord, chunks_in_file: usize, stale: Staleness) -> String {
     let mut out = String::new();
     let place = if chunk.heading_path.is_empty() {
@@ -205,6 +228,14 @@ pub fn hover_markdown(chunk: &ChunkRecord, chunks_in_file: usize, stale: Stalene
         for line in chunk.context.lines() {
             out.push_str(&format!("> {line}\n"));
         }
+    }
+    match &chunk.snippet {
+        Some(s) if !s.text.is_empty() => {
+            out.push_str(&format!("> {}\n\n_Snippet by {} · {}_\n", s.text, s.model, date(s.created_at)));
+        }
+        Some(s) => out.push_str(&format!("\nHeader context only: {} gave no usable snippet.\n", s.model)),
+        None if stale.snippets_on => out.push_str("\nHeader context only for now: its snippet is queued.\n"),
+        None => {}
     }
     if stale.unsaved {
         out.push_str("\n⚠ Stale: the buffer has unsaved changes since this chunk was indexed.\n");

@@ -208,6 +208,8 @@ impl Backend {
                 let mut out = Vec::new();
                 for folder in self.state.folders() {
                     let (tx, rx) = oneshot::channel();
+                    // A full reindex also starts a new snippet budget period.
+                    folder.send(Job::ResetSnippetBudget);
                     folder.send(Job::Reconcile { reply: Some(tx) });
                     let report = rx.await.map_err(internal)?.map_err(invalid_request)?;
                     out.push(serde_json::json!({ "root": folder.root, "report": report }));
@@ -222,7 +224,19 @@ impl Backend {
             .state
             .folders()
             .iter()
-            .map(|f| FolderStatus::new(f.root.display().to_string(), f.live(), f.view().map(|v| v.status())))
+            .map(|f| {
+                let view = f.view();
+                let mut status = view.as_ref().map(View::status);
+                // The estimate counts the tokens of every request still to send: only asked
+                // for when some are.
+                if let (Some(view), Some(snippets)) =
+                    (&view, status.as_mut().and_then(|s| s.snippets.as_mut()))
+                    && snippets.pending > 0
+                {
+                    snippets.estimate = view.snippet_estimate().ok();
+                }
+                FolderStatus::new(f.root.display().to_string(), f.live(), status)
+            })
             .collect();
         serde_json::json!({ "folders": folders })
     }
@@ -476,7 +490,13 @@ impl LanguageServer for Backend {
             (Some(e), Ok(f)) => e.size != f.size || e.mtime_ns != f.mtime_ns,
             _ => true,
         };
-        let stale = Staleness { unsaved, changed_on_disk, pending: folder.live().pending.contains(&rel) };
+        let live = folder.live();
+        let stale = Staleness {
+            unsaved,
+            changed_on_disk,
+            pending: live.pending.contains(&rel),
+            snippets_on: live.snippets.is_some(),
+        };
         let chunks_in_file = entry.map_or(1, |e| e.chunks.len());
         let markdown = protocol::hover_markdown(&chunk, chunks_in_file, stale);
         Ok(Some(Hover {
