@@ -98,6 +98,58 @@ export interface IndexStatus {
   skipped: ({ path: string } & Record<string, unknown>)[];
   config_problems: string[];
   notes: string[];
+  /** LLM-written snippets, when they are on for the folder. */
+  snippets?: SnippetIndexStatus;
+}
+
+/** What writing the pending snippets would cost. */
+export interface SnippetEstimate {
+  calls: number;
+  input_tokens: number;
+  cached_input_tokens: number;
+  output_tokens: number;
+}
+
+/** The index's snippets: chunks with one, chunks waiting for one, and the budget. */
+export interface SnippetIndexStatus {
+  /** `provider/model@host`. */
+  model: string;
+  mode: string;
+  /** Chunks indexed with their snippet. */
+  done: number;
+  /** Chunks indexed with their header context alone, waiting for a snippet. */
+  pending: number;
+  /** Calls allowed per budget period (`null`: unlimited). */
+  max_calls: number | null;
+  /** Input plus output tokens allowed per budget period (`null`: unlimited). */
+  max_run_tokens: number | null;
+  estimate?: SnippetEstimate;
+}
+
+/** Calls and tokens spent in the current budget period. */
+export interface SnippetTotals {
+  calls: number;
+  failed: number;
+  rejected: number;
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+}
+
+export type SnippetState = "idle" | "running" | "paused" | "stopped";
+
+/** The folder's snippet queue. */
+export interface SnippetQueueStatus {
+  state: SnippetState;
+  /** Why the queue is paused or stopped. */
+  reason?: string;
+  /** Jobs of the running (or last) run: answered so far, and in all. */
+  done: number;
+  total: number;
+  totals: SnippetTotals;
+  /** Unix seconds of the next attempt, when stopped. */
+  retry_at?: number;
 }
 
 export interface FolderStatus {
@@ -105,7 +157,11 @@ export interface FolderStatus {
   phase: Phase;
   indexing: { done: number; total: number } | null;
   pending: string[];
+  /** Chunks searchable by their words whose vectors are still being computed. */
+  vectors_pending?: number;
   errors: string[];
+  /** The snippet queue, when snippets are on. */
+  snippets?: SnippetQueueStatus;
   index: IndexStatus | null;
 }
 

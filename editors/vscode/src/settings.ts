@@ -6,7 +6,7 @@ export interface SettingSpec {
   readonly key: string;
   /** Dotted situate.toml key, e.g. `search.limit` or `chunk.max_tokens`. */
   readonly server: string;
-  /** An empty string means "not set" (paths, where "" can never be meant). */
+  /** An empty string means "not set" (paths, names and URLs, where "" can never be meant). */
   readonly emptyIsUnset?: boolean;
 }
 
@@ -34,11 +34,28 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
   { key: "search.titleBoost", server: "search.title_boost" },
   { key: "search.headingsBoost", server: "search.headings_boost" },
   { key: "search.pathBoost", server: "search.path_boost" },
+  { key: "search.snippetBoost", server: "search.snippet_boost" },
   { key: "search.expand", server: "search.expand" },
   { key: "search.window", server: "search.window" },
   { key: "search.mergeShare", server: "search.merge_share" },
   { key: "embedding.provider", server: "embedding.provider" },
   { key: "embedding.modelPath", server: "embedding.model_path", emptyIsUnset: true },
+  { key: "embedding.model", server: "embedding.model", emptyIsUnset: true },
+  { key: "embedding.baseUrl", server: "embedding.base_url", emptyIsUnset: true },
+  { key: "embedding.apiKeyEnv", server: "embedding.api_key_env", emptyIsUnset: true },
+  { key: "embedding.dimensions", server: "embedding.dimensions" },
+  // Any of these sends a [snippets] table, whose presence turns snippets on.
+  { key: "snippets.enabled", server: "snippets.enabled" },
+  { key: "snippets.provider", server: "snippets.provider" },
+  { key: "snippets.model", server: "snippets.model", emptyIsUnset: true },
+  { key: "snippets.baseUrl", server: "snippets.base_url", emptyIsUnset: true },
+  { key: "snippets.apiKeyEnv", server: "snippets.api_key_env", emptyIsUnset: true },
+  { key: "snippets.mode", server: "snippets.mode" },
+  { key: "snippets.concurrency", server: "snippets.concurrency" },
+  { key: "snippets.maxCalls", server: "snippets.max_calls" },
+  { key: "snippets.maxRunTokens", server: "snippets.max_run_tokens" },
+  { key: "snippets.maxTokens", server: "snippets.max_tokens" },
+  { key: "snippets.documentBudget", server: "snippets.document_budget" },
 ];
 
 /** The values VS Code's `WorkspaceConfiguration.inspect` reports for one key. */

@@ -1,5 +1,5 @@
 // Words for the index's state: the status-bar text, the status report and the reindex summary (vscode-free).
-import type { FolderStatus, ReconcileReport, ReindexAnswer, StatusAnswer } from "./protocol";
+import type { FolderStatus, ReconcileReport, ReindexAnswer, SnippetQueueStatus, SnippetTotals, StatusAnswer } from "./protocol";
 
 export interface StatusBarText {
   text: string;
@@ -52,8 +52,32 @@ export function statusBarText(status: StatusAnswer | undefined, progress?: numbe
   if (folders.some((f) => f.phase === "read-only")) {
     notes.push("read-only: another editor writes this index");
   }
+  const snippets = snippetsNote(folders);
+  if (snippets) {
+    notes.push(snippets);
+  }
   notes.push("Click for the index status");
   return { text: `$(search) situate: ${count(chunks)} chunks`, tooltip: notes.join("\n") };
+}
+
+/** One tooltip line on the snippets of every folder that has them on, if any. */
+function snippetsNote(folders: FolderStatus[]): string | undefined {
+  const on = folders.filter(snippetsOn);
+  if (on.length === 0) {
+    return undefined;
+  }
+  const done = on.reduce((sum, f) => sum + (f.index?.snippets?.done ?? 0), 0);
+  const pending = on.reduce((sum, f) => sum + (f.index?.snippets?.pending ?? 0), 0);
+  let note = `${plural(done, "snippet")} written, ${count(pending)} waiting`;
+  const states = on.map((f) => f.snippets?.state);
+  if (states.includes("stopped")) {
+    note += " (stopped: the model keeps failing)";
+  } else if (states.includes("paused")) {
+    note += " (paused: the budget is spent)";
+  } else if (states.includes("running")) {
+    note += " (writing)";
+  }
+  return note;
 }
 
 /** A Markdown report of every folder: phase, index figures, pending files and problems. */
@@ -88,6 +112,10 @@ function folderReport(folder: FolderStatus): string[] {
   } else {
     lines.push("- The index is not open yet.");
   }
+  if (folder.vectors_pending) {
+    lines.push(`- Vectors pending: ${count(folder.vectors_pending)} chunks, searchable by their words meanwhile`);
+  }
+  lines.push(...snippetLines(folder));
   lines.push("");
   lines.push(...section("Pending (changed, not yet indexed)", folder.pending.map((p) => `\`${p}\``)));
   lines.push(...section("Errors", folder.errors));
@@ -97,6 +125,97 @@ function folderReport(folder: FolderStatus): string[] {
     lines.push(...section("Notes", index.notes));
   }
   return lines;
+}
+
+/**
+ * Whether snippets are on for the folder: the open index says so; before it is open, the
+ * queue does. (A folder whose snippets were turned off may keep its queue's last state.)
+ */
+function snippetsOn(folder: FolderStatus): boolean {
+  return folder.index ? folder.index.snippets !== undefined && folder.index.snippets !== null : folder.snippets !== undefined && folder.snippets !== null;
+}
+
+/**
+ * The snippets entry of a folder's report: state, chunks written and waiting, calls and
+ * tokens of this budget period, and the model; then why the queue is paused or stopped,
+ * the budget and the estimate. Nothing when snippets are off.
+ */
+export function snippetLines(folder: FolderStatus): string[] {
+  if (!snippetsOn(folder)) {
+    return [];
+  }
+  const queue = folder.snippets;
+  const index = folder.index?.snippets;
+  const parts: string[] = [];
+  let state: string = queue?.state ?? "idle";
+  if (queue?.state === "running" && queue.total > 0) {
+    state += ` (${count(queue.done)}/${count(queue.total)} in this run)`;
+  }
+  parts.push(state);
+  if (index) {
+    parts.push(`${count(index.done)} written, ${count(index.pending)} pending`);
+  }
+  if (queue) {
+    parts.push(`${spent(queue.totals)} this period`);
+  }
+  if (index) {
+    parts.push(`\`${index.model}\` (${index.mode} mode)`);
+  }
+  const lines = [`- Snippets: ${parts.join(" · ")}`];
+  const why = queue ? reasonLine(queue) : undefined;
+  if (why) {
+    lines.push(`  - ${why}`);
+  }
+  if (index) {
+    const calls = index.max_calls === null ? "unlimited calls" : plural(index.max_calls, "call");
+    const tokens = index.max_run_tokens === null ? "unlimited tokens" : `${count(index.max_run_tokens)} tokens`;
+    lines.push(`  - Budget per period: ${calls}, ${tokens}`);
+    const e = index.estimate;
+    if (e && e.calls > 0) {
+      const cached = e.cached_input_tokens > 0 ? ` (${count(e.cached_input_tokens)} cached)` : "";
+      const output = e.output_tokens > 0 ? `, ${count(e.output_tokens)} output tokens` : "";
+      lines.push(`  - Estimate for the pending: ${plural(e.calls, "call")}, ${count(e.input_tokens)} input tokens${cached}${output}`);
+    }
+  }
+  return lines;
+}
+
+/** Calls and tokens spent: `12 calls (1 failed), 4,096 input + 512 output tokens`. */
+function spent(t: SnippetTotals): string {
+  const problems = [];
+  if (t.failed > 0) {
+    problems.push(`${count(t.failed)} failed`);
+  }
+  if (t.rejected > 0) {
+    problems.push(`${count(t.rejected)} rejected`);
+  }
+  const calls = plural(t.calls, "call") + (problems.length > 0 ? ` (${problems.join(", ")})` : "");
+  const cache = [];
+  if (t.cache_read_tokens > 0) {
+    cache.push(`${count(t.cache_read_tokens)} read from the prompt cache`);
+  }
+  if (t.cache_write_tokens > 0) {
+    cache.push(`${count(t.cache_write_tokens)} written to it`);
+  }
+  const tokens = `${count(t.input_tokens)} input + ${count(t.output_tokens)} output tokens`;
+  return `${calls}, ${tokens}${cache.length > 0 ? ` (${cache.join(", ")})` : ""}`;
+}
+
+/** Why the queue is paused or stopped, and what happens next. */
+function reasonLine(queue: SnippetQueueStatus): string | undefined {
+  // The server's reasons may start with what the state already says.
+  const reason = (fallback: string): string => {
+    const text = (queue.reason ?? fallback).trim().replace(/^snippets (?:are )?(?:paused|stopped):\s*/i, "");
+    return /[.!?]$/.test(text) ? text : `${text}.`;
+  };
+  if (queue.state === "paused") {
+    return `Paused: ${reason("the budget of this period is spent")} **Situate: Reindex Workspace** starts a new budget period.`;
+  }
+  if (queue.state === "stopped") {
+    const retry = queue.retry_at ? ` Next try at ${new Date(queue.retry_at * 1000).toISOString()}.` : "";
+    return `Stopped: ${reason("the model keeps failing")}${retry}`;
+  }
+  return undefined;
 }
 
 function section(title: string, items: string[]): string[] {

@@ -36,6 +36,67 @@ test("set values are nested under their situate.toml keys in snake_case", () => 
   });
 });
 
+test("remote embedding and snippet settings map to their snake_case keys", () => {
+  const settings = serverSettings(
+    reader({
+      "embedding.provider": "openai",
+      "embedding.model": "nomic-embed-text",
+      "embedding.baseUrl": "http://localhost:11434/v1",
+      "embedding.apiKeyEnv": "EMBED_KEY",
+      "embedding.dimensions": 768,
+      "search.snippetBoost": 0.5,
+      "snippets.enabled": true,
+      "snippets.provider": "anthropic",
+      "snippets.model": "claude-3-5-haiku-latest",
+      "snippets.baseUrl": "https://api.anthropic.com",
+      "snippets.apiKeyEnv": "ANTHROPIC_API_KEY",
+      "snippets.mode": "document",
+      "snippets.concurrency": 8,
+      "snippets.maxCalls": 100,
+      "snippets.maxRunTokens": 200000,
+      "snippets.maxTokens": 200,
+      "snippets.documentBudget": 8000,
+    }),
+  );
+  assert.deepEqual(settings, {
+    search: { snippet_boost: 0.5 },
+    embedding: {
+      provider: "openai",
+      model: "nomic-embed-text",
+      base_url: "http://localhost:11434/v1",
+      api_key_env: "EMBED_KEY",
+      dimensions: 768,
+    },
+    snippets: {
+      enabled: true,
+      provider: "anthropic",
+      model: "claude-3-5-haiku-latest",
+      base_url: "https://api.anthropic.com",
+      api_key_env: "ANTHROPIC_API_KEY",
+      mode: "document",
+      concurrency: 8,
+      max_calls: 100,
+      max_run_tokens: 200000,
+      max_tokens: 200,
+      document_budget: 8000,
+    },
+  });
+});
+
+test("no snippet setting set sends no [snippets] table, so situate.toml alone turns snippets on", () => {
+  const settings = serverSettings(
+    reader({ "snippets.model": "", "snippets.baseUrl": "", "snippets.apiKeyEnv": "", "snippets.maxRunTokens": null }),
+  );
+  assert.deepEqual(settings, {});
+  // Turning snippets off sends the table with enabled = false and nothing else.
+  assert.deepEqual(serverSettings(reader({ "snippets.enabled": false })), { snippets: { enabled: false } });
+  // A local server: a model and a base URL, and no key variable.
+  assert.deepEqual(
+    serverSettings(reader({ "snippets.model": "llama3.2", "snippets.baseUrl": "http://localhost:11434/v1", "snippets.apiKeyEnv": "" })),
+    { snippets: { model: "llama3.2", base_url: "http://localhost:11434/v1" } },
+  );
+});
+
 test("unset, null and empty paths are left out; other empty values are sent", () => {
   const settings = serverSettings(
     reader({
@@ -67,9 +128,13 @@ test("a configuration change carries the settings under settings.situate", () =>
 });
 
 interface ConfigurationProperty {
-  type: string;
+  type: string | string[];
   default?: unknown;
   enum?: string[];
+  minimum?: number;
+  maximum?: number;
+  markdownDescription?: string;
+  scope?: string;
 }
 
 function contributedProperties(): Record<string, ConfigurationProperty> {
@@ -86,7 +151,8 @@ test("every contributed setting is mapped, except the extension's own", () => {
   assert.deepEqual([...contributed].sort(), [...mapped].sort());
 });
 
-test("the mapped keys and the contributed defaults are those of the README's situate.toml", () => {
+/** The keys of the top-level README's situate.toml under ## Configuration, with their values. */
+function documentedKeys(): Map<string, string> {
   // The README's Configuration section is the reference for the server's keys and defaults.
   const readme = fs.readFileSync(path.join(packageRoot, "../../README.md"), "utf8");
   const block = /## Configuration[\s\S]*?```toml\n([\s\S]*?)```/.exec(readme)?.[1];
@@ -105,9 +171,33 @@ test("the mapped keys and the contributed defaults are those of the README's sit
       documented.set(table + entry[1], entry[2]);
     }
   }
+  return documented;
+}
+
+/** The Rust sources of the server, concatenated. */
+function serverSources(): string {
+  const texts: string[] = [];
+  const walk = (dir: string): void => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) {
+        walk(full);
+      } else if (entry.name.endsWith(".rs")) {
+        texts.push(fs.readFileSync(full, "utf8"));
+      }
+    }
+  };
+  walk(path.join(packageRoot, "../../src"));
+  return texts.join("\n");
+}
+
+test("the mapped keys and the contributed defaults are those of the README's situate.toml", () => {
+  const documented = documentedKeys();
   const properties = contributedProperties();
   for (const spec of SERVER_SETTINGS) {
-    assert.ok(documented.has(spec.server), `${spec.server} is a key of situate.toml`);
+    if (!documented.has(spec.server)) {
+      continue; // Keys documented in other sections: checked below.
+    }
     const value = documented.get(spec.server) as string;
     const property = properties[`situate.${spec.key}`];
     // index_dir and model_path are examples in the README, not defaults.
@@ -121,5 +211,77 @@ test("the mapped keys and the contributed defaults are those of the README's sit
     }
     assert.deepEqual(property.default, JSON.parse(value), `default of situate.${spec.key}`);
   }
-  assert.equal(documented.size, SERVER_SETTINGS.length, "every key of situate.toml has a setting");
+  for (const key of documented.keys()) {
+    assert.ok(
+      SERVER_SETTINGS.some((s) => s.server === key),
+      `${key} of the README's situate.toml has a setting`,
+    );
+  }
+});
+
+test("the keys beyond the README's Configuration block are keys the server reads", () => {
+  // Remote embeddings and snippets have their own sections; the server names each key it
+  // reads in its problems (`"snippets.max_calls"`), so the key must appear in its sources.
+  const documented = documentedKeys();
+  const sources = serverSources();
+  const others = SERVER_SETTINGS.filter((s) => !documented.has(s.server));
+  assert.ok(others.some((s) => s.server.startsWith("snippets.")));
+  for (const spec of others) {
+    assert.ok(sources.includes(`"${spec.server}"`), `the server reads ${spec.server}`);
+  }
+});
+
+test("string settings where \"\" cannot be meant default to \"\" and are left out when empty", () => {
+  const properties = contributedProperties();
+  for (const key of [
+    "indexDir",
+    "embedding.modelPath",
+    "embedding.model",
+    "embedding.baseUrl",
+    "embedding.apiKeyEnv",
+    "snippets.model",
+    "snippets.baseUrl",
+    "snippets.apiKeyEnv",
+  ]) {
+    const spec = SERVER_SETTINGS.find((s) => s.key === key);
+    assert.ok(spec?.emptyIsUnset, `${key} treats "" as unset`);
+    assert.equal(properties[`situate.${key}`].type, "string");
+    assert.equal(properties[`situate.${key}`].default, "");
+  }
+});
+
+test("the snippet settings carry the server's defaults, ranges and choices", () => {
+  const properties = contributedProperties();
+  const expected: Record<string, Partial<ConfigurationProperty>> = {
+    "snippets.enabled": { type: "boolean", default: true },
+    "snippets.provider": { type: "string", default: "openai", enum: ["openai", "anthropic"] },
+    "snippets.mode": { type: "string", default: "section", enum: ["section", "document"] },
+    "snippets.concurrency": { type: "integer", default: 4, minimum: 1, maximum: 64 },
+    "snippets.maxCalls": { type: "integer", default: 5000, minimum: 1 },
+    "snippets.maxRunTokens": { type: ["integer", "null"], default: null, minimum: 1 },
+    "snippets.maxTokens": { type: "integer", default: 150, minimum: 16, maximum: 4096 },
+    "snippets.documentBudget": { type: "integer", default: 6000, minimum: 256, maximum: 200000 },
+    "search.snippetBoost": { type: "number", default: 1 },
+    "embedding.dimensions": { type: ["integer", "null"], default: null, minimum: 1 },
+    "embedding.provider": { type: "string", default: "static", enum: ["static", "transformer", "openai"] },
+  };
+  for (const [key, want] of Object.entries(expected)) {
+    const property = properties[`situate.${key}`];
+    assert.ok(property, `situate.${key} is contributed`);
+    for (const [field, value] of Object.entries(want)) {
+      assert.deepEqual(property[field as keyof ConfigurationProperty], value, `${field} of situate.${key}`);
+    }
+  }
+});
+
+test("every server setting says it is only sent when set, and no setting holds a key", () => {
+  const properties = contributedProperties();
+  for (const spec of SERVER_SETTINGS) {
+    const description = properties[`situate.${spec.key}`].markdownDescription ?? "";
+    assert.match(description, /Only sent to the server when set here/, `situate.${spec.key}`);
+    assert.ok(description.includes(`(\`${spec.server}\`)`), `situate.${spec.key} names its situate.toml key`);
+  }
+  for (const key of Object.keys(properties)) {
+    assert.ok(!/apiKey$|secret|token$/i.test(key), `${key} would hold a secret; only variable names are settings`);
+  }
 });

@@ -2,8 +2,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ProgressTracker } from "../../src/progressTracker";
-import type { FolderStatus, IndexStatus, StatusAnswer } from "../../src/protocol";
-import { formatBytes, reindexSummary, statusBarText, statusReport } from "../../src/statusText";
+import type { FolderStatus, IndexStatus, SnippetIndexStatus, SnippetQueueStatus, StatusAnswer } from "../../src/protocol";
+import { formatBytes, reindexSummary, snippetLines, statusBarText, statusReport } from "../../src/statusText";
 
 const index: IndexStatus = {
   workspace: "/home/me/notes",
@@ -81,6 +81,108 @@ test("the report lists each folder's figures, pending files and problems", () =>
   }
   assert.ok(!report.includes("### Notes"), "empty sections are left out");
   assert.match(statusReport(one(folder({ phase: "opening", index: null }))), /not open yet/);
+});
+
+const snippetIndex: SnippetIndexStatus = {
+  model: "openai/gpt-4o-mini@api.openai.com",
+  mode: "section",
+  done: 1200,
+  pending: 939,
+  max_calls: 5000,
+  max_run_tokens: null,
+};
+
+const totals = {
+  calls: 1250,
+  failed: 3,
+  rejected: 1,
+  input_tokens: 812345,
+  output_tokens: 40120,
+  cache_read_tokens: 0,
+  cache_write_tokens: 0,
+};
+
+function snippetFolder(queue: Partial<SnippetQueueStatus>, indexSnippets: Partial<SnippetIndexStatus> = {}): FolderStatus {
+  return folder({
+    snippets: { state: "idle", done: 0, total: 0, totals, ...queue },
+    index: { ...index, snippets: { ...snippetIndex, ...indexSnippets } },
+  });
+}
+
+test("snippets off: no snippets line", () => {
+  assert.deepEqual(snippetLines(folder()), []);
+  assert.ok(!statusReport(one(folder())).includes("Snippets"));
+  assert.ok(!statusBarText(one(folder())).tooltip.includes("snippet"));
+  // Turned off: the open index has no snippets, though the folder keeps its queue's last state.
+  const off = folder({ snippets: { state: "idle", done: 2, total: 2, totals } });
+  assert.deepEqual(snippetLines(off), []);
+  assert.ok(!statusBarText(one(off)).tooltip.includes("snippet"));
+});
+
+test("snippets running: state with the run's progress, written and pending, calls and tokens, model", () => {
+  const lines = snippetLines(snippetFolder({ state: "running", done: 40, total: 939 }));
+  assert.equal(
+    lines[0],
+    "- Snippets: running (40/939 in this run) · 1,200 written, 939 pending · " +
+      "1,250 calls (3 failed, 1 rejected), 812,345 input + 40,120 output tokens this period · " +
+      "`openai/gpt-4o-mini@api.openai.com` (section mode)",
+  );
+  assert.equal(lines[1], "  - Budget per period: 5,000 calls, unlimited tokens");
+  assert.equal(lines.length, 2, "no reason while running, no estimate when none was asked for");
+  const report = statusReport(one(snippetFolder({ state: "running", done: 40, total: 939 })));
+  assert.ok(report.includes(lines[0]), report);
+  assert.ok(report.indexOf("- Snippets:") > report.indexOf("- Last commit:"), "after the index figures");
+  assert.match(statusBarText(one(snippetFolder({ state: "running" }))).tooltip, /1,200 snippets written, 939 waiting \(writing\)/);
+});
+
+test("snippets paused: the server's reason and how to start a new budget period", () => {
+  const reason =
+    "the snippet budget is spent (5000 calls, 852465 tokens this period); 939 chunks keep their header context " +
+    "until `situate.reindex` starts a new period";
+  const lines = snippetLines(snippetFolder({ state: "paused", reason }, { max_run_tokens: 1000000 }));
+  assert.match(lines[0], /^- Snippets: paused · 1,200 written, 939 pending · /);
+  assert.equal(lines[1], `  - Paused: ${reason}. **Situate: Reindex Workspace** starts a new budget period.`);
+  assert.equal(lines[2], "  - Budget per period: 5,000 calls, 1,000,000 tokens");
+  assert.match(statusBarText(one(snippetFolder({ state: "paused", reason }))).tooltip, /\(paused: the budget is spent\)/);
+});
+
+test("snippets stopped: the reason without its repeated prefix, and the next try", () => {
+  const lines = snippetLines(
+    snippetFolder({
+      state: "stopped",
+      reason: "snippets stopped: the model keeps failing (HTTP 503); 939 chunks keep their header context and are tried again in 1 min",
+      retry_at: 1795232460,
+    }),
+  );
+  assert.equal(
+    lines[1],
+    "  - Stopped: the model keeps failing (HTTP 503); 939 chunks keep their header context and are tried again in 1 min. " +
+      "Next try at 2026-11-21T03:41:00.000Z.",
+  );
+  const bare = snippetLines(snippetFolder({ state: "stopped" }));
+  assert.equal(bare[1], "  - Stopped: the model keeps failing.");
+});
+
+test("snippets: prompt-cache tokens, the estimate, and a queue before the index is open", () => {
+  const lines = snippetLines(
+    snippetFolder(
+      { totals: { ...totals, failed: 0, rejected: 0, cache_read_tokens: 50000, cache_write_tokens: 6000 } },
+      { mode: "document", estimate: { calls: 939, input_tokens: 5634000, cached_input_tokens: 5000000, output_tokens: 93900 } },
+    ),
+  );
+  assert.ok(
+    lines[0].includes("1,250 calls, 812,345 input + 40,120 output tokens (50,000 read from the prompt cache, 6,000 written to it)"),
+    lines[0],
+  );
+  assert.ok(lines[0].endsWith("(document mode)"));
+  assert.equal(lines[2], "  - Estimate for the pending: 939 calls, 5,634,000 input tokens (5,000,000 cached), 93,900 output tokens");
+  const opening = folder({ phase: "opening", index: null, snippets: { state: "idle", done: 0, total: 0, totals } });
+  assert.deepEqual(snippetLines(opening), ["- Snippets: idle · 1,250 calls (3 failed, 1 rejected), 812,345 input + 40,120 output tokens this period"]);
+});
+
+test("vectors still being computed are reported", () => {
+  assert.ok(statusReport(one(folder({ vectors_pending: 12 }))).includes("- Vectors pending: 12 chunks"));
+  assert.ok(!statusReport(one(folder({ vectors_pending: 0 }))).includes("Vectors pending"));
 });
 
 test("byte sizes", () => {
