@@ -85,7 +85,7 @@ end
 local function test_help()
   vim.cmd("helptags " .. vim.fn.fnameescape(help_dir .. "/doc"))
   local tags = table.concat(vim.fn.readfile(help_dir .. "/doc/tags"), "\n")
-  for _, tag in ipairs({ "situate.txt", ":Situate", "situate-setup", "situate-health" }) do
+  for _, tag in ipairs({ "situate.txt", ":Situate", "situate-setup", "situate-health", "situate-snippets" }) do
     check("help tag " .. tag, tags:find(tag .. "\t", 1, true) ~= nil, "missing from doc/tags")
   end
   vim.opt.runtimepath:append(help_dir)
@@ -252,6 +252,146 @@ local function test_status_and_health()
   check("health has no errors", report:find("ERROR", 1, true) == nil, report)
 end
 
+-- describe_folder on made-up answers: the snippets lines in each state, and none when off.
+local function test_describe_snippets()
+  local describe = require("situate.commands").describe_folder
+  local totals = {
+    calls = 1250, failed = 3, rejected = 1, input_tokens = 812345, output_tokens = 40120,
+    cache_read_tokens = 0, cache_write_tokens = 0,
+  }
+  local function folder(queue, off)
+    local index = { files = 4, chunks = 8, index_dir = "/i", embedder = { model = "m" }, config_problems = {} }
+    if not off then
+      index.snippets = {
+        model = "openai/gpt-4o-mini@api.openai.com", mode = "section", done = 1200, pending = 939,
+        max_calls = 5000, max_run_tokens = vim.NIL,
+      }
+    end
+    return { root = "/n", phase = "ready", indexing = vim.NIL, pending = {}, errors = {}, snippets = queue, index = index }
+  end
+  local running = table.concat(describe(folder({ state = "running", done = 40, total = 939, totals = totals })), "\n")
+  check("snippets line while running", running:find(
+    "\n  snippets: running 40/939 · 1200 written, 939 pending · 1250 calls (3 failed), 812345 input + 40120 output tokens · openai/gpt-4o-mini@api.openai.com (section)",
+    1, true) ~= nil, running)
+  local reason = "the snippet budget is spent (5000 calls, 852465 tokens this period)"
+  local paused = table.concat(describe(folder({ state = "paused", reason = reason, done = 0, total = 0, totals = totals })), "\n")
+  check("snippets paused with the reason", paused:find("\n  snippets paused: " .. reason
+    .. " (:Situate reindex starts a new budget period)", 1, true) ~= nil, paused)
+  local stopped = table.concat(describe(folder({
+    state = "stopped", reason = "snippets stopped: the model keeps failing (HTTP 503)", retry_at = 1795232460,
+    done = 0, total = 0, totals = totals,
+  })), "\n")
+  check("snippets stopped with the reason and the next try",
+    stopped:find("\n  snippets stopped: the model keeps failing %(HTTP 503%) %(next try at %d%d:%d%d:%d%d%)") ~= nil, stopped)
+  local off = table.concat(describe(folder({ state = "idle", done = 2, total = 2, totals = totals }, true)), "\n")
+  check("no snippets line when they are off", off:find("snippets", 1, true) == nil, off)
+end
+
+-- An OpenAI-compatible /v1/chat/completions on 127.0.0.1 that writes one sentence per
+-- chunk; returns its base URL and the requests it received.
+local function start_chat_server()
+  local uv = vim.loop
+  local requests = {}
+  local server = uv.new_tcp()
+  server:bind("127.0.0.1", 0)
+  server:listen(16, function(err)
+    assert(not err, err)
+    local socket = uv.new_tcp()
+    server:accept(socket)
+    local buffer = ""
+    socket:read_start(function(read_err, data)
+      if read_err or not data then
+        socket:close()
+        return
+      end
+      buffer = buffer .. data
+      while true do
+        local head_end = buffer:find("\r\n\r\n", 1, true)
+        if not head_end then
+          return
+        end
+        local head = buffer:sub(1, head_end - 1)
+        local length = tonumber(head:lower():match("content%-length:%s*(%d+)")) or 0
+        if #buffer < head_end + 3 + length then
+          return
+        end
+        table.insert(requests, { head = head, body = buffer:sub(head_end + 4, head_end + 3 + length) })
+        buffer = buffer:sub(head_end + 4 + length)
+        local body = '{"choices":[{"index":0,"message":{"role":"assistant","content":'
+          .. '"This part of the notes describes a routine task."},"finish_reason":"stop"}],'
+          .. '"usage":{"prompt_tokens":120,"completion_tokens":12}}'
+        socket:write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " .. #body
+          .. "\r\n\r\n" .. body)
+      end
+    end)
+  end)
+  return string.format("http://127.0.0.1:%d/v1", server:getsockname().port), requests, server
+end
+
+-- A client started with `settings` sends them as initializationOptions: snippets from a
+-- local chat server, then shown by :Situate status.
+local function test_snippets(chunks)
+  local compat = require("situate.compat")
+  for _, client in ipairs(compat.clients()) do
+    compat.stop(client)
+  end
+  wait_for("the first client to stop", 5000, function()
+    return #compat.clients() == 0
+  end)
+  local url, requests, chat = start_chat_server()
+  require("situate").setup({
+    cmd = { server, "lsp" },
+    settings = { snippets = { provider = "openai", model = "small-chat", base_url = url } },
+  })
+  vim.cmd("edit " .. vim.fn.fnameescape(workspace .. "/ops/backup.md"))
+  wait_for("client with snippets attached", 10000, function()
+    return situate_client() ~= nil and situate_client().initialized == true
+  end)
+  local client = situate_client()
+  local folder
+  wait_for("every chunk to get its snippet", 30000, function()
+    local answer = status(client)
+    folder = answer and answer.folders and answer.folders[1]
+    -- Neovim's client decodes JSON null as nil or vim.NIL, depending on its version.
+    local index = folder and folder.index ~= vim.NIL and folder.index or nil
+    return index ~= nil and type(index.snippets) == "table" and index.snippets.pending == 0
+      and type(folder.snippets) == "table" and folder.snippets.state == "idle"
+  end)
+  check("every chunk has a snippet", folder.index.snippets.done == chunks and #requests == chunks,
+    string.format("%d written, %d requests, %d chunks", folder.index.snippets.done, #requests, chunks))
+  check("no key is sent to a local server", requests[1].head:lower():find("authorization", 1, true) == nil,
+    requests[1].head)
+
+  local params = { textDocument = { uri = vim.uri_from_bufnr(0) }, position = { line = 11, character = 0 } }
+  local hover = ""
+  for _, response in pairs(vim.lsp.buf_request_sync(0, "textDocument/hover", params, 5000) or {}) do
+    if response.result and response.result.contents then
+      hover = response.result.contents.value or response.result.contents
+    end
+  end
+  check("hover shows the snippet", hover:find("This part of the notes describes a routine task.", 1, true) ~= nil
+    and hover:find("Snippet by openai/small-chat@127.0.0.1:", 1, true) ~= nil, hover)
+
+  vim.cmd("Situate status")
+  wait_for("status with snippets shown", 5000, function()
+    local shown = last_message("situate: status")
+    return shown ~= nil and shown.message:find("snippets:", 1, true) ~= nil
+  end)
+  local shown = last_message("situate: status").message
+  record("# " .. shown:gsub("\n", "\n# "))
+  local expected = string.format("\n  snippets: idle · %d written, 0 pending · %d calls, %d input + %d output tokens · "
+    .. "openai/small-chat@127.0.0.1:", chunks, chunks, 120 * chunks, 12 * chunks)
+  local at = shown:find(expected, 1, true)
+  check("status shows the snippets line", at ~= nil and shown:find("^%d+ %(section%)", at + #expected) ~= nil, shown)
+  for _, c in ipairs(compat.clients()) do
+    compat.stop(c)
+  end
+  wait_for("the snippets client to stop", 5000, function()
+    return #compat.clients() == 0
+  end)
+  chat:close()
+end
+
 local function main()
   vim.cmd("filetype on")
   vim.o.swapfile = false
@@ -265,7 +405,10 @@ local function main()
   test_quickfix()
   test_hover()
   test_related()
+  local chunks = status(situate_client()).folders[1].index.chunks
   test_status_and_health()
+  test_describe_snippets()
+  test_snippets(chunks)
 
   -- Deprecation notices of newer Neovim versions come as warnings too.
   for _, shown in ipairs(messages) do

@@ -159,6 +159,58 @@ function M.reindex(path)
   end)
 end
 
+local function present(value)
+  return value ~= nil and value ~= vim.NIL
+end
+
+--- Lines on the folder's LLM-written snippets, none when they are off: the queue's state,
+--- chunks with a snippet and waiting for one, the calls and tokens of the budget period,
+--- and why the queue is paused or stopped.
+function M.describe_snippets(folder)
+  local queue = present(folder.snippets) and folder.snippets or nil
+  local index = present(folder.index) and folder.index or nil
+  local stats = index and present(index.snippets) and index.snippets or nil
+  -- The open index says whether snippets are on (a folder whose snippets were turned off
+  -- may keep its queue's last state); before it is open, the queue does.
+  if (index and not stats) or (not index and not queue) then
+    return {}
+  end
+  local parts = {}
+  local state = queue and queue.state or "idle"
+  if queue and state == "running" and (queue.total or 0) > 0 then
+    state = string.format("%s %d/%d", state, queue.done or 0, queue.total)
+  end
+  table.insert(parts, state)
+  if stats then
+    table.insert(parts, string.format("%d written, %d pending", stats.done or 0, stats.pending or 0))
+  end
+  if queue and present(queue.totals) then
+    local t = queue.totals
+    local calls = string.format("%d calls", t.calls or 0)
+    if (t.failed or 0) > 0 then
+      calls = string.format("%s (%d failed)", calls, t.failed)
+    end
+    table.insert(parts, string.format("%s, %d input + %d output tokens", calls, t.input_tokens or 0, t.output_tokens or 0))
+  end
+  if stats then
+    table.insert(parts, string.format("%s (%s)", tostring(stats.model), tostring(stats.mode)))
+  end
+  local lines = { "  snippets: " .. table.concat(parts, " · ") }
+  if queue and (queue.state == "paused" or queue.state == "stopped") then
+    local reason = present(queue.reason) and tostring(queue.reason) or "no reason given"
+    -- The server's reasons may start with what the state already says.
+    reason = reason:gsub("^snippets %a+: ", "")
+    local line = string.format("  snippets %s: %s", queue.state, reason)
+    if queue.state == "paused" then
+      line = line .. " (:Situate reindex starts a new budget period)"
+    elseif present(queue.retry_at) then
+      line = line .. " (next try at " .. os.date("%H:%M:%S", queue.retry_at) .. ")"
+    end
+    table.insert(lines, line)
+  end
+  return lines
+end
+
 --- Lines describing one folder of a situate.status answer; `with_errors` adds its errors.
 function M.describe_folder(folder, with_errors)
   local phase = folder.phase
@@ -175,6 +227,7 @@ function M.describe_folder(folder, with_errors)
       table.insert(lines, "  config: " .. (type(problem) == "string" and problem or vim.inspect(problem)))
     end
   end
+  vim.list_extend(lines, M.describe_snippets(folder))
   if folder.pending and #folder.pending > 0 then
     table.insert(lines, "  pending: " .. table.concat(folder.pending, ", "))
   end
