@@ -263,7 +263,7 @@ local function test_describe_snippets()
     local index = { files = 4, chunks = 8, index_dir = "/i", embedder = { model = "m" }, config_problems = {} }
     if not off then
       index.snippets = {
-        model = "openai/gpt-4o-mini@api.openai.com", mode = "section", done = 1200, pending = 939,
+        model = "openai/gpt-4.1-mini@api.openai.com", mode = "section", done = 1200, pending = 939,
         max_calls = 5000, max_run_tokens = vim.NIL,
       }
     end
@@ -271,7 +271,7 @@ local function test_describe_snippets()
   end
   local running = table.concat(describe(folder({ state = "running", done = 40, total = 939, totals = totals })), "\n")
   check("snippets line while running", running:find(
-    "\n  snippets: running 40/939 · 1200 written, 939 pending · 1250 calls (3 failed), 812345 input + 40120 output tokens · openai/gpt-4o-mini@api.openai.com (section)",
+    "\n  snippets: running 40/939 · 1200 written, 939 pending · 1250 calls (3 failed), 812345 input + 40120 output tokens · openai/gpt-4.1-mini@api.openai.com (section)",
     1, true) ~= nil, running)
   local reason = "the snippet budget is spent (5000 calls, 852465 tokens this period)"
   local paused = table.concat(describe(folder({ state = "paused", reason = reason, done = 0, total = 0, totals = totals })), "\n")
@@ -282,7 +282,7 @@ local function test_describe_snippets()
     done = 0, total = 0, totals = totals,
   })), "\n")
   check("snippets stopped with the reason and the next try",
-    stopped:find("\n  snippets stopped: the model keeps failing %(HTTP 503%) %(next try at %d%d:%d%d:%d%d%)") ~= nil, stopped)
+    stopped:find("\n  snippets stopped: the model keeps failing %(HTTP 503%) %(next try at %d%d:%d%d:%d%d, or now with :Situate reindex%)") ~= nil, stopped)
   local off = table.concat(describe(folder({ state = "idle", done = 2, total = 2, totals = totals }, true)), "\n")
   check("no snippets line when they are off", off:find("snippets", 1, true) == nil, off)
 end

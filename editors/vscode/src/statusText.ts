@@ -212,8 +212,8 @@ function reasonLine(queue: SnippetQueueStatus): string | undefined {
     return `Paused: ${reason("the budget of this period is spent")} **Situate: Reindex Workspace** starts a new budget period.`;
   }
   if (queue.state === "stopped") {
-    const retry = queue.retry_at ? ` Next try at ${new Date(queue.retry_at * 1000).toISOString()}.` : "";
-    return `Stopped: ${reason("the model keeps failing")}${retry}`;
+    const retry = queue.retry_at ? ` Next try at ${new Date(queue.retry_at * 1000).toISOString()};` : "";
+    return `Stopped: ${reason("the model keeps failing")}${retry} **Situate: Reindex Workspace** tries again now.`;
   }
   return undefined;
 }

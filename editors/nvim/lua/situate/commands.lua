@@ -204,7 +204,9 @@ function M.describe_snippets(folder)
     if queue.state == "paused" then
       line = line .. " (:Situate reindex starts a new budget period)"
     elseif present(queue.retry_at) then
-      line = line .. " (next try at " .. os.date("%H:%M:%S", queue.retry_at) .. ")"
+      line = line .. " (next try at " .. os.date("%H:%M:%S", queue.retry_at) .. ", or now with :Situate reindex)"
+    else
+      line = line .. " (:Situate reindex tries again now)"
     end
     table.insert(lines, line)
   end

@@ -84,7 +84,7 @@ test("the report lists each folder's figures, pending files and problems", () =>
 });
 
 const snippetIndex: SnippetIndexStatus = {
-  model: "openai/gpt-4o-mini@api.openai.com",
+  model: "openai/gpt-4.1-mini@api.openai.com",
   mode: "section",
   done: 1200,
   pending: 939,
@@ -125,7 +125,7 @@ test("snippets running: state with the run's progress, written and pending, call
     lines[0],
     "- Snippets: running (40/939 in this run) · 1,200 written, 939 pending · " +
       "1,250 calls (3 failed, 1 rejected), 812,345 input + 40,120 output tokens this period · " +
-      "`openai/gpt-4o-mini@api.openai.com` (section mode)",
+      "`openai/gpt-4.1-mini@api.openai.com` (section mode)",
   );
   assert.equal(lines[1], "  - Budget per period: 5,000 calls, unlimited tokens");
   assert.equal(lines.length, 2, "no reason while running, no estimate when none was asked for");
@@ -157,10 +157,10 @@ test("snippets stopped: the reason without its repeated prefix, and the next try
   assert.equal(
     lines[1],
     "  - Stopped: the model keeps failing (HTTP 503); 939 chunks keep their header context and are tried again in 1 min. " +
-      "Next try at 2026-11-21T03:41:00.000Z.",
+      "Next try at 2026-11-21T03:41:00.000Z; **Situate: Reindex Workspace** tries again now.",
   );
   const bare = snippetLines(snippetFolder({ state: "stopped" }));
-  assert.equal(bare[1], "  - Stopped: the model keeps failing.");
+  assert.equal(bare[1], "  - Stopped: the model keeps failing. **Situate: Reindex Workspace** tries again now.");
 });
 
 test("snippets: prompt-cache tokens, the estimate, and a queue before the index is open", () => {
