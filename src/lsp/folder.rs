@@ -403,6 +403,7 @@ impl Worker {
                     self.engine = None;
                     self.open();
                     self.reconcile(None);
+                    self.publish_snippets();
                 }
                 Some(Job::Snippets(outcomes)) => self.apply_snippets(outcomes),
                 Some(Job::SnippetRunEnded { run, end }) => self.snippet_run_ended(run, end),
@@ -411,7 +412,11 @@ impl Worker {
                     self.snippets.paused = false;
                     self.snippets.retry_at = None;
                     self.snippets.stops = 0;
-                    self.snippets.reason = None;
+                    // A new period: the old pause or stop is no longer a problem.
+                    if let Some(reason) = self.snippets.reason.take() {
+                        lock(&self.folder.live).errors.retain(|e| !e.ends_with(&reason));
+                    }
+                    self.publish_snippets();
                 }
                 Some(Job::Stop) => return,
             }
