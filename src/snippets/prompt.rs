@@ -1,1 +1,424 @@
 //! Snippet prompts for the `section` and `document` modes, and the cleaning of replies.
+//!
+//! Every request puts what is shared by all chunks of a document into
+//! [`ChatRequest::document`] and everything about one chunk into [`ChatRequest::prompt`]:
+//! the provider caches the document part, so it must be byte-identical for every chunk of
+//! one document. The tests hold both builders to that.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use super::estimate::count_tokens;
+use crate::providers::chat::ChatRequest;
+
+/// Version of the prompt wording. It is part of the snippet cache key: bump it whenever a
+/// prompt below changes, so that snippets written under the old wording are regenerated.
+pub const PROMPT_VERSION: u32 = 1;
+
+/// Default upper bound on a reply. One or two sentences take about 60 tokens; the margin lets
+/// a wordy reply finish its sentence instead of being cut off.
+pub const DEFAULT_MAX_TOKENS: u32 = 150;
+
+/// Default number of tokens of document text sent in [`SnippetMode::Document`].
+pub const DEFAULT_DOCUMENT_BUDGET: usize = 6000;
+
+/// How much of the document the model sees when it situates a chunk.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SnippetMode {
+    /// The document's title and path, and the chunk's heading path: cheap, and enough for
+    /// most well-structured notes.
+    #[default]
+    Section,
+    /// The whole document (or its outline and the chunks around the chunk, when it is longer
+    /// than the budget), as in Anthropic's Contextual Retrieval.
+    Document,
+}
+
+impl fmt::Display for SnippetMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SnippetMode::Section => "section",
+            SnippetMode::Document => "document",
+        })
+    }
+}
+
+/// One chunk as the prompts see it.
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkInput<'a> {
+    /// The document's path, relative to the workspace root.
+    pub path: &'a str,
+    /// The document's title; may be empty.
+    pub title: &'a str,
+    /// Headings above the chunk, outermost first; empty above the first heading.
+    pub heading_path: &'a [String],
+    /// The chunk's original text.
+    pub text: &'a str,
+}
+
+/// Instructions shared by both modes.
+const SYSTEM: &str = "You write context notes for a search index over markdown documents. A note \
+situates one chunk of a document within that document: which part of the document the chunk \
+belongs to and what it is about there, in the document's own terms, so that a search for those \
+terms finds the chunk. You answer with the note alone.";
+
+/// The request of [`SnippetMode::Section`]: the model sees the document's title and path, the
+/// chunk's heading path and the chunk.
+pub fn section_request(chunk: &ChunkInput, max_tokens: u32) -> ChatRequest {
+    let document = format!("The chunk to situate comes from this document.\n{}", document_names(chunk));
+
+    let terms = if !chunk.heading_path.is_empty() {
+        "the key terms of its heading"
+    } else if !chunk.title.trim().is_empty() {
+        "the key terms of the document's title"
+    } else {
+        "the chunk's own key terms"
+    };
+    let prompt = format!(
+        "{place}\n\n<chunk>\n{text}\n</chunk>\n\nWrite 1–2 complete sentences that situate this chunk \
+         within the document, using {terms}. Answer with the sentences only: no preamble, no \
+         quotes, no markdown.",
+        place = section_place(chunk.heading_path),
+        text = chunk.text.trim_end(),
+    );
+    ChatRequest { system: SYSTEM.to_string(), document, prompt, max_tokens }
+}
+
+/// The request of [`SnippetMode::Document`] for `chunks[index]`. `chunks` are all chunks of
+/// one document, in order.
+///
+/// A document that fits `budget_tokens` is sent whole. A longer one is sent as its title and
+/// heading outline, and the prompt carries the chunks around `chunks[index]` (as many as fit
+/// in about half the budget) before the chunk itself. Either way the document part is the
+/// same for every chunk of the document.
+///
+/// Panics if `index` is out of bounds.
+pub fn document_request(
+    chunks: &[ChunkInput],
+    index: usize,
+    budget_tokens: usize,
+    max_tokens: u32,
+) -> ChatRequest {
+    let chunk = &chunks[index];
+    let names = document_names(chunk);
+
+    let (document, window) = if fits(chunks, budget_tokens) {
+        let whole = format!("{names}\n\n<document>\n{}\n</document>", joined_texts(chunks));
+        (whole, String::new())
+    } else {
+        let outline = outline(chunks, budget_tokens / OUTLINE_SHARE);
+        let document = format!(
+            "{names}\n\nThe document is too long to show whole. The outline of its headings:\n\
+             <outline>\n{outline}</outline>"
+        );
+        (document, window(chunks, index, budget_tokens / WINDOW_SHARE))
+    };
+
+    let prompt = format!(
+        "{window}Here is the chunk to situate within the whole document, {place}:\n<chunk>\n{text}\n\
+         </chunk>\n\nGive a short, succinct context of 1–2 complete sentences that situates this \
+         chunk within the overall document, to improve search retrieval of the chunk. Answer with \
+         the sentences only and nothing else: no preamble, no quotes, no markdown.",
+        place = document_place(chunk.heading_path),
+        text = chunk.text.trim_end(),
+    );
+    ChatRequest { system: SYSTEM.to_string(), document, prompt, max_tokens }
+}
+
+/// The outline gets at most this fraction (1/n) of the budget, so that a document with
+/// thousands of headings still leaves room for the window.
+const OUTLINE_SHARE: usize = 4;
+
+/// The window of neighbouring chunks gets at most this fraction (1/n) of the budget.
+const WINDOW_SHARE: usize = 2;
+
+/// The lines naming a document: its title (when it has one) and its path.
+fn document_names(chunk: &ChunkInput) -> String {
+    let title = chunk.title.trim();
+    if title.is_empty() {
+        format!("Path: {}", chunk.path)
+    } else {
+        format!("Title: {title}\nPath: {}", chunk.path)
+    }
+}
+
+/// Where a chunk sits, as a sentence of the section prompt.
+fn section_place(heading_path: &[String]) -> String {
+    if heading_path.is_empty() {
+        "The chunk comes before the document's first heading.".to_string()
+    } else {
+        format!("The chunk sits under the heading \"{}\".", heading_path.join(" > "))
+    }
+}
+
+/// Where a chunk sits, as a clause of the document prompt.
+fn document_place(heading_path: &[String]) -> String {
+    if heading_path.is_empty() {
+        "from before the document's first heading".to_string()
+    } else {
+        format!("from the section \"{}\"", heading_path.join(" > "))
+    }
+}
+
+/// Whether the chunks' texts, joined, fit in `budget` tokens. Counted chunk by chunk and
+/// stopped once over, so that a long document costs no more to check than its budget.
+fn fits(chunks: &[ChunkInput], budget: usize) -> bool {
+    let mut remaining = budget;
+    chunks.iter().all(|c| take(c.text, &mut remaining))
+}
+
+fn joined_texts(chunks: &[ChunkInput]) -> String {
+    let texts: Vec<&str> = chunks.iter().map(|c| c.text.trim_end()).collect();
+    texts.join("\n\n")
+}
+
+/// The distinct headings of the document in order, one per line, indented two spaces per
+/// level, cut short once they pass `budget` tokens. A heading is listed before its first
+/// chunk even when no chunk sits directly under it, so the outline keeps its shape.
+fn outline(chunks: &[ChunkInput], budget: usize) -> String {
+    let mut seen: HashSet<&[String]> = HashSet::new();
+    let mut out = String::new();
+    let mut used = 0;
+    for chunk in chunks {
+        for depth in 1..=chunk.heading_path.len() {
+            let prefix = &chunk.heading_path[..depth];
+            if !seen.insert(prefix) {
+                continue;
+            }
+            let line = format!("{}{}\n", "  ".repeat(depth - 1), prefix[depth - 1].trim());
+            used += count_tokens(&line);
+            if used > budget {
+                out.push_str("…\n");
+                return out;
+            }
+            out.push_str(&line);
+        }
+    }
+    if out.is_empty() {
+        out.push_str("(no headings)\n");
+    }
+    out
+}
+
+/// The chunks around `chunks[index]` that fit in `budget` tokens, nearest first, alternating
+/// before and after, rendered in document order with the chunk's own place marked. Each side
+/// stops at its first chunk that does not fit, so the window has no holes. Empty when not
+/// even the nearest neighbour fits.
+fn window(chunks: &[ChunkInput], index: usize, budget: usize) -> String {
+    let mut remaining = budget;
+    // Whether each side can still grow, and how far it reaches.
+    let (mut before_open, mut after_open) = (index > 0, index + 1 < chunks.len());
+    let (mut first, mut last) = (index, index);
+    while before_open || after_open {
+        if before_open {
+            before_open = take(chunks[first - 1].text, &mut remaining);
+            if before_open {
+                first -= 1;
+                before_open = first > 0;
+            }
+        }
+        if after_open {
+            after_open = take(chunks[last + 1].text, &mut remaining);
+            if after_open {
+                last += 1;
+                after_open = last + 1 < chunks.len();
+            }
+        }
+    }
+    if first == index && last == index {
+        return String::new();
+    }
+
+    let mut parts: Vec<&str> = chunks[first..index].iter().map(|c| c.text.trim_end()).collect();
+    parts.push(CHUNK_MARK);
+    parts.extend(chunks[index + 1..=last].iter().map(|c| c.text.trim_end()));
+    format!(
+        "The passages around the chunk, in document order, with the chunk's own place marked as {CHUNK_MARK}:\n\
+         <passages>\n{}\n</passages>\n\n",
+        parts.join("\n\n")
+    )
+}
+
+/// Marks the chunk's own place among its neighbours.
+const CHUNK_MARK: &str = "[the chunk]";
+
+/// Takes `text` out of `remaining` when it fits (with a blank line to separate it).
+fn take(text: &str, remaining: &mut usize) -> bool {
+    let cost = count_tokens(text.trim_end()) + 1;
+    if cost > *remaining {
+        return false;
+    }
+    *remaining -= cost;
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A document's chunks, owned, so that tests can borrow [`ChunkInput`]s from it.
+    struct Doc {
+        path: String,
+        title: String,
+        headings: Vec<Vec<String>>,
+        texts: Vec<String>,
+    }
+
+    impl Doc {
+        fn chunks(&self) -> Vec<ChunkInput<'_>> {
+            self.headings
+                .iter()
+                .zip(&self.texts)
+                .map(|(h, t)| ChunkInput { path: &self.path, title: &self.title, heading_path: h, text: t })
+                .collect()
+        }
+    }
+
+    fn path(parts: &[&str]) -> Vec<String> {
+        parts.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn small_doc() -> Doc {
+        Doc {
+            path: "ops/backup.md".into(),
+            title: "Operations".into(),
+            headings: vec![path(&[]), path(&["Backups"]), path(&["Backups", "Retention"])],
+            texts: vec![
+                "This page collects the runbooks of the platform team.".into(),
+                "Backups run nightly at 02:00 UTC and are written to the cold bucket.".into(),
+                "Daily backups are kept for 30 days, monthly ones for a year.".into(),
+            ],
+        }
+    }
+
+    /// Forty paragraphs of about seventy tokens each, under eight sections of five, every
+    /// paragraph tagged with its number ("Paragraph 07").
+    fn long_doc() -> Doc {
+        let filler = "The retention job compares each snapshot against the policy, keeps the newest \
+                      copies, moves older ones to the archive tier and records every decision in the \
+                      audit log so that operators can review what was deleted and why it was deleted. Restores read the \
+                      archive tier first and fall back to the cold bucket when a copy is missing there.";
+        Doc {
+            path: "ops/long.md".into(),
+            title: "Storage handbook".into(),
+            headings: (0..40).map(|i| path(&["Storage", &format!("Section {}", i / 5)])).collect(),
+            texts: (0..40).map(|i| format!("Paragraph {i:02}. {filler}")).collect(),
+        }
+    }
+
+    #[test]
+    fn section_document_block_is_the_same_for_every_chunk() {
+        let doc = small_doc();
+        let chunks = doc.chunks();
+        let requests: Vec<ChatRequest> = chunks.iter().map(|c| section_request(c, 150)).collect();
+        assert!(
+            requests.iter().all(|r| r.document == requests[0].document && r.system == requests[0].system)
+        );
+        assert!(
+            requests[0].document.contains("Operations") && requests[0].document.contains("ops/backup.md")
+        );
+        assert!(!requests[0].document.contains("nightly"), "chunk text leaked into the document block");
+    }
+
+    #[test]
+    fn section_prompt_holds_heading_path_and_chunk() {
+        let doc = small_doc();
+        let request = section_request(&doc.chunks()[2], 99);
+        assert!(request.prompt.contains("\"Backups > Retention\""));
+        assert!(request.prompt.contains("<chunk>\nDaily backups are kept for 30 days"));
+        assert!(request.prompt.contains("1–2 complete sentences"));
+        assert_eq!(request.max_tokens, 99);
+    }
+
+    #[test]
+    fn section_prompt_handles_no_heading_and_no_title() {
+        let headings = Vec::new();
+        let chunk = ChunkInput { path: "notes.md", title: "", heading_path: &headings, text: "Loose notes." };
+        let request = section_request(&chunk, 150);
+        assert!(request.prompt.contains("before the document's first heading"));
+        assert!(!request.prompt.contains("\"\""), "an empty heading path rendered as quotes");
+        assert!(!request.document.contains("Title:"));
+        assert!(request.document.contains("Path: notes.md"));
+    }
+
+    #[test]
+    fn a_small_document_is_sent_whole_to_every_chunk() {
+        let doc = small_doc();
+        let chunks = doc.chunks();
+        let requests: Vec<ChatRequest> =
+            (0..chunks.len()).map(|i| document_request(&chunks, i, DEFAULT_DOCUMENT_BUDGET, 150)).collect();
+        assert!(requests.iter().all(|r| r.document == requests[0].document));
+        let document = &requests[0].document;
+        assert!(document.starts_with("Title: Operations\nPath: ops/backup.md"));
+        for text in &doc.texts {
+            assert!(document.contains(text.as_str()), "missing {text:?}");
+        }
+        assert!(document.contains("<document>") && document.ends_with("</document>"));
+        assert!(!requests[1].prompt.contains("<passages>"), "a whole document needs no window");
+        assert!(requests[1].prompt.contains("<chunk>\nBackups run nightly"));
+        assert!(requests[1].prompt.contains("\"Backups\""));
+    }
+
+    #[test]
+    fn a_long_document_is_sent_as_an_outline_with_a_window() {
+        let doc = long_doc();
+        let chunks = doc.chunks();
+        let budget = 2000;
+        let requests: Vec<ChatRequest> =
+            (0..chunks.len()).map(|i| document_request(&chunks, i, budget, 150)).collect();
+        assert!(requests.iter().all(|r| r.document == requests[0].document));
+
+        let document = &requests[0].document;
+        assert!(document.contains("<outline>\nStorage\n  Section 0\n  Section 1\n"), "{document}");
+        assert!(document.contains("  Section 7\n</outline>"));
+        assert!(!document.contains("Paragraph"), "chunk text leaked into the outline");
+
+        let prompt = &requests[20].prompt;
+        let window = &prompt[..prompt.find("<chunk>").unwrap()];
+        assert!(window.contains("Paragraph 19") && window.contains("Paragraph 21"), "{window}");
+        assert!(!window.contains("Paragraph 00") && !window.contains("Paragraph 39"));
+        assert!(!window.contains("Paragraph 20"), "the chunk is given after its window, not in it");
+        let (p19, mark, p21) = (
+            window.find("Paragraph 19").unwrap(),
+            window.find(&format!("{CHUNK_MARK}\n")).unwrap(),
+            window.find("Paragraph 21").unwrap(),
+        );
+        assert!(p19 < mark && mark < p21, "the window is not in document order");
+        assert!(prompt.contains("<chunk>\nParagraph 20."));
+
+        // The budget covers the document text; the instructions and the chunk come on top.
+        let sent = count_tokens(document) + count_tokens(prompt);
+        assert!(sent <= budget + count_tokens(&doc.texts[20]) + 200, "{sent} tokens sent");
+        assert!(sent >= budget / 2, "the window did not use its share: {sent} tokens sent");
+    }
+
+    #[test]
+    fn the_window_at_the_document_edge_grows_to_one_side() {
+        let doc = long_doc();
+        let chunks = doc.chunks();
+        let prompt = document_request(&chunks, 0, 2000, 150).prompt;
+        let window = &prompt[..prompt.find("<chunk>").unwrap()];
+        assert!(window.contains("Paragraph 01") && window.contains("Paragraph 05"), "{window}");
+        assert!(window.find(CHUNK_MARK).unwrap() < window.find("Paragraph 01").unwrap());
+    }
+
+    #[test]
+    fn the_outline_is_cut_short_past_its_share_of_the_budget() {
+        let headings: Vec<Vec<String>> = (0..500).map(|i| path(&[&format!("Heading number {i}")])).collect();
+        let texts: Vec<String> = (0..500).map(|i| format!("Body {i}.")).collect();
+        let doc = Doc { path: "many.md".into(), title: String::new(), headings, texts };
+        let request = document_request(&doc.chunks(), 3, 400, 150);
+        assert!(request.document.contains("Heading number 0\n"));
+        assert!(request.document.contains("…\n</outline>"));
+        assert!(count_tokens(&request.document) <= 400 / OUTLINE_SHARE + 60);
+    }
+
+    #[test]
+    fn mode_names_round_trip() {
+        assert_eq!(SnippetMode::default(), SnippetMode::Section);
+        assert_eq!(SnippetMode::Document.to_string(), "document");
+        let parsed: SnippetMode = serde_json::from_str("\"section\"").unwrap();
+        assert_eq!(parsed, SnippetMode::Section);
+    }
+}
