@@ -88,7 +88,7 @@ fn main() {
     let noop = write(&mut engine);
     row("no-op reindex (reopened)", &noop.0, noop.1);
     let edited = edit_one_paragraph(&root);
-    engine.update(&[edited.clone()]).expect("update");
+    engine.update(std::slice::from_ref(&edited)).expect("update");
     let edit = write(&mut engine);
     row(&format!("one-paragraph edit ({edited})"), &edit.0, edit.1);
     println!(

@@ -134,11 +134,10 @@ fn approx(n: u64) -> String {
     format!("{digits}{}", UNITS[unit])
 }
 
-/// cl100k token count of `text`: OpenAI's count, and close to Anthropic's. Callers hand it
-/// bounded pieces (one chunk, one outline line, a request built within its budget); tiktoken
-/// only gets slow on long runs without whitespace, which whole files have and chunks do not.
+/// cl100k token count of `text`: OpenAI's count, and close to Anthropic's (bounded segments
+/// at a time, so a long run without whitespace stays cheap).
 pub(crate) fn count_tokens(text: &str) -> usize {
-    tiktoken_rs::cl100k_base_singleton().encode_ordinary(text).len()
+    crate::chunk::tokens::count(text)
 }
 
 #[cfg(test)]
