@@ -167,7 +167,15 @@ fn edit_one_paragraph(root: &Path) -> String {
         let mut out = String::new();
         let mut done = false;
         let mut in_code = false;
-        for line in text.lines() {
+        // Front matter is not chunk text: skip it.
+        let mut in_front_matter = text.starts_with("---");
+        for (n, line) in text.lines().enumerate() {
+            if in_front_matter {
+                in_front_matter = n == 0 || line.trim_end() != "---";
+                out.push_str(line);
+                out.push('\n');
+                continue;
+            }
             if line.trim_start().starts_with("```") {
                 in_code = !in_code;
             }
