@@ -698,6 +698,7 @@ impl Engine {
             &updates,
             self.setup.embedder.as_ref(),
             !self.setup.embedder.embeds_fast(),
+            &|_, _| true,
         )?;
         self.index.set_snippet_pending(&waiting, true);
         self.index.set_snippet_identity(&identity);
@@ -779,6 +780,7 @@ impl Engine {
                 &cached,
                 self.setup.embedder.as_ref(),
                 !self.setup.embedder.embeds_fast(),
+                &|_, _| true,
             )?;
             self.index.commit()?;
         }
@@ -791,15 +793,6 @@ impl Engine {
     pub fn apply_snippets(&mut self, outcomes: Vec<Outcome>) -> Result<SnippetsApplied, EngineError> {
         let mut applied = SnippetsApplied::default();
         let mut updates = Vec::new();
-        // A snippet asked for under other settings (a run that outlived a change of them)
-        // goes to the cache, but not into the index.
-        let written: Vec<u64> =
-            outcomes.iter().filter(|o| matches!(o, Outcome::Written { .. })).map(Outcome::chunk_id).collect();
-        let records = self.index.snapshot().records(&written)?;
-        let wanted = |id: u64, key: u128| {
-            let setup = self.setup.snippets.as_ref();
-            records.get(&id).zip(setup).is_some_and(|(r, s)| s.key(&chunk_input(r)) == key)
-        };
         for outcome in outcomes {
             self.snippets_in_flight.remove(&outcome.chunk_id());
             match outcome {
@@ -810,9 +803,7 @@ impl Engine {
                             source: e,
                         })?;
                     }
-                    if wanted(chunk_id, key) {
-                        updates.push(SnippetUpdate { chunk_id, key, snippet });
-                    }
+                    updates.push(SnippetUpdate { chunk_id, key, snippet });
                 }
                 Outcome::Failed { .. } | Outcome::NotRun { .. } => applied.returned += 1,
             }
@@ -826,7 +817,11 @@ impl Engine {
                 .map_err(|e| IndexError::Io { path: cache.path().display().to_string(), source: e })?;
         }
         let defer = !self.setup.embedder.embeds_fast();
-        applied.indexed = self.index.set_snippets(&updates, self.setup.embedder.as_ref(), defer)?;
+        // A snippet asked for under other settings (a run that outlived a change of them)
+        // goes to the cache, but not into the index.
+        let setup = self.setup.snippets.as_ref();
+        let wanted = |r: &ChunkRecord, key: u128| setup.is_some_and(|s| s.key(&chunk_input(r)) == key);
+        applied.indexed = self.index.set_snippets(&updates, self.setup.embedder.as_ref(), defer, &wanted)?;
         self.index.commit()?;
         Ok(applied)
     }

@@ -653,23 +653,11 @@ impl Index {
         if defer && !to_embed.is_empty() {
             self.deferred.extend(to_embed.drain(..).map(|(id, _)| id));
         }
-        for batch in to_embed.chunks(EMBED_BATCH) {
-            let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
-            let vectors = embedder.embed(&texts)?;
-            if vectors.len() != batch.len() {
-                return Err(EmbedError::Failed(format!(
-                    "asked for {} vectors, got {}",
-                    batch.len(),
-                    vectors.len()
-                ))
-                .into());
-            }
-            stats.vectors_embedded += batch.len();
-            new_vectors.extend(batch.iter().map(|(id, _)| *id).zip(vectors));
-        }
+        let embedded = embed_texts(embedder, &to_embed)?;
+        stats.vectors_embedded += embedded.len();
+        new_vectors.extend(embedded);
         for (id, v) in new_vectors {
-            write(&self.vectors).add(id, &v)?;
-            self.pending_ops.push(VectorOp::Add(id, v));
+            self.stage_vector(id, v)?;
         }
         for (file, refs) in staged {
             self.delete_file_docs(&file.path);
@@ -701,6 +689,13 @@ impl Index {
             self.store_dirty = true;
         }
         Ok(stats)
+    }
+
+    /// Puts a chunk's vector in the shared index and queues it for the next commit.
+    fn stage_vector(&mut self, id: u64, vector: Vec<f32>) -> Result<(), IndexError> {
+        write(&self.vectors).add(id, &vector)?;
+        self.pending_ops.push(VectorOp::Add(id, vector));
+        Ok(())
     }
 
     fn delete_file_docs(&mut self, path: &str) {
@@ -744,13 +739,15 @@ impl Index {
     /// Puts snippets that arrived into the index: each chunk's stored document is rewritten
     /// with its snippet (so BM25 sees it) and its vector replaced by one of
     /// header + snippet + text (reused when that text was embedded before; with `defer`,
-    /// left to [`Index::fill_deferred`]). Chunks that are gone or not yet committed are
-    /// passed over. Returns how many chunks changed.
+    /// left to [`Index::fill_deferred`]). Chunks that are gone or not yet committed, and
+    /// those `wanted` turns down (given the stored chunk and the snippet's key), are passed
+    /// over. Returns how many chunks changed.
     pub fn set_snippets(
         &mut self,
         updates: &[SnippetUpdate],
         embedder: &dyn Embedder,
         defer: bool,
+        wanted: &dyn Fn(&ChunkRecord, u128) -> bool,
     ) -> Result<usize, IndexError> {
         if self.writer.is_none() {
             return Err(IndexError::ReadOnly);
@@ -761,11 +758,13 @@ impl Index {
         let mut staged: Vec<(ChunkRecord, StoredFileMeta)> = Vec::new();
         let mut to_embed: Vec<(u64, String)> = Vec::new();
         for update in updates {
-            let Some(old) = records.get(&update.chunk_id) else { continue };
-            let Some(entry) = self.manifest.files.get(&old.path) else { continue };
-            if !entry.chunks.iter().any(|c| c.id == update.chunk_id) {
-                continue;
-            }
+            let Some(old) = records.get(&update.chunk_id).filter(|r| wanted(r, update.key)) else { continue };
+            let file = match self.manifest.files.get(&old.path) {
+                Some(e) if e.chunks.iter().any(|c| c.id == update.chunk_id) => {
+                    (e.size, e.mtime_ns, e.content_hash)
+                }
+                _ => continue,
+            };
             let mut record = old.clone();
             record.snippet = Some(update.snippet.clone());
             record.snippet_key = update.key;
@@ -773,33 +772,17 @@ impl Index {
             record.embed_hash = xxhash_rust::xxh3::xxh3_64(embed_text.as_bytes());
             if record.embed_hash != old.embed_hash {
                 match reusable.get(&record.embed_hash).and_then(|other| read(&self.vectors).get(*other)) {
-                    Some(v) => {
-                        write(&self.vectors).add(record.id, &v)?;
-                        self.pending_ops.push(VectorOp::Add(record.id, v));
-                    }
+                    Some(v) => self.stage_vector(record.id, v)?,
                     None => to_embed.push((record.id, embed_text)),
                 }
             }
-            staged.push((record, (entry.size, entry.mtime_ns, entry.content_hash)));
+            staged.push((record, file));
         }
         if defer {
             self.deferred.extend(to_embed.drain(..).map(|(id, _)| id));
         }
-        for batch in to_embed.chunks(EMBED_BATCH) {
-            let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
-            let vectors = embedder.embed(&texts)?;
-            if vectors.len() != batch.len() {
-                return Err(EmbedError::Failed(format!(
-                    "asked for {} vectors, got {}",
-                    batch.len(),
-                    vectors.len()
-                ))
-                .into());
-            }
-            for ((id, _), v) in batch.iter().zip(vectors) {
-                write(&self.vectors).add(*id, &v)?;
-                self.pending_ops.push(VectorOp::Add(*id, v));
-            }
+        for (id, v) in embed_texts(embedder, &to_embed)? {
+            self.stage_vector(id, v)?;
         }
         for (record, file) in &staged {
             let writer = self.writer.as_ref().ok_or(IndexError::ReadOnly)?;
@@ -895,25 +878,12 @@ impl Index {
         let take = max.min(self.deferred.len());
         let ids: Vec<u64> = self.deferred[..take].to_vec();
         let records = self.snapshot().records(&ids)?;
-        let batch: Vec<&ChunkRecord> = ids.iter().filter_map(|id| records.get(id)).collect();
-        let texts: Vec<String> = batch.iter().map(|r| r.embedding_text()).collect();
-        let mut embedded = 0;
-        for (chunk, texts) in batch.chunks(EMBED_BATCH).zip(texts.chunks(EMBED_BATCH)) {
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let vectors = embedder.embed(&refs)?;
-            if vectors.len() != chunk.len() {
-                return Err(EmbedError::Failed(format!(
-                    "asked for {} vectors, got {}",
-                    chunk.len(),
-                    vectors.len()
-                ))
-                .into());
-            }
-            for (record, v) in chunk.iter().zip(vectors) {
-                write(&self.vectors).add(record.id, &v)?;
-                self.pending_ops.push(VectorOp::Add(record.id, v));
-            }
-            embedded += chunk.len();
+        let texts: Vec<(u64, String)> =
+            ids.iter().filter_map(|id| records.get(id)).map(|r| (r.id, r.embedding_text())).collect();
+        let vectors = embed_texts(embedder, &texts)?;
+        let embedded = vectors.len();
+        for (id, v) in vectors {
+            self.stage_vector(id, v)?;
         }
         self.deferred.drain(..take);
         self.vectors_dirty = true;
@@ -1239,6 +1209,25 @@ fn read(vectors: &RwLock<VectorIndex>) -> RwLockReadGuard<'_, VectorIndex> {
 
 fn write(vectors: &RwLock<VectorIndex>) -> RwLockWriteGuard<'_, VectorIndex> {
     vectors.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Embeds `(id, text)` pairs in batches; the vectors come back with their ids, in order.
+fn embed_texts(embedder: &dyn Embedder, items: &[(u64, String)]) -> Result<Vec<(u64, Vec<f32>)>, IndexError> {
+    let mut out = Vec::with_capacity(items.len());
+    for batch in items.chunks(EMBED_BATCH) {
+        let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
+        let vectors = embedder.embed(&texts)?;
+        if vectors.len() != batch.len() {
+            return Err(EmbedError::Failed(format!(
+                "asked for {} vectors, got {}",
+                batch.len(),
+                vectors.len()
+            ))
+            .into());
+        }
+        out.extend(batch.iter().map(|(id, _)| *id).zip(vectors));
+    }
+    Ok(out)
 }
 
 /// A file's size, mtime and content hash as stored with each of its chunks.
