@@ -485,3 +485,40 @@ fn the_language_server_says_once_that_the_snippet_model_is_down_and_keeps_servin
     assert_eq!(shown, 1, "the outage is shown once");
     assert!(client.shutdown().success());
 }
+
+#[test]
+fn the_language_server_pauses_on_its_budget_resumes_on_reindex_and_drops_the_queue_when_turned_off() {
+    let server = TestServer::start();
+    server.set_reply(reply);
+    let f = Fixture::standard();
+    let mut client = LspClient::start(f.index.path());
+    let snippets = json!({
+        "provider": "openai", "model": "small-chat", "base_url": server.openai_url(), "max_calls": 3,
+    });
+    client.initialize(f.root(), json!({ "snippets": snippets.clone() }), json!({}));
+    let shown = client.wait_for(|m| m["method"] == "window/showMessage");
+    assert!(shown["params"]["message"].as_str().unwrap().contains("snippet budget is spent"), "{shown}");
+    let status = client.eventually(|c| {
+        let s = folder_status(c);
+        (s["snippets"]["state"] == "paused").then_some(s)
+    });
+    assert_eq!(status["snippets"]["totals"]["calls"], 3, "{status}");
+    assert!(status["errors"].to_string().contains("budget is spent"), "{status}");
+
+    // A full reindex starts a new period: three more calls, then a pause again.
+    client.command("situate.reindex", Value::Null).unwrap();
+    client.eventually(|c| {
+        (server.chat_requests().len() == 6 && folder_status(c)["snippets"]["state"] == "paused").then_some(())
+    });
+
+    // Turned off: the queue leaves status, and no more calls are made.
+    let off = json!({ "snippets": { "enabled": false } });
+    client.notify("workspace/didChangeConfiguration", json!({ "settings": { "situate": off } }));
+    client.eventually(|c| {
+        let s = folder_status(c);
+        (s["phase"] == "ready" && s.get("snippets").is_none() && s["index"].get("snippets").is_none())
+            .then_some(())
+    });
+    assert_eq!(server.chat_requests().len(), 6);
+    assert!(client.shutdown().success());
+}
