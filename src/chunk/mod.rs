@@ -15,6 +15,7 @@ mod semantic;
 mod split;
 mod text;
 pub(crate) mod tokens;
+mod window;
 
 use std::ops::Range;
 
@@ -23,7 +24,8 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use front_matter::Detection;
 use lines::LineIndex;
-use split::{RawChunk, Splitter};
+use split::Splitter;
+use window::RawChunk;
 
 /// How a document is cut into chunks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

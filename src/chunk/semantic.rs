@@ -19,7 +19,8 @@ use std::ops::Range;
 use super::boundaries::{capitalised_sentence_starts, units};
 use super::lines::LineIndex;
 use super::outline::{Block, BlockKind, Outline, Section};
-use super::split::{RawChunk, Splitter, trim};
+use super::split::Splitter;
+use super::window::{RawChunk, trim};
 use super::{ChunkConfig, SentenceEmbedder, tokens};
 
 /// A piece between breakpoints is merged into a neighbour when it holds fewer tokens than

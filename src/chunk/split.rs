@@ -6,17 +6,10 @@
 use std::ops::Range;
 
 use super::boundaries::{content_line_starts, sentence_starts, units};
-use super::fixed::{Counting, token_windows};
 use super::lines::LineIndex;
 use super::outline::{BlockKind, Section};
 use super::tokens::{self, ceil_char_boundary};
-
-/// A chunk before it becomes a [`super::Chunk`]: its trimmed range and exact token count.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct RawChunk {
-    pub range: Range<usize>,
-    pub tokens: usize,
-}
+use super::window::{Counting, RawChunk, token_windows, trim};
 
 /// The smallest thing the packer moves around: a whole block, or a unit of an oversized one.
 #[derive(Debug, Clone)]
@@ -382,14 +375,6 @@ fn units_of(text: &str, range: Range<usize>, kind: BlockKind) -> Vec<Range<usize
     units(range, &starts)
 }
 
-/// `range` without the whitespace at either end, or `None` when nothing else is left.
-pub(crate) fn trim(text: &str, range: Range<usize>) -> Option<Range<usize>> {
-    let slice = &text[range.clone()];
-    let start = range.start + (slice.len() - slice.trim_start().len());
-    let end = range.start + slice.trim_end().len();
-    (start < end).then_some(start..end)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -408,12 +393,6 @@ mod tests {
         let lines = LineIndex::new(text);
         let mut warnings = Vec::new();
         Splitter::new(text, &lines, max, overlap, &mut warnings).split_section(&section(text, kind))
-    }
-
-    #[test]
-    fn trimming_drops_blank_ends() {
-        assert_eq!(trim(" \n ab c\r\n", 0..9), Some(3..7));
-        assert_eq!(trim("  \r\n", 0..4), None);
     }
 
     #[test]
