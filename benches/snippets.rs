@@ -17,11 +17,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use http_server::{TestServer, dead_port_url};
-use situate::config::{ChatProvider, Config, SnippetConfig};
+use situate::config::Config;
 use situate::engine::{Engine, SnippetRun};
 use situate::index::OpenMode;
 use situate::providers::static_model::StaticEmbedder;
 use situate::snippets::generator::Totals;
+use situate::snippets::{ChatProvider, SnippetConfig};
 
 /// Calls measured per concurrency in the throughput runs.
 const THROUGHPUT_CALLS: u64 = 96;
@@ -132,9 +133,9 @@ fn main() {
             .search(&situate::search::SearchRequest {
                 query: "rate limit middleware".to_string(),
                 limit: 1,
-                mode: situate::config::SearchMode::Hybrid,
+                mode: situate::search::SearchMode::Hybrid,
                 paths: Vec::new(),
-                expand: situate::expand::Expand::None,
+                expand: situate::search::Expand::None,
             })
             .expect("search")
             .is_empty()

@@ -13,12 +13,12 @@ use std::time::Instant;
 
 use corpus::{append_paragraph, copy_dir, markdown_files};
 
-use situate::config::{Config, SearchMode};
-use situate::engine::{Engine, embedder_for};
+use situate::config::Config;
+use situate::engine::Engine;
 use situate::eval;
-use situate::expand::Expand;
 use situate::index::OpenMode;
-use situate::search::SearchRequest;
+use situate::providers::build as embedder_for;
+use situate::search::{Expand, SearchMode, SearchRequest};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();

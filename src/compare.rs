@@ -12,10 +12,13 @@
 //! evaluated on its own index, built in a temporary folder that is removed afterwards; the
 //! workspace's own index only serves variants that index the same way it does.
 
-use crate::config::{Config, ContextConfig, EmbeddingConfig, WalkConfig};
-use crate::engine::{self, Engine, EngineError};
+use crate::config::Config;
+use crate::context::ContextConfig;
+use crate::engine::{Engine, EngineError};
 use crate::eval::{self, EvalError, EvalQuery, EvalReport};
 use crate::index::OpenMode;
+use crate::providers::EmbeddingConfig;
+use crate::workspace::WalkConfig;
 
 /// One setting of a variant, as the user wrote it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,7 +247,7 @@ pub fn compare(
                 .map_err(CompareError::TempDir)?;
             let mut own = config.clone();
             own.index_dir = Some(dir.path().to_path_buf());
-            let embedder = engine::embedder_for(&own.embedding).map_err(EngineError::from)?;
+            let embedder = crate::providers::build(&own.embedding).map_err(EngineError::from)?;
             let mut engine = Engine::open_with(base.root(), own, Vec::new(), embedder, OpenMode::Write)?;
             engine.reconcile(&mut |_| {})?;
             let view = engine.view();
@@ -261,8 +264,7 @@ pub fn compare(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::SearchMode;
-    use crate::expand::Expand;
+    use crate::search::{Expand, SearchMode};
 
     fn axes(args: &[&str]) -> Vec<Axis> {
         args.iter().map(|a| parse_axis(a).unwrap()).collect()

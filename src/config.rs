@@ -11,16 +11,19 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use crate::chunk::{ChunkConfig, ChunkStrategy};
-use crate::expand::{Expand, ExpandSettings};
-use crate::providers::http::{HttpSettings, RetryPolicy};
+use crate::context::ContextConfig;
 use crate::providers::openai::OpenAiEmbeddingConfig;
+use crate::providers::{EmbeddingConfig, TRANSFORMER_BUILT, TRANSFORMER_NOT_BUILT};
+use crate::search::{Expand, SearchConfig, SearchMode};
 use crate::snippets::prompt::SnippetMode;
+use crate::snippets::{ChatProvider, SnippetConfig, default_key_var};
+use crate::workspace::WalkConfig;
 
 /// The file name of the per-workspace configuration.
 pub const CONFIG_FILE: &str = "situate.toml";
 
 /// Everything the engine needs to know, validated.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Config {
     /// Where the index lives; `None` means the per-workspace folder in the user's cache dir.
     pub index_dir: Option<PathBuf>,
@@ -32,253 +35,6 @@ pub struct Config {
     /// LLM-written snippets; `None` (off) unless a `[snippets]` table is present.
     pub snippets: Option<SnippetConfig>,
 }
-
-/// Which chat API writes snippets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ChatProvider {
-    /// Any server that speaks OpenAI's `/chat/completions` (OpenAI, Ollama, vLLM, LM Studio, …).
-    OpenAi,
-    /// Anthropic's Messages API, with the document marked for prompt caching.
-    Anthropic,
-}
-
-impl fmt::Display for ChatProvider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ChatProvider::OpenAi => "openai",
-            ChatProvider::Anthropic => "anthropic",
-        })
-    }
-}
-
-/// The validated `[snippets]` settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SnippetConfig {
-    pub provider: ChatProvider,
-    pub model: String,
-    pub base_url: String,
-    /// The environment variable that holds the API key; no key is sent when `None`.
-    pub api_key_env: Option<String>,
-    pub mode: SnippetMode,
-    /// Requests in flight at once.
-    pub concurrency: usize,
-    /// Calls allowed per run (a CLI run, or a server's life until `situate.reindex`).
-    pub max_calls: Option<u64>,
-    /// Input plus output tokens allowed per run.
-    pub max_run_tokens: Option<u64>,
-    /// Upper bound on one reply's length.
-    pub max_tokens: u32,
-    /// Tokens of document text sent with each chunk in `document` mode; a longer document
-    /// is sent as its outline plus a window around the chunk.
-    pub document_budget: usize,
-    pub timeout_secs: u64,
-    pub max_retries: u32,
-}
-
-impl SnippetConfig {
-    pub const DEFAULT_CONCURRENCY: usize = 4;
-    pub const DEFAULT_MAX_CALLS: u64 = 5_000;
-    pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
-    pub const DEFAULT_MAX_RETRIES: u32 = 3;
-
-    /// Settings for `model` of `provider` with every other value at its default.
-    pub fn new(provider: ChatProvider, model: impl Into<String>) -> SnippetConfig {
-        SnippetConfig {
-            provider,
-            model: model.into(),
-            base_url: default_chat_url(provider).to_string(),
-            api_key_env: None,
-            mode: SnippetMode::Section,
-            concurrency: Self::DEFAULT_CONCURRENCY,
-            max_calls: Some(Self::DEFAULT_MAX_CALLS),
-            max_run_tokens: None,
-            max_tokens: crate::snippets::prompt::DEFAULT_MAX_TOKENS,
-            document_budget: crate::snippets::prompt::DEFAULT_DOCUMENT_BUDGET,
-            timeout_secs: Self::DEFAULT_TIMEOUT_SECS,
-            max_retries: Self::DEFAULT_MAX_RETRIES,
-        }
-    }
-
-    /// The HTTP timeouts and retry policy these settings ask for.
-    pub fn http_settings(&self) -> HttpSettings {
-        HttpSettings {
-            timeout: std::time::Duration::from_secs(self.timeout_secs),
-            retry: RetryPolicy { max_retries: self.max_retries, ..RetryPolicy::default() },
-            ..HttpSettings::default()
-        }
-    }
-}
-
-/// The provider's own endpoint, used when `snippets.base_url` is not set.
-fn default_chat_url(provider: ChatProvider) -> &'static str {
-    match provider {
-        ChatProvider::OpenAi => crate::providers::openai::DEFAULT_BASE_URL,
-        ChatProvider::Anthropic => crate::providers::anthropic::DEFAULT_BASE_URL,
-    }
-}
-
-/// The environment variable a provider's key is read from when `api_key_env` is not set
-/// and the provider's own endpoint is used.
-fn default_key_var(provider: ChatProvider) -> &'static str {
-    match provider {
-        ChatProvider::OpenAi => "OPENAI_API_KEY",
-        ChatProvider::Anthropic => "ANTHROPIC_API_KEY",
-    }
-}
-
-/// Which files are indexed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WalkConfig {
-    /// File name extensions, lowercase, without the dot.
-    pub extensions: Vec<String>,
-    /// Glob patterns (workspace-relative); when non-empty a file must match one of them.
-    pub include: Vec<String>,
-    /// Glob patterns (workspace-relative) of files and folders to leave out.
-    pub exclude: Vec<String>,
-    /// Files larger than this are skipped with a warning.
-    pub max_file_bytes: u64,
-}
-
-/// How the context that a chunk loses when cut out of its document is put back.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContextConfig {
-    /// The header prefix; `{title}`, `{path}` and `{headings}` are filled in. Segments between
-    /// ` > ` separators that end up empty are dropped.
-    pub header_template: String,
-}
-
-/// Which retrieval arms a search uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SearchMode {
-    Hybrid,
-    Bm25,
-    Vector,
-}
-
-impl fmt::Display for SearchMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            SearchMode::Hybrid => "hybrid",
-            SearchMode::Bm25 => "bm25",
-            SearchMode::Vector => "vector",
-        })
-    }
-}
-
-/// Ranking parameters.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SearchConfig {
-    pub mode: SearchMode,
-    /// Hits returned when the caller does not say.
-    pub limit: usize,
-    /// Candidates taken from each arm before fusion.
-    pub candidates: usize,
-    /// The `k` of reciprocal-rank fusion.
-    pub rrf_k: f32,
-    pub bm25_weight: f32,
-    pub vector_weight: f32,
-    /// BM25 boost of the document title field.
-    pub title_boost: f32,
-    /// BM25 boost of the heading path field.
-    pub headings_boost: f32,
-    /// BM25 boost of the file path field.
-    pub path_boost: f32,
-    /// BM25 boost of the snippet field.
-    pub snippet_boost: f32,
-    /// How hits are widened with their context when the caller does not say.
-    pub expand: Expand,
-    /// `window` expansion: neighbouring chunks on each side of a hit.
-    pub window: usize,
-    /// `merge` expansion: the share of a section's chunks that must be hits for the whole
-    /// section to replace them.
-    pub merge_share: f32,
-}
-
-impl SearchConfig {
-    /// The BM25 field weights.
-    pub fn boosts(&self) -> crate::index::FieldBoosts {
-        crate::index::FieldBoosts {
-            title: self.title_boost,
-            headings: self.headings_boost,
-            path: self.path_boost,
-            snippet: self.snippet_boost,
-        }
-    }
-
-    /// The expansion settings, with `expand` as the kind of expansion.
-    pub fn expand_settings(&self, expand: Expand) -> ExpandSettings {
-        ExpandSettings { expand, window: self.window, merge_share: self.merge_share }
-    }
-}
-
-/// Which model turns text into vectors. The `embedding.provider` key picks the variant; the
-/// other `embedding.*` keys are its settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EmbeddingConfig {
-    /// The static model: the built-in one, or a model2vec-format folder.
-    Static { model_path: Option<PathBuf> },
-    /// A sentence-transformers BERT model in a local folder, run on the CPU. Needs a binary
-    /// built with the `transformer` feature; without it, validation reports a problem and
-    /// falls back to the built-in static model.
-    Transformer {
-        model_path: PathBuf,
-        /// Texts per forward pass; `None` leaves it to the provider.
-        batch_size: Option<usize>,
-        /// Tokens kept per text; `None` means the model's own limit.
-        max_tokens: Option<usize>,
-    },
-    /// A server that speaks OpenAI's `/embeddings` API.
-    OpenAi(OpenAiEmbeddingConfig),
-}
-
-/// Whether this binary can run `provider = "transformer"`.
-pub const TRANSFORMER_BUILT: bool = cfg!(feature = "transformer");
-
-/// What to tell a user who asks for the transformer provider of a binary without it.
-pub const TRANSFORMER_NOT_BUILT: &str = "this binary was built without the `transformer` feature; \
-     rebuild it with `cargo install --path . --features transformer`";
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            index_dir: None,
-            walk: WalkConfig {
-                extensions: vec!["md".into(), "markdown".into(), "txt".into()],
-                include: Vec::new(),
-                exclude: Vec::new(),
-                max_file_bytes: 4 * 1024 * 1024,
-            },
-            chunk: ChunkConfig::default(),
-            context: ContextConfig { header_template: DEFAULT_HEADER_TEMPLATE.to_string() },
-            search: SearchConfig {
-                mode: SearchMode::Hybrid,
-                limit: 10,
-                candidates: 100,
-                // Chosen on the Traefik dev queries and the contextual-retrieval set together
-                // (README, "How the defaults were chosen"): the built-in static model is a
-                // weaker ranker than BM25, so its arm counts half, and a small k lets each
-                // arm's top hits decide.
-                rrf_k: 10.0,
-                bm25_weight: 1.0,
-                vector_weight: 0.5,
-                title_boost: 2.0,
-                headings_boost: 1.0,
-                path_boost: 1.0,
-                snippet_boost: 1.0,
-                expand: Expand::None,
-                window: 1,
-                merge_share: 0.5,
-            },
-            embedding: EmbeddingConfig::Static { model_path: None },
-            snippets: None,
-        }
-    }
-}
-
-/// The default header: "Document: Title > H1 > H2".
-pub const DEFAULT_HEADER_TEMPLATE: &str = "Document: {title} > {headings}";
 
 /// A problem with one configuration key; the default was used instead.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1218,7 +974,7 @@ mod tests {
         assert_eq!(c.search.mode, SearchMode::Bm25, "null keeps the file's value");
         assert_eq!(c.chunk.max_tokens, 300);
         assert_eq!(c.walk.exclude, ["drafts/**"]);
-        assert_eq!(c.context.header_template, DEFAULT_HEADER_TEMPLATE);
+        assert_eq!(c.context.header_template, crate::context::DEFAULT_HEADER_TEMPLATE);
 
         let bad = serde_json::json!({ "search": { "limit": "many" }, "colour": "blue" });
         let loaded = Config::load_layered(dir.path(), None, Some(&bad));

@@ -5,7 +5,22 @@
 //! original text: the index embeds `header + snippet + text`, gives BM25 the title, the
 //! headings and the snippet as fields of their own, and shows the original text.
 
-use crate::config::ContextConfig;
+/// The default header: "Document: Title > H1 > H2".
+pub const DEFAULT_HEADER_TEMPLATE: &str = "Document: {title} > {headings}";
+
+/// How the context that a chunk loses when cut out of its document is put back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextConfig {
+    /// The header prefix; `{title}`, `{path}` and `{headings}` are filled in. Segments between
+    /// ` > ` separators that end up empty are dropped.
+    pub header_template: String,
+}
+
+impl Default for ContextConfig {
+    fn default() -> Self {
+        ContextConfig { header_template: DEFAULT_HEADER_TEMPLATE.to_string() }
+    }
+}
 
 /// The heading path as it appears in a header: the first heading is dropped when it only
 /// repeats the document title (a page whose H1 is its title).
@@ -56,7 +71,7 @@ mod tests {
 
     #[test]
     fn default_header_names_title_and_headings() {
-        let c = cfg(crate::config::DEFAULT_HEADER_TEMPLATE);
+        let c = cfg(DEFAULT_HEADER_TEMPLATE);
         assert_eq!(
             render_header(&c, "ops/backup.md", "Operations", &path(&["Backups", "Retention"])),
             "Document: Operations > Backups > Retention"
@@ -65,7 +80,7 @@ mod tests {
 
     #[test]
     fn a_heading_that_repeats_the_title_is_not_repeated() {
-        let c = cfg(crate::config::DEFAULT_HEADER_TEMPLATE);
+        let c = cfg(DEFAULT_HEADER_TEMPLATE);
         assert_eq!(
             render_header(&c, "b.md", "Backups", &path(&["Backups", "Retention"])),
             "Document: Backups > Retention"
@@ -74,7 +89,7 @@ mod tests {
 
     #[test]
     fn empty_parts_leave_no_dangling_separator() {
-        let c = cfg(crate::config::DEFAULT_HEADER_TEMPLATE);
+        let c = cfg(DEFAULT_HEADER_TEMPLATE);
         assert_eq!(render_header(&c, "b.md", "Backups", &[]), "Document: Backups");
         assert_eq!(render_header(&c, "b.md", "Backups", &path(&["Backups"])), "Document: Backups");
     }

@@ -14,15 +14,14 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::chunk::{self, ChunkConfig, ChunkStrategy};
-use crate::config::{Config, ConfigProblem, EmbeddingConfig, SearchConfig};
+use crate::config::{Config, ConfigProblem};
 use crate::context;
-use crate::expand::{self, Expand};
 use crate::index::{
     ApplyStats, ChunkRecord, FileChange, Index, IndexError, OpenMode, PreparedChunk, PreparedFile, Snapshot,
     SnippetUpdate,
 };
-use crate::providers::{EmbedError, Embedder, EmbedderIdentity, static_model::StaticEmbedder};
-use crate::search::{self, Hit, SearchError, SearchRequest};
+use crate::providers::{EmbedError, Embedder, EmbedderIdentity};
+use crate::search::{self, Expand, Hit, SearchConfig, SearchError, SearchRequest, expand};
 use crate::snippets::cache::SnippetCache;
 use crate::snippets::estimate::{self, Estimate};
 use crate::snippets::generator::{self, Limits, Outcome, RunEnd, SnippetJob, Totals};
@@ -233,28 +232,6 @@ impl std::fmt::Debug for View {
     }
 }
 
-/// Builds the embedder a configuration asks for.
-pub fn embedder_for(config: &EmbeddingConfig) -> Result<Arc<dyn Embedder>, EmbedError> {
-    match config {
-        EmbeddingConfig::Static { model_path: None } => Ok(Arc::new(StaticEmbedder::builtin()?)),
-        EmbeddingConfig::Static { model_path: Some(p) } => Ok(Arc::new(StaticEmbedder::from_dir(p)?)),
-        #[cfg(feature = "transformer")]
-        EmbeddingConfig::Transformer { model_path, batch_size, max_tokens } => {
-            use crate::providers::transformer::{TransformerEmbedder, TransformerOptions};
-            let options = TransformerOptions { batch_size: *batch_size, max_tokens: *max_tokens };
-            Ok(Arc::new(TransformerEmbedder::from_dir(model_path, options)?))
-        }
-        #[cfg(not(feature = "transformer"))]
-        EmbeddingConfig::Transformer { model_path, .. } => Err(EmbedError::Load {
-            path: model_path.display().to_string(),
-            reason: crate::config::TRANSFORMER_NOT_BUILT.to_string(),
-        }),
-        EmbeddingConfig::OpenAi(remote) => {
-            Ok(Arc::new(crate::providers::openai::OpenAiEmbedder::from_config(remote)?))
-        }
-    }
-}
-
 /// A fingerprint of everything that shapes stored chunks and contexts.
 fn pipeline_fingerprint(chunk: &ChunkConfig, config: &Config, embedder: &EmbedderIdentity) -> String {
     let mut fingerprint = format!(
@@ -277,7 +254,7 @@ impl Engine {
             Some(file) => Config::load_file(file),
             None => Config::load(root),
         };
-        let embedder = embedder_for(&loaded.config.embedding)?;
+        let embedder = crate::providers::build(&loaded.config.embedding)?;
         Engine::open_with(root, loaded.config, loaded.problems, embedder, mode)
     }
 

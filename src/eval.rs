@@ -13,10 +13,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{SearchConfig, SearchMode};
 use crate::engine::{EngineError, View};
-use crate::expand::Expand;
-use crate::search::{Hit, SearchRequest};
+use crate::search::{Expand, Hit, SearchConfig, SearchMode, SearchRequest};
 
 /// The cut-offs reported.
 pub const RECALL_AT: [usize; 4] = [1, 5, 10, 20];

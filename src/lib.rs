@@ -11,7 +11,6 @@ pub mod config;
 pub mod context;
 pub mod engine;
 pub mod eval;
-pub mod expand;
 pub mod index;
 pub mod lsp;
 pub mod providers;

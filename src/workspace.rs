@@ -9,7 +9,30 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use ignore::WalkBuilder;
 
 use crate::chunk::DocKind;
-use crate::config::WalkConfig;
+
+/// Which files are indexed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WalkConfig {
+    /// File name extensions, lowercase, without the dot.
+    pub extensions: Vec<String>,
+    /// Glob patterns (workspace-relative); when non-empty a file must match one of them.
+    pub include: Vec<String>,
+    /// Glob patterns (workspace-relative) of files and folders to leave out.
+    pub exclude: Vec<String>,
+    /// Files larger than this are skipped with a warning.
+    pub max_file_bytes: u64,
+}
+
+impl Default for WalkConfig {
+    fn default() -> Self {
+        WalkConfig {
+            extensions: vec!["md".into(), "markdown".into(), "txt".into()],
+            include: Vec::new(),
+            exclude: Vec::new(),
+            max_file_bytes: 4 * 1024 * 1024,
+        }
+    }
+}
 
 /// A file the walk found: where it is and what the file system says about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -293,7 +316,7 @@ mod tests {
     use super::*;
 
     fn config() -> WalkConfig {
-        crate::config::Config::default().walk
+        WalkConfig::default()
     }
 
     fn write(root: &Path, rel: &str, bytes: &[u8]) {

@@ -6,11 +6,10 @@ mod common;
 use std::sync::Arc;
 
 use common::{Counting, Failing, Fixture};
-use situate::config::{Config, SearchMode};
+use situate::config::Config;
 use situate::engine::Engine;
-use situate::expand::Expand;
 use situate::index::OpenMode;
-use situate::search::{Hit, SearchRequest};
+use situate::search::{Expand, Hit, SearchMode, SearchRequest};
 
 fn request(query: &str, mode: SearchMode) -> SearchRequest {
     SearchRequest { query: query.to_string(), limit: 5, mode, paths: Vec::new(), expand: Expand::None }

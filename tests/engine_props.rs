@@ -8,10 +8,9 @@ use std::collections::BTreeMap;
 
 use common::{Counting, Fixture};
 use proptest::prelude::*;
-use situate::config::{Config, SearchMode};
+use situate::config::Config;
 use situate::engine::Engine;
-use situate::expand::Expand;
-use situate::search::SearchRequest;
+use situate::search::{Expand, SearchMode, SearchRequest};
 
 const FILES: [&str; 3] = ["a.md", "notes/deep/b.txt", "c.markdown"];
 

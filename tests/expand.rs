@@ -21,11 +21,11 @@ mod common;
 use std::path::Path;
 
 use common::{Counting, Fixture};
-use situate::config::{Config, SearchMode};
+use situate::config::Config;
 use situate::engine::{Engine, View};
-use situate::expand::{self, Expand, ExpandSettings, FileSource};
 use situate::index::ChunkRecord;
-use situate::search::{Hit, SearchRequest};
+use situate::search::expand::{self, Expand, ExpandSettings, FileSource};
+use situate::search::{Hit, SearchMode, SearchRequest};
 
 fn fixture() -> (Fixture, Engine) {
     let f = Fixture::empty();

@@ -14,9 +14,8 @@ use common::Fixture;
 use http_server::{Fault, TestServer, dead_port_url};
 use lsp_client::LspClient;
 use serde_json::{Value, json};
-use situate::config::{Config, EmbeddingConfig, SearchMode};
-use situate::engine::{Engine, embedder_for};
-use situate::expand::Expand;
+use situate::config::Config;
+use situate::engine::Engine;
 use situate::index::OpenMode;
 use situate::providers::anthropic::AnthropicChat;
 use situate::providers::chat::{Chat, ChatRequest, Usage};
@@ -25,8 +24,8 @@ use situate::providers::http::{
 };
 use situate::providers::openai::{OpenAiChat, OpenAiEmbedder, OpenAiEmbeddingConfig};
 use situate::providers::static_model::StaticEmbedder;
-use situate::providers::{EmbedError, Embedder};
-use situate::search::SearchRequest;
+use situate::providers::{EmbedError, Embedder, EmbeddingConfig, build as embedder_for};
+use situate::search::{Expand, SearchMode, SearchRequest};
 
 const KEY: &str = "sk-test-4f1c9e2b7a";
 
@@ -473,7 +472,7 @@ fn a_dead_embedding_server_is_a_clear_error_when_the_engine_opens() {
         limit: 1,
         mode: SearchMode::Bm25,
         paths: Vec::new(),
-        expand: situate::expand::Expand::None,
+        expand: Expand::None,
     };
     assert_eq!(engine.search(&request).unwrap()[0].chunk.path, "ops/backup.md");
 }

@@ -8,8 +8,8 @@ mod common;
 use std::path::Path;
 
 use common::{Counting, Fixture};
-use situate::config::{SearchConfig, SearchMode};
 use situate::eval;
+use situate::search::{SearchConfig, SearchMode};
 
 #[test]
 fn hybrid_search_keeps_its_quality_on_the_traefik_docs() {

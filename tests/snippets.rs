@@ -15,14 +15,14 @@ use common::Fixture;
 use http_server::{Fault, TestServer, dead_port_url};
 use lsp_client::{LspClient, file_uri};
 use serde_json::{Value, json};
-use situate::config::{ChatProvider, Config, SearchMode, SnippetConfig};
+use situate::config::Config;
 use situate::engine::{Engine, SnippetRun};
-use situate::expand::Expand;
 use situate::index::OpenMode;
 use situate::providers::static_model::StaticEmbedder;
-use situate::search::SearchRequest;
+use situate::search::{Expand, SearchMode, SearchRequest};
 use situate::snippets::generator::{RunEnd, Totals};
 use situate::snippets::prompt::SnippetMode;
+use situate::snippets::{ChatProvider, SnippetConfig};
 
 /// Chunks in `tests/data/workspace`.
 const CHUNKS: usize = 8;

@@ -11,12 +11,11 @@ use std::path::Path;
 use candle_core::{Device, Tensor};
 use common::Fixture;
 use serde_json::json;
-use situate::config::SearchMode;
 use situate::engine::Engine;
 use situate::index::OpenMode;
 use situate::providers::transformer::{TransformerEmbedder, TransformerOptions};
 use situate::providers::{EmbedError, Embedder};
-use situate::search::SearchRequest;
+use situate::search::{SearchMode, SearchRequest};
 
 const HIDDEN: usize = 32;
 const LAYERS: usize = 2;
@@ -341,7 +340,7 @@ fn an_engine_indexes_and_searches_with_the_transformer() {
         limit: chunks,
         mode: SearchMode::Vector,
         paths: Vec::new(),
-        expand: situate::expand::Expand::None,
+        expand: situate::search::Expand::None,
     };
     let hits = engine.search(&request).unwrap();
     assert_eq!(hits.len(), chunks, "every chunk has a vector");

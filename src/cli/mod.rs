@@ -14,12 +14,11 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
 use crate::compare::{self, Override};
-use crate::config::{CONFIG_FILE, SearchMode};
+use crate::config::CONFIG_FILE;
 use crate::engine::{Engine, ReconcileReport, SnippetRun};
 use crate::eval;
-use crate::expand::Expand;
 use crate::index::OpenMode;
-use crate::search::SearchRequest;
+use crate::search::{Expand, SearchMode, SearchRequest};
 use crate::snippets::generator::Totals;
 
 /// Contextual semantic search over the markdown and text files of a folder.

@@ -193,13 +193,27 @@ struct FormatRecord {
     format: u32,
 }
 
-/// BM25 field weights.
-#[derive(Debug, Clone, Copy)]
-pub struct FieldBoosts {
-    pub title: f32,
-    pub headings: f32,
-    pub path: f32,
-    pub snippet: f32,
+/// The fields BM25 searches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextField {
+    /// The chunk's original text.
+    Text,
+    /// The document title.
+    Title,
+    /// The heading path.
+    Headings,
+    /// The file path as words.
+    Path,
+    /// The LLM-written snippet.
+    Snippet,
+}
+
+/// One term of a BM25 query: an analysed term in one field, with its weight.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WeightedTerm {
+    pub field: TextField,
+    pub term: String,
+    pub weight: f32,
 }
 
 /// One index folder, open for reading or writing.
@@ -1035,53 +1049,30 @@ impl Snapshot {
         read(&self.vectors).len()
     }
 
-    /// BM25 over text, title, headings, path and snippet: the ids and scores of the best `limit`
-    /// chunks. `terms` are analysed terms (see [`tokenizer::query_terms`]).
-    pub fn bm25(
-        &self,
-        terms: &[String],
-        boosts: FieldBoosts,
-        limit: usize,
-    ) -> Result<Vec<(u64, f32)>, IndexError> {
+    /// Chunks in this commit.
+    pub fn num_docs(&self) -> u64 {
+        self.searcher.num_docs()
+    }
+
+    /// In how many chunks an analysed term occurs in a searched field.
+    pub fn doc_freq(&self, field: TextField, term: &str) -> u64 {
+        self.searcher.doc_freq(&Term::from_field_text(self.fields.searched(field), term)).unwrap_or(0)
+    }
+
+    /// Runs a disjunction of weighted term queries (BM25 per field, each scaled by its
+    /// weight) and returns the ids and scores of the best `limit` chunks.
+    pub fn search_terms(&self, terms: &[WeightedTerm], limit: usize) -> Result<Vec<(u64, f32)>, IndexError> {
         if terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
-        let f = &self.fields;
-        let fields = [
-            (f.text, 1.0),
-            (f.title, boosts.title),
-            (f.headings, boosts.headings),
-            (f.path_text, boosts.path),
-            (f.snippet, boosts.snippet),
-        ];
-        let total = self.searcher.num_docs() as f32;
-        let idf = |df: u64| (1.0 + (total - df as f32 + 0.5) / (df as f32 + 0.5)).ln();
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        for term in terms {
-            let field_terms: Vec<(Term, f32, u64)> = fields
-                .iter()
-                .filter(|(_, boost)| *boost > 0.0)
-                .map(|(field, boost)| {
-                    let t = Term::from_field_text(*field, term);
-                    let df = self.searcher.doc_freq(&t).unwrap_or(0);
-                    (t, *boost, df)
-                })
-                .collect();
-            // One IDF per term, as BM25F has it: tantivy weighs each field by the term's
-            // rarity in that field, so a word common in text ("request") but rare among
-            // titles and paths would earn a large bonus in every short field that has it.
-            // Scaling each field to the term's document-level IDF (approximated by its
-            // largest document frequency over the fields) removes that bonus.
-            let shared_df = field_terms.iter().map(|(_, _, df)| *df).max().unwrap_or(0);
-            for (t, boost, df) in field_terms {
-                if df == 0 {
-                    continue;
-                }
-                let weight = boost * idf(shared_df) / idf(df).max(f32::EPSILON);
-                let q = TermQuery::new(t, IndexRecordOption::WithFreqs);
-                clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), weight))));
-            }
-        }
+        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
+            .iter()
+            .map(|t| {
+                let term = Term::from_field_text(self.fields.searched(t.field), &t.term);
+                let q = TermQuery::new(term, IndexRecordOption::WithFreqs);
+                (Occur::Should, Box::new(BoostQuery::new(Box::new(q), t.weight)) as Box<dyn Query>)
+            })
+            .collect();
         let query = BooleanQuery::new(clauses);
         let top = self
             .searcher

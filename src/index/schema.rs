@@ -5,6 +5,7 @@ use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
 };
 
+use super::TextField;
 use super::tokenizer::TEXT_ANALYZER;
 
 /// Handles of the schema's fields.
@@ -43,6 +44,19 @@ pub struct Fields {
     pub file_size: Field,
     pub file_mtime: Field,
     pub file_hash: Field,
+}
+
+impl Fields {
+    /// The handle of a field BM25 searches.
+    pub fn searched(&self, field: TextField) -> Field {
+        match field {
+            TextField::Text => self.text,
+            TextField::Title => self.title,
+            TextField::Headings => self.headings,
+            TextField::Path => self.path_text,
+            TextField::Snippet => self.snippet,
+        }
+    }
 }
 
 /// Builds the schema and its field handles.

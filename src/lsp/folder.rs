@@ -13,12 +13,12 @@ use serde::Serialize;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
 
-use crate::config::{Config, EmbeddingConfig};
+use crate::config::Config;
 use crate::engine::{self, Engine, Progress, ReconcileReport, View};
 use crate::index::OpenMode;
 use crate::index::files::IndexLayout;
 use crate::index::lock::WriterLock;
-use crate::providers::Embedder;
+use crate::providers::{Embedder, EmbeddingConfig};
 use crate::snippets::generator::{self, Outcome, RunEnd, Totals};
 use crate::workspace;
 
@@ -160,7 +160,7 @@ impl Embedders {
         if let Some((_, e)) = built.iter().find(|(c, _)| c == config) {
             return Ok(Arc::clone(e));
         }
-        let embedder = engine::embedder_for(config).map_err(|e| e.to_string())?;
+        let embedder = crate::providers::build(config).map_err(|e| e.to_string())?;
         built.push((config.clone(), Arc::clone(&embedder)));
         Ok(embedder)
     }

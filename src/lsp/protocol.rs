@@ -6,11 +6,10 @@ use tower_lsp_server::ls_types::{Position, Range, Uri};
 
 use super::documents::Encoding;
 use super::folder::{Live, Phase, SnippetLive};
-use crate::config::SearchMode;
 use crate::engine::Status;
-use crate::expand::{Expand, Expansion};
 use crate::index::ChunkRecord;
 use crate::search::Hit;
+use crate::search::{Expand, Expansion, SearchMode};
 
 /// The commands `workspace/executeCommand` knows.
 pub const COMMANDS: [&str; 4] = ["situate.search", "situate.similar", "situate.reindex", "situate.status"];

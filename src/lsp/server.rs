@@ -447,7 +447,7 @@ impl LanguageServer for Backend {
                 query: params.query,
                 limit: Some(SYMBOL_LIMIT),
                 mode: None,
-                expand: Some(crate::expand::Expand::None),
+                expand: Some(crate::search::Expand::None),
                 paths: Vec::new(),
             })
             .await?;

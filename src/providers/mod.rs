@@ -9,7 +9,8 @@ pub mod static_model;
 #[cfg(feature = "transformer")]
 pub mod transformer;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -54,6 +55,64 @@ pub trait Embedder: Send + Sync {
     /// after the texts are committed, so that BM25 search is not held back by it.
     fn embeds_fast(&self) -> bool {
         false
+    }
+}
+
+/// Which model turns text into vectors. The `embedding.provider` key picks the variant; the
+/// other `embedding.*` keys are its settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EmbeddingConfig {
+    /// The static model: the built-in one, or a model2vec-format folder.
+    Static { model_path: Option<PathBuf> },
+    /// A sentence-transformers BERT model in a local folder, run on the CPU. Needs a binary
+    /// built with the `transformer` feature; without it, validation reports a problem and
+    /// falls back to the built-in static model.
+    Transformer {
+        model_path: PathBuf,
+        /// Texts per forward pass; `None` leaves it to the provider.
+        batch_size: Option<usize>,
+        /// Tokens kept per text; `None` means the model's own limit.
+        max_tokens: Option<usize>,
+    },
+    /// A server that speaks OpenAI's `/embeddings` API.
+    OpenAi(openai::OpenAiEmbeddingConfig),
+}
+
+/// Whether this binary can run `provider = "transformer"`.
+pub const TRANSFORMER_BUILT: bool = cfg!(feature = "transformer");
+
+/// What to tell a user who asks for the transformer provider of a binary without it.
+pub const TRANSFORMER_NOT_BUILT: &str = "this binary was built without the `transformer` feature; \
+     rebuild it with `cargo install --path . --features transformer`";
+
+impl Default for EmbeddingConfig {
+    /// The built-in static model.
+    fn default() -> Self {
+        EmbeddingConfig::Static { model_path: None }
+    }
+}
+
+/// Builds the embedder a configuration asks for.
+pub fn build(config: &EmbeddingConfig) -> Result<Arc<dyn Embedder>, EmbedError> {
+    match config {
+        EmbeddingConfig::Static { model_path: None } => {
+            Ok(Arc::new(static_model::StaticEmbedder::builtin()?))
+        }
+        EmbeddingConfig::Static { model_path: Some(p) } => {
+            Ok(Arc::new(static_model::StaticEmbedder::from_dir(p)?))
+        }
+        #[cfg(feature = "transformer")]
+        EmbeddingConfig::Transformer { model_path, batch_size, max_tokens } => {
+            use transformer::{TransformerEmbedder, TransformerOptions};
+            let options = TransformerOptions { batch_size: *batch_size, max_tokens: *max_tokens };
+            Ok(Arc::new(TransformerEmbedder::from_dir(model_path, options)?))
+        }
+        #[cfg(not(feature = "transformer"))]
+        EmbeddingConfig::Transformer { model_path, .. } => Err(EmbedError::Load {
+            path: model_path.display().to_string(),
+            reason: TRANSFORMER_NOT_BUILT.to_string(),
+        }),
+        EmbeddingConfig::OpenAi(remote) => Ok(Arc::new(openai::OpenAiEmbedder::from_config(remote)?)),
     }
 }
 

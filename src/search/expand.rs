@@ -18,8 +18,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::Hit;
 use crate::index::{ChunkRecord, IndexError, Snapshot};
-use crate::search::Hit;
 
 /// How hits are widened before they are returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -11,16 +11,110 @@ pub mod estimate;
 pub mod generator;
 pub mod prompt;
 
+use std::fmt;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ChatProvider, SnippetConfig};
 use crate::providers::anthropic::AnthropicChat;
 use crate::providers::chat::{Chat, ChatRequest};
-use crate::providers::http::{ApiKey, Auth, ErrorKind, HttpClient, ProviderError};
+use crate::providers::http::{ApiKey, Auth, ErrorKind, HttpClient, HttpSettings, ProviderError, RetryPolicy};
 use crate::providers::openai::OpenAiChat;
 use prompt::{ChunkInput, PROMPT_VERSION, SnippetMode};
+
+/// Which chat API writes snippets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChatProvider {
+    /// Any server that speaks OpenAI's `/chat/completions` (OpenAI, Ollama, vLLM, LM Studio, …).
+    OpenAi,
+    /// Anthropic's Messages API, with the document marked for prompt caching.
+    Anthropic,
+}
+
+impl fmt::Display for ChatProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ChatProvider::OpenAi => "openai",
+            ChatProvider::Anthropic => "anthropic",
+        })
+    }
+}
+
+/// The validated `[snippets]` settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnippetConfig {
+    pub provider: ChatProvider,
+    pub model: String,
+    pub base_url: String,
+    /// The environment variable that holds the API key; no key is sent when `None`.
+    pub api_key_env: Option<String>,
+    pub mode: SnippetMode,
+    /// Requests in flight at once.
+    pub concurrency: usize,
+    /// Calls allowed per run (a CLI run, or a server's life until `situate.reindex`).
+    pub max_calls: Option<u64>,
+    /// Input plus output tokens allowed per run.
+    pub max_run_tokens: Option<u64>,
+    /// Upper bound on one reply's length.
+    pub max_tokens: u32,
+    /// Tokens of document text sent with each chunk in `document` mode; a longer document
+    /// is sent as its outline plus a window around the chunk.
+    pub document_budget: usize,
+    pub timeout_secs: u64,
+    pub max_retries: u32,
+}
+
+impl SnippetConfig {
+    pub const DEFAULT_CONCURRENCY: usize = 4;
+    pub const DEFAULT_MAX_CALLS: u64 = 5_000;
+    pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
+    pub const DEFAULT_MAX_RETRIES: u32 = 3;
+
+    /// Settings for `model` of `provider` with every other value at its default.
+    pub fn new(provider: ChatProvider, model: impl Into<String>) -> SnippetConfig {
+        SnippetConfig {
+            provider,
+            model: model.into(),
+            base_url: default_chat_url(provider).to_string(),
+            api_key_env: None,
+            mode: SnippetMode::Section,
+            concurrency: Self::DEFAULT_CONCURRENCY,
+            max_calls: Some(Self::DEFAULT_MAX_CALLS),
+            max_run_tokens: None,
+            max_tokens: prompt::DEFAULT_MAX_TOKENS,
+            document_budget: prompt::DEFAULT_DOCUMENT_BUDGET,
+            timeout_secs: Self::DEFAULT_TIMEOUT_SECS,
+            max_retries: Self::DEFAULT_MAX_RETRIES,
+        }
+    }
+
+    /// The HTTP timeouts and retry policy these settings ask for.
+    pub fn http_settings(&self) -> HttpSettings {
+        HttpSettings {
+            timeout: std::time::Duration::from_secs(self.timeout_secs),
+            retry: RetryPolicy { max_retries: self.max_retries, ..RetryPolicy::default() },
+            ..HttpSettings::default()
+        }
+    }
+}
+
+/// The provider's own endpoint, used when `snippets.base_url` is not set.
+fn default_chat_url(provider: ChatProvider) -> &'static str {
+    match provider {
+        ChatProvider::OpenAi => crate::providers::openai::DEFAULT_BASE_URL,
+        ChatProvider::Anthropic => crate::providers::anthropic::DEFAULT_BASE_URL,
+    }
+}
+
+/// The environment variable a provider's key is read from when `api_key_env` is not set
+/// and the provider's own endpoint is used.
+pub fn default_key_var(provider: ChatProvider) -> &'static str {
+    match provider {
+        ChatProvider::OpenAi => "OPENAI_API_KEY",
+        ChatProvider::Anthropic => "ANTHROPIC_API_KEY",
+    }
+}
 
 /// A snippet as stored with its chunk.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
