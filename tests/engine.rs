@@ -699,10 +699,10 @@ fn the_semantic_strategy_cuts_at_a_topic_change_and_its_settings_rechunk() {
 fn a_slow_embedder_gets_the_texts_committed_first_and_its_vectors_filled_in_after() {
     let f = Fixture::standard();
     let mut engine = f.engine(Counting::slow());
-    engine.fill_vectors_later(true);
+    engine.fill_pending_vectors_later(true);
     reconcile(&mut engine);
     let chunks = engine.index().manifest().chunk_count();
-    assert_eq!(engine.vectors_to_fill(), chunks);
+    assert_eq!(engine.pending_vectors(), chunks);
     // The words are searchable already; the vector arm has nothing yet.
     let view = engine.view();
     assert_eq!(
@@ -712,7 +712,7 @@ fn a_slow_embedder_gets_the_texts_committed_first_and_its_vectors_filled_in_afte
     assert!(view.search(&request("backup retention", SearchMode::Vector)).unwrap().is_empty());
 
     // Part of the vectors, then a restart: the rest are found missing and filled in.
-    assert_eq!(engine.fill_vectors(3).unwrap(), 3);
+    assert_eq!(engine.fill_pending_vectors(3).unwrap(), 3);
     assert_eq!(engine.index().vector_count(), 3);
     drop(engine);
     let slow = Counting::slow();
@@ -721,7 +721,7 @@ fn a_slow_embedder_gets_the_texts_committed_first_and_its_vectors_filled_in_afte
     // Vectors missing since the last run count as refilled, not as new texts embedded.
     assert_eq!((report.vectors_refilled, report.vectors_embedded), (chunks - 3, 0), "{report:?}");
     assert_eq!(slow.count(), chunks - 3);
-    assert_eq!(engine.vectors_to_fill(), 0);
+    assert_eq!(engine.pending_vectors(), 0);
     assert_eq!(engine.index().vector_count(), chunks);
     let hits = engine.search(&request("sourdough starter dough", SearchMode::Vector)).unwrap();
     assert_eq!(hits[0].chunk.path, "kitchen/bread.md");
@@ -739,10 +739,10 @@ fn a_saved_file_is_embedded_at_once_even_with_a_slow_embedder() {
     let f = Fixture::standard();
     let mut engine = f.engine(Counting::slow());
     reconcile(&mut engine);
-    assert_eq!(engine.vectors_to_fill(), 0, "a plain reconcile fills the vectors before returning");
+    assert_eq!(engine.pending_vectors(), 0, "a plain reconcile fills the vectors before returning");
     f.write("ops/pager.md", "# Pager\n\nThe zebra rota changes every Tuesday.\n");
     engine.update(&["ops/pager.md".to_string()]).unwrap();
-    assert_eq!(engine.vectors_to_fill(), 0);
+    assert_eq!(engine.pending_vectors(), 0);
     let hits = engine.search(&request("zebra rota", SearchMode::Vector)).unwrap();
     assert_eq!(hits[0].chunk.path, "ops/pager.md");
 }

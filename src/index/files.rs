@@ -126,3 +126,52 @@ mod tests {
         assert!(read_json::<u32>(&p).unwrap_err().contains("m.json"));
     }
 }
+
+/// The tantivy commit payload.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(super) struct CommitPayload {
+    pub(super) generation: u64,
+    pub(super) pipeline: String,
+}
+
+/// The record next to the vector file: which model made the vectors and at which commit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct VectorsMeta {
+    pub(super) generation: u64,
+    pub(super) embedder: EmbedderIdentity,
+}
+
+/// The format record.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct FormatRecord {
+    pub(super) format: u32,
+}
+
+/// Size in bytes of the files under `dir`.
+pub fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| match e.metadata() {
+                    Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+                    Ok(m) => m.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// The default index folder of a workspace: `<cache dir>/situate/<name>-<hash of the path>`.
+pub fn default_dir(root: &Path) -> PathBuf {
+    let canonical = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let hash = xxhash_rust::xxh3::xxh3_64(canonical.to_string_lossy().as_bytes());
+    let name: String = canonical
+        .file_name()
+        .map(|n| {
+            n.to_string_lossy().chars().filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_')).collect()
+        })
+        .unwrap_or_default();
+    let base = dirs::cache_dir().unwrap_or_else(std::env::temp_dir);
+    base.join("situate").join(format!("{name}-{hash:016x}"))
+}

@@ -353,7 +353,7 @@ impl Worker {
             let job = match self.backlog.pop_front() {
                 Some(job) => Some(job),
                 // Vectors are filled in while nothing else waits.
-                None if self.engine.as_ref().is_some_and(|e| e.vectors_to_fill() > 0) => {
+                None if self.engine.as_ref().is_some_and(|e| e.pending_vectors() > 0) => {
                     match self.jobs.try_recv() {
                         Ok(job) => Some(job),
                         Err(std::sync::mpsc::TryRecvError::Empty) => {
@@ -639,7 +639,7 @@ impl Worker {
         };
         match Engine::open_with(root, loaded.config, loaded.problems, embedder, OpenMode::Write) {
             Ok(mut engine) => {
-                engine.fill_vectors_later(true);
+                engine.fill_pending_vectors_later(true);
                 for note in engine.index().notes() {
                     tracing::info!(folder = %root.display(), "{note}");
                 }
@@ -698,7 +698,7 @@ impl Worker {
         let status = engine.status();
         let manifest = engine.view().snapshot().manifest().clone();
         let root = &self.folder.root;
-        let vectors_pending = engine.vectors_to_fill();
+        let vectors_pending = engine.pending_vectors();
         self.folder.publish_with(engine, |live| {
             live.phase = Phase::Ready;
             live.progress = None;
@@ -802,7 +802,7 @@ impl Worker {
     /// Embeds a slice of the chunks committed without vectors, and reports how far it is.
     fn fill_vectors(&mut self) {
         let Some(engine) = self.engine.as_mut() else { return };
-        let left_before = engine.vectors_to_fill();
+        let left_before = engine.pending_vectors();
         let (token, total) = self.filling.get_or_insert_with(|| {
             let token = format!("situate/vectors/{}/{}", self.folder.name(), self.runs);
             let _ = self.notices.send(Notice::ProgressBegin {
@@ -812,8 +812,8 @@ impl Worker {
             (token, left_before)
         });
         let (token, total) = (token.clone(), *total);
-        let result = engine.fill_vectors(FILL_SLICE);
-        let left = engine.vectors_to_fill();
+        let result = engine.fill_pending_vectors(FILL_SLICE);
+        let left = engine.pending_vectors();
         self.folder.publish_with(engine, |live| live.vectors_pending = left);
         if let Err(e) = result {
             // Left for later: the texts stay searchable, and the next run tries again.

@@ -1,0 +1,254 @@
+//! The engine: one workspace, its configuration, embedder and index, and the operations the
+//! CLI and the language server call — reconcile with the disk, search, show, status.
+//!
+//! The engine speaks plain data (paths, line numbers, strings); it knows nothing of LSP or
+//! terminals.
+
+mod report;
+mod snippets;
+mod sync;
+mod view;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use crate::chunk::{ChunkConfig, ChunkStrategy};
+use crate::config::{Config, ConfigProblem};
+use crate::index::{ChunkRecord, Index, IndexError, OpenMode};
+use crate::providers::{EmbedError, Embedder, EmbedderIdentity};
+use crate::search::{Hit, SearchError, SearchRequest};
+use crate::snippets::SnippetSetup;
+use crate::snippets::cache::SnippetCache;
+use crate::snippets::estimate::Estimate;
+use crate::workspace;
+pub use report::{
+    Progress, ReconcileReport, SnippetProgress, SnippetRun, SnippetStatus, SnippetsApplied, Status,
+};
+pub use view::View;
+
+/// Bumped when chunking or context code changes what it produces for the same input.
+const PIPELINE_VERSION: u32 = 1;
+
+/// An engine failure.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("workspace {path}: {reason}")]
+    Workspace { path: String, reason: String },
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    #[error(transparent)]
+    Search(#[from] SearchError),
+    #[error("{path} is not an indexed file")]
+    NotIndexed { path: String },
+}
+
+/// What does not change while an engine is open: the workspace, its settings and models.
+struct Setup {
+    root: PathBuf,
+    config: Config,
+    config_problems: Vec<ConfigProblem>,
+    embedder: Arc<dyn Embedder>,
+    /// The snippet model, when snippets are on.
+    snippets: Option<SnippetSetup>,
+}
+
+/// One workspace's engine: the only writer of its index.
+pub struct Engine {
+    setup: Arc<Setup>,
+    index: Index,
+    /// Set from another thread to make a running reconcile stop at its next batch.
+    interrupt: Arc<AtomicBool>,
+    /// Leave deferred vectors to [`Engine::fill_pending_vectors`] instead of filling them at the
+    /// end of a reconcile (a server fills them between other work).
+    fill_pending_later: bool,
+    /// The snippet cache (writers with snippets on).
+    snippet_cache: Option<Arc<SnippetCache>>,
+    /// Chunks handed out by [`Engine::snippet_jobs`] whose outcome has not come back.
+    snippets_in_flight: HashSet<u64>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("root", &self.setup.root).field("index", &self.index).finish()
+    }
+}
+
+/// A fingerprint of everything that shapes stored chunks and contexts.
+fn pipeline_fingerprint(chunk: &ChunkConfig, config: &Config, embedder: &EmbedderIdentity) -> String {
+    let mut fingerprint = format!(
+        "v{PIPELINE_VERSION}:{:?}:{}:{}:{}",
+        chunk.strategy, chunk.max_tokens, chunk.overlap_tokens, config.context.header_template
+    );
+    // Semantic breakpoints move with the threshold and with the model that embeds sentences.
+    if chunk.strategy == ChunkStrategy::Semantic {
+        fingerprint
+            .push_str(&format!(":k={}:{}/{}", chunk.semantic_threshold, embedder.provider, embedder.model));
+    }
+    fingerprint
+}
+
+impl Engine {
+    /// Opens the engine of `root` with its `situate.toml`, or the given settings file
+    /// (problems are kept for status).
+    pub fn open(root: &Path, config_file: Option<&Path>, mode: OpenMode) -> Result<Engine, EngineError> {
+        let loaded = match config_file {
+            Some(file) => Config::load_file(file),
+            None => Config::load(root),
+        };
+        let embedder = crate::providers::build(&loaded.config.embedding)?;
+        Engine::open_with(root, loaded.config, loaded.problems, embedder, mode)
+    }
+
+    /// Opens the engine with an explicit configuration and embedder. In `Write` mode, when
+    /// another process holds the writer lock, the index is opened read-only instead.
+    pub fn open_with(
+        root: &Path,
+        config: Config,
+        mut config_problems: Vec<ConfigProblem>,
+        embedder: Arc<dyn Embedder>,
+        mode: OpenMode,
+    ) -> Result<Engine, EngineError> {
+        let root = root.canonicalize().map_err(|e| EngineError::Workspace {
+            path: root.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        if !root.is_dir() {
+            return Err(EngineError::Workspace {
+                path: root.display().to_string(),
+                reason: "not a folder".to_string(),
+            });
+        }
+        let index_dir = match &config.index_dir {
+            Some(d) if d.is_absolute() => d.clone(),
+            Some(d) => root.join(d),
+            None => crate::index::default_dir(&root),
+        };
+        let identity = embedder.identity();
+        let pipeline = pipeline_fingerprint(&config.chunk, &config, &identity);
+        let index = match Index::open(&index_dir, &identity, &pipeline, mode)? {
+            Some(index) => index,
+            None => {
+                tracing::warn!(index = %index_dir.display(), "another process is writing this index; opening it read-only");
+                Index::open(&index_dir, &identity, &pipeline, OpenMode::ReadOnly)?
+                    .ok_or(IndexError::ReadOnly)?
+            }
+        };
+        let mut snippets = match &config.snippets {
+            Some(c) => match SnippetSetup::from_config(c) {
+                Ok(setup) => Some(setup),
+                Err(e) => {
+                    config_problems.push(snippet_problem(format!("{e}; snippets are off")));
+                    None
+                }
+            },
+            None => None,
+        };
+        let mut snippet_cache = None;
+        if snippets.is_some() && !index.is_read_only() {
+            match SnippetCache::open(index.dir()) {
+                Ok(cache) => snippet_cache = Some(Arc::new(cache)),
+                Err(e) => {
+                    let path = index.dir().join(crate::snippets::cache::FILE_NAME);
+                    config_problems.push(snippet_problem(format!(
+                        "cannot open the snippet cache {}: {e}; snippets are off",
+                        path.display()
+                    )));
+                    snippets = None;
+                }
+            }
+        }
+        let setup = Arc::new(Setup { root, config, config_problems, embedder, snippets });
+        Ok(Engine {
+            setup,
+            index,
+            interrupt: Arc::default(),
+            fill_pending_later: false,
+            snippet_cache,
+            snippets_in_flight: HashSet::new(),
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.setup.root
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.setup.config
+    }
+
+    /// A flag that, once set, makes a running [`Engine::reconcile`] commit what it has
+    /// done and return early (with `interrupted` in its report).
+    pub fn interrupt_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.interrupt)
+    }
+
+    /// The last commit, for readers on any thread.
+    pub fn view(&self) -> View {
+        View {
+            setup: Arc::clone(&self.setup),
+            snapshot: self.index.snapshot(),
+            index_dir: self.index.dir().to_path_buf(),
+            read_only: self.index.is_read_only(),
+            other_writer: self.index.other_writer(),
+            notes: self.index.notes().to_vec(),
+        }
+    }
+
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.index.is_read_only()
+    }
+
+    /// What writing the snippets still missing would cost, counted before any call.
+    pub fn snippet_estimate(&self) -> Result<Estimate, EngineError> {
+        self.view().snippet_estimate()
+    }
+
+    /// Runs a search on the last commit.
+    pub fn search(&self, request: &SearchRequest) -> Result<Vec<Hit>, EngineError> {
+        self.view().search(request)
+    }
+
+    /// See [`View::chunks_at`].
+    pub fn chunks_at(&self, path: &str, line: Option<u32>) -> Result<Vec<ChunkRecord>, EngineError> {
+        self.view().chunks_at(path, line)
+    }
+
+    /// Files, chunks, model and health of the index.
+    pub fn status(&self) -> Status {
+        self.view().status()
+    }
+
+    /// Problems found in the configuration (the defaults were used for those keys).
+    pub fn config_problems(&self) -> &[ConfigProblem] {
+        &self.setup.config_problems
+    }
+
+    /// `path` relative to the workspace root, `/`-separated; `None` when outside it.
+    pub fn relative(&self, path: &str) -> Option<String> {
+        relative_to(&self.setup.root, path)
+    }
+}
+
+/// `path` (absolute, or relative to `root`) as a `/`-separated path under `root`.
+fn relative_to(root: &Path, path: &str) -> Option<String> {
+    let p = Path::new(path);
+    if p.is_absolute() {
+        let canonical = p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        workspace::relative_path(root, &canonical)
+    } else {
+        let normal = path.trim_start_matches("./").replace('\\', "/");
+        if normal.split('/').any(|s| s == "..") { None } else { Some(normal) }
+    }
+}
+
+fn snippet_problem(message: String) -> ConfigProblem {
+    ConfigProblem { key: "snippets".to_string(), message }
+}

@@ -1,0 +1,128 @@
+//! What the engine reports: reconcile progress and reports, index status, snippet runs.
+
+use serde::Serialize;
+
+use crate::index::ApplyStats;
+use crate::providers::EmbedderIdentity;
+use crate::snippets::estimate::Estimate;
+use crate::snippets::generator::{RunEnd, Totals};
+use crate::workspace::Skipped;
+
+/// How far a reconcile has come.
+#[derive(Debug, Clone)]
+pub enum Progress {
+    /// The walk found this many files to look at.
+    Scanned { files: usize },
+    /// Files read and indexed so far out of those that changed.
+    Indexing { done: usize, total: usize },
+    /// Vectors filled in so far, after the texts were committed (a slow embedder).
+    Embedding { done: usize, total: usize },
+}
+
+/// What a reconcile did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ReconcileReport {
+    /// Files the walk selected.
+    pub files_seen: usize,
+    pub files_unchanged: usize,
+    /// New or changed files re-chunked.
+    pub files_indexed: usize,
+    /// Files whose mtime changed but whose contents did not.
+    pub files_touched: usize,
+    pub files_removed: usize,
+    pub chunks_written: usize,
+    pub vectors_embedded: usize,
+    pub vectors_reused: usize,
+    /// Vectors re-embedded from stored texts (after a model change or a repair).
+    pub vectors_refilled: usize,
+    pub skipped: Vec<Skipped>,
+    /// Files decoded with replacement characters.
+    pub lossy: Vec<String>,
+    /// The run was interrupted; what it did is committed, the rest is left for the next.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
+    pub seconds: f64,
+}
+
+impl ReconcileReport {
+    pub(super) fn add(&mut self, stats: ApplyStats) {
+        self.chunks_written += stats.chunks_written;
+        self.vectors_embedded += stats.vectors_embedded;
+        self.vectors_reused += stats.vectors_reused;
+    }
+}
+
+/// The state of an index, for `status`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    pub workspace: String,
+    pub index_dir: String,
+    /// This engine cannot write the index.
+    pub read_only: bool,
+    /// Another process is writing the index.
+    pub other_writer: bool,
+    pub files: usize,
+    pub chunks: usize,
+    pub vectors: usize,
+    pub embedder: EmbedderIdentity,
+    /// Unix seconds of the last commit (0: never).
+    pub last_commit: u64,
+    /// Commits so far (each save or batch of changes makes one).
+    pub generation: u64,
+    pub disk_bytes: u64,
+    pub skipped: Vec<Skipped>,
+    pub config_problems: Vec<String>,
+    /// Why parts of the index were rebuilt when it was opened.
+    pub notes: Vec<String>,
+    /// LLM-written snippets, when they are on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snippets: Option<SnippetStatus>,
+}
+
+/// Snippets in an index, for `status`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SnippetStatus {
+    /// `provider/model@host`.
+    pub model: String,
+    pub mode: String,
+    /// Chunks indexed with their snippet.
+    pub done: usize,
+    /// Chunks indexed with their header context alone, waiting for a snippet.
+    pub pending: usize,
+    pub max_calls: Option<u64>,
+    pub max_run_tokens: Option<u64>,
+    /// What writing the pending snippets would cost; filled by callers that ask for it
+    /// ([`View::snippet_estimate`] counts tokens of every pending request).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<Estimate>,
+}
+
+/// How far [`Engine::write_snippets`] has come.
+#[derive(Debug, Clone, Copy)]
+pub struct SnippetProgress {
+    /// Jobs answered (or failed) so far, of `total`.
+    pub done: usize,
+    pub total: usize,
+    pub totals: Totals,
+}
+
+/// What [`Engine::write_snippets`] did.
+#[derive(Debug, Clone, Serialize)]
+pub struct SnippetRun {
+    /// Calls and tokens, those spent before the run included.
+    pub totals: Totals,
+    pub end: RunEnd,
+    /// Chunks re-indexed with their snippet.
+    pub indexed: usize,
+    /// Chunks still waiting (failed, over budget, or interrupted).
+    pub waiting: usize,
+}
+
+/// What [`Engine::apply_snippets`] did.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct SnippetsApplied {
+    /// Chunks re-indexed with their new snippet.
+    pub indexed: usize,
+    /// Chunks whose call failed or did not run: they wait for the next run.
+    pub returned: usize,
+}

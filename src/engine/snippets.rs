@@ -1,0 +1,253 @@
+//! LLM snippets in the engine: each chunk's snippet from the cache or marked as waiting,
+//! the jobs of waiting chunks handed out and their outcomes taken back (cache first, then
+//! index), and a whole run for the CLI.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::{Engine, EngineError, SnippetProgress, SnippetRun, SnippetsApplied};
+use crate::index::{ChunkRecord, IndexError, SnippetUpdate, VectorTiming};
+use crate::snippets::generator::{self, Limits, Outcome, RunEnd, SnippetJob, Totals};
+use crate::snippets::prompt::ChunkInput;
+use crate::snippets::{SnippetSetup, SnippetSlot};
+
+/// Snippets that arrived are indexed in batches of this many, or
+const SNIPPET_BATCH: usize = 256;
+
+/// after this long, whichever comes first.
+const SNIPPET_COMMIT: Duration = Duration::from_secs(1);
+
+impl Engine {
+    /// A chunk's snippet: off, in the cache, or still to be written.
+    pub(super) fn snippet_slot(&self, input: &ChunkInput) -> SnippetSlot {
+        let (Some(setup), Some(cache)) = (&self.setup.snippets, &self.snippet_cache) else {
+            return SnippetSlot::Off;
+        };
+        let key = setup.key(input);
+        match cache.get(key) {
+            Some(snippet) => SnippetSlot::Ready { key, snippet },
+            None => SnippetSlot::Missing { key },
+        }
+    }
+
+    /// After a change of snippet settings (or when they are first turned on), checks every
+    /// chunk's snippet against them: a chunk whose snippet is in the cache under its new key
+    /// gets it now, the others are marked as waiting. Does nothing while the settings are
+    /// those of the last check.
+    pub(super) fn check_snippets(&mut self) -> Result<(), EngineError> {
+        let (Some(setup), Some(cache)) = (&self.setup.snippets, &self.snippet_cache) else {
+            return Ok(());
+        };
+        let identity = setup.identity();
+        if self.index.manifest().snippet_identity == identity {
+            return Ok(());
+        }
+        let mut updates = Vec::new();
+        let mut waiting = HashSet::new();
+        for record in self.index.committed_records()? {
+            let key = setup.key(&chunk_input(&record));
+            if record.snippet_key == key {
+                continue;
+            }
+            match cache.get(key) {
+                Some(snippet) => updates.push(SnippetUpdate { chunk_id: record.id, key, snippet }),
+                None => {
+                    waiting.insert(record.id);
+                }
+            }
+        }
+        tracing::info!(
+            from_cache = updates.len(),
+            waiting = waiting.len(),
+            "snippet settings changed: snippets checked again"
+        );
+        self.index.set_snippets(
+            &updates,
+            self.setup.embedder.as_ref(),
+            VectorTiming::for_embedder(self.setup.embedder.as_ref()),
+            &|_, _| true,
+        )?;
+        self.index.set_snippet_pending(&waiting, true);
+        self.index.set_snippet_identity(&identity);
+        self.index.commit()?;
+        Ok(())
+    }
+
+    /// Whether snippets are on (and this engine can write them).
+    pub fn snippets_on(&self) -> bool {
+        self.setup.snippets.is_some() && self.snippet_cache.is_some()
+    }
+
+    /// The snippet model and settings, when snippets are on.
+    pub fn snippet_setup(&self) -> Option<&SnippetSetup> {
+        self.setup.snippets.as_ref()
+    }
+
+    /// Committed chunks waiting for a snippet and not handed out yet.
+    pub fn snippets_waiting(&self) -> usize {
+        if !self.snippets_on() {
+            return 0;
+        }
+        self.index.manifest().snippets_pending().filter(|id| !self.snippets_in_flight.contains(id)).count()
+    }
+
+    /// Hands out the jobs of up to about `max` chunks waiting for a snippet, whole files at
+    /// a time and in file order (so that requests about one document follow each other).
+    /// Chunks whose snippet is in the cache by now are indexed at once instead. Each job's
+    /// outcome must come back through [`Engine::apply_snippets`].
+    pub fn snippet_jobs(&mut self, max: usize) -> Result<Vec<SnippetJob>, EngineError> {
+        let (Some(setup), Some(cache)) = (self.setup.snippets.clone(), self.snippet_cache.clone()) else {
+            return Ok(Vec::new());
+        };
+        self.check_snippets()?;
+        let snapshot = self.index.snapshot();
+        let mut by_file: Vec<(String, HashSet<u64>)> = Vec::new();
+        let mut taken = 0;
+        for (path, entry) in &self.index.manifest().files {
+            if taken >= max {
+                break;
+            }
+            let ids: HashSet<u64> = entry
+                .chunks
+                .iter()
+                .filter(|c| c.snippet_pending && !self.snippets_in_flight.contains(&c.id))
+                .map(|c| c.id)
+                .collect();
+            if !ids.is_empty() {
+                taken += ids.len();
+                by_file.push((path.clone(), ids));
+            }
+        }
+        let mut jobs = Vec::new();
+        let mut cached = Vec::new();
+        for (path, ids) in by_file {
+            let records = snapshot.file_records(&path)?;
+            let inputs: Vec<ChunkInput> = records.iter().map(chunk_input).collect();
+            for (i, record) in records.iter().enumerate() {
+                if !ids.contains(&record.id) {
+                    continue;
+                }
+                let key = setup.key(&inputs[i]);
+                match cache.get(key) {
+                    Some(snippet) => cached.push(SnippetUpdate { chunk_id: record.id, key, snippet }),
+                    None => {
+                        self.snippets_in_flight.insert(record.id);
+                        jobs.push(SnippetJob {
+                            chunk_id: record.id,
+                            key,
+                            path: path.clone(),
+                            request: setup.request(&inputs, i),
+                        });
+                    }
+                }
+            }
+        }
+        if !cached.is_empty() {
+            self.index.set_snippets(
+                &cached,
+                self.setup.embedder.as_ref(),
+                VectorTiming::for_embedder(self.setup.embedder.as_ref()),
+                &|_, _| true,
+            )?;
+            self.index.commit()?;
+        }
+        Ok(jobs)
+    }
+
+    /// Takes back the outcomes of snippet jobs: snippets written go to the cache (made
+    /// durable first) and into the index, committed; chunks whose call failed or did not
+    /// run keep their header context and wait for the next run.
+    pub fn apply_snippets(&mut self, outcomes: Vec<Outcome>) -> Result<SnippetsApplied, EngineError> {
+        let mut applied = SnippetsApplied::default();
+        let mut updates = Vec::new();
+        for outcome in outcomes {
+            self.snippets_in_flight.remove(&outcome.chunk_id());
+            match outcome {
+                Outcome::Written { chunk_id, key, snippet, .. } => {
+                    if let Some(cache) = &self.snippet_cache {
+                        cache.put(key, &snippet).map_err(|e| IndexError::Io {
+                            path: cache.path().display().to_string(),
+                            source: e,
+                        })?;
+                    }
+                    updates.push(SnippetUpdate { chunk_id, key, snippet });
+                }
+                Outcome::Failed { .. } | Outcome::NotRun { .. } => applied.returned += 1,
+            }
+        }
+        if updates.is_empty() {
+            return Ok(applied);
+        }
+        if let Some(cache) = &self.snippet_cache {
+            cache
+                .sync()
+                .map_err(|e| IndexError::Io { path: cache.path().display().to_string(), source: e })?;
+        }
+        let timing = VectorTiming::for_embedder(self.setup.embedder.as_ref());
+        // A snippet asked for under other settings (a run that outlived a change of them)
+        // goes to the cache, but not into the index.
+        let setup = self.setup.snippets.as_ref();
+        let wanted = |r: &ChunkRecord, key: u128| setup.is_some_and(|s| s.key(&chunk_input(r)) == key);
+        applied.indexed = self.index.set_snippets(&updates, self.setup.embedder.as_ref(), timing, &wanted)?;
+        self.index.commit()?;
+        Ok(applied)
+    }
+
+    /// Writes the snippets of every chunk waiting for one, within `limits` (with `spent`
+    /// already used from them), committing every second or so as they arrive. Stops early
+    /// when the interrupt flag is set or the model keeps failing; what arrived is kept.
+    pub fn write_snippets(
+        &mut self,
+        limits: Limits,
+        spent: Totals,
+        progress: &mut dyn FnMut(&SnippetProgress),
+    ) -> Result<SnippetRun, EngineError> {
+        let Some(setup) = self.setup.snippets.clone() else {
+            return Ok(SnippetRun { totals: spent, end: RunEnd::Finished, indexed: 0, waiting: 0 });
+        };
+        let jobs = self.snippet_jobs(usize::MAX)?;
+        let mut state = SnippetProgress { done: 0, total: jobs.len(), totals: spent };
+        progress(&state);
+        let interrupt = Arc::clone(&self.interrupt);
+        let mut buffer = Vec::new();
+        let mut last_apply = Instant::now();
+        let mut indexed = 0;
+        let mut failure: Option<EngineError> = None;
+        let end = generator::run(&setup, jobs, limits, spent, &interrupt, &mut |outcome| {
+            state.totals.count(&outcome);
+            if !matches!(outcome, Outcome::NotRun { .. }) {
+                state.done += 1;
+            }
+            buffer.push(outcome);
+            if failure.is_none() && (buffer.len() >= SNIPPET_BATCH || last_apply.elapsed() >= SNIPPET_COMMIT)
+            {
+                match self.apply_snippets(std::mem::take(&mut buffer)) {
+                    Ok(applied) => indexed += applied.indexed,
+                    Err(e) => {
+                        // Stop asking; what is in the cache is not lost.
+                        interrupt.store(true, Ordering::Relaxed);
+                        failure = Some(e);
+                    }
+                }
+                last_apply = Instant::now();
+            }
+            progress(&state);
+        });
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        indexed += self.apply_snippets(buffer)?.indexed;
+        if matches!(end, RunEnd::Interrupted) {
+            self.interrupt.store(false, Ordering::Relaxed);
+        }
+        let waiting = self.snippets_waiting();
+        Ok(SnippetRun { totals: state.totals, end, indexed, waiting })
+    }
+}
+
+/// The context inputs of a stored chunk.
+pub(super) fn chunk_input(r: &ChunkRecord) -> ChunkInput<'_> {
+    ChunkInput { path: &r.path, title: &r.title, heading_path: &r.heading_path, text: &r.text }
+}

@@ -1,0 +1,335 @@
+//! Keeping the index in line with the files: a full reconcile (walk, diff against the
+//! manifest, read and chunk in parallel, apply in batches, commit), an update of named
+//! files (a save), and the pending vectors a slow embedder leaves behind.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+
+use super::{Engine, EngineError, Progress, ReconcileReport};
+use crate::chunk;
+use crate::context;
+use crate::index::{FileChange, Index, IndexError, PreparedChunk, PreparedFile, VectorTiming};
+use crate::snippets::prompt::ChunkInput;
+use crate::workspace::{self, SkipReason, Skipped, SourceFile};
+
+/// Files read and chunked (in parallel) before their changes are applied.
+const READ_BATCH: usize = 128;
+
+/// Files applied between two commits of a long reconcile, so an interrupted cold index
+/// keeps most of its work.
+const CHECKPOINT_FILES: usize = 2_000;
+
+/// A long reconcile also commits once this much time has passed since its last commit, so
+/// that what it has done becomes searchable.
+const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Chunks embedded between two checks of the clock when vectors are filled in late.
+const FILL_BATCH: usize = 64;
+
+impl Engine {
+    /// With `true`, a reconcile with a slow embedder commits the texts and leaves their
+    /// vectors to [`Engine::fill_pending_vectors`], called by its owner between other work.
+    pub fn fill_pending_vectors_later(&mut self, later: bool) {
+        self.fill_pending_later = later;
+    }
+
+    /// Chunks committed without a vector, waiting for [`Engine::fill_pending_vectors`].
+    pub fn pending_vectors(&self) -> usize {
+        self.index.pending_vector_count()
+    }
+
+    /// Embeds up to `max` of the chunks committed without a vector and commits them.
+    /// Returns how many were embedded.
+    pub fn fill_pending_vectors(&mut self, max: usize) -> Result<usize, EngineError> {
+        let embedded = self.index.fill_pending_vectors(self.setup.embedder.as_ref(), max)?;
+        self.index.commit()?;
+        Ok(embedded)
+    }
+
+    /// Brings the index in line with the files on disk: new, changed and deleted files only.
+    pub fn reconcile(&mut self, progress: &mut dyn FnMut(Progress)) -> Result<ReconcileReport, EngineError> {
+        let started = Instant::now();
+        let mut report = ReconcileReport::default();
+        if self.index.is_read_only() {
+            return Err(IndexError::ReadOnly.into());
+        }
+        // A slow embedder must not hold back the texts: they are committed first and their
+        // vectors filled in afterwards, with commits along the way.
+        let timing = VectorTiming::for_embedder(self.setup.embedder.as_ref());
+        // Vectors missing since the last run (a model change, a crash) come first in the
+        // queue; they are counted as refilled.
+        let mut refill = 0;
+        if timing == VectorTiming::Later {
+            refill = self.index.queue_vectorless()?;
+        } else {
+            report.vectors_refilled = self.index.embed_vectorless(self.setup.embedder.as_ref())?;
+        }
+
+        self.check_snippets()?;
+
+        let walked = workspace::walk(&self.setup.root, &self.setup.config.walk, Some(self.index.dir()));
+        report.files_seen = walked.files.len();
+        progress(Progress::Scanned { files: walked.files.len() });
+        let mut skipped = walked.skipped;
+
+        let mut changes: Vec<FileChange> = Vec::new();
+        let seen: std::collections::HashSet<&str> =
+            walked.files.iter().map(|f| f.rel_path.as_str()).collect();
+        for path in self.index.manifest().files.keys() {
+            if !seen.contains(path.as_str()) {
+                changes.push(FileChange::Remove { path: path.clone() });
+            }
+        }
+        let to_read: Vec<&SourceFile> = walked
+            .files
+            .iter()
+            .filter(|f| !self.index.manifest().is_unchanged(&f.rel_path, f.size, f.mtime_ns))
+            .collect();
+        report.files_unchanged = walked.files.len() - to_read.len();
+        report.files_removed = changes.len();
+        if !changes.is_empty() {
+            self.index.apply(std::mem::take(&mut changes), self.setup.embedder.as_ref(), timing)?;
+        }
+
+        let total = to_read.len();
+        let mut since_checkpoint = 0;
+        let mut last_commit = Instant::now();
+        for (n, batch) in to_read.chunks(READ_BATCH).enumerate() {
+            let prepared: Vec<Result<Prepared, Skipped>> =
+                batch.par_iter().map(|f| self.prepare(f)).collect();
+            for p in prepared {
+                stage(p, &self.index, &mut report, &mut changes, &mut skipped);
+            }
+            since_checkpoint += batch.len();
+            let stats =
+                self.index.apply(std::mem::take(&mut changes), self.setup.embedder.as_ref(), timing)?;
+            report.add(stats);
+            if since_checkpoint >= CHECKPOINT_FILES || last_commit.elapsed() >= CHECKPOINT_INTERVAL {
+                self.index.commit()?;
+                since_checkpoint = 0;
+                last_commit = Instant::now();
+            }
+            progress(Progress::Indexing { done: ((n + 1) * READ_BATCH).min(total), total });
+            if self.interrupt.swap(false, Ordering::Relaxed) {
+                report.interrupted = true;
+                break;
+            }
+        }
+        skipped.sort_by(|a, b| a.path.cmp(&b.path));
+        for s in &skipped {
+            tracing::info!(path = %s.path, "skipped: {}", s.reason);
+        }
+        report.skipped = skipped.clone();
+        self.index.set_skipped(skipped);
+        self.index.commit()?;
+        if timing == VectorTiming::Later && !report.interrupted && !self.fill_pending_later {
+            let embedded_before = report.vectors_embedded;
+            self.fill_all_pending(&mut report, progress)?;
+            let filled = report.vectors_embedded - embedded_before;
+            report.vectors_refilled += filled.min(refill);
+            report.vectors_embedded -= filled.min(refill);
+        }
+        report.seconds = started.elapsed().as_secs_f64();
+        Ok(report)
+    }
+
+    /// Embeds the chunks committed without vectors, committing every few seconds so that
+    /// searches see the vectors as they come; stops early when interrupted.
+    fn fill_all_pending(
+        &mut self,
+        report: &mut ReconcileReport,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<(), EngineError> {
+        let total = self.index.pending_vector_count();
+        let mut done = 0;
+        let mut last_commit = Instant::now();
+        while self.index.pending_vector_count() > 0 {
+            let embedded = self.index.fill_pending_vectors(self.setup.embedder.as_ref(), FILL_BATCH)?;
+            report.vectors_embedded += embedded;
+            done = (total - self.index.pending_vector_count()).max(done);
+            progress(Progress::Embedding { done, total });
+            if last_commit.elapsed() >= CHECKPOINT_INTERVAL {
+                self.index.commit()?;
+                last_commit = Instant::now();
+            }
+            if self.interrupt.swap(false, Ordering::Relaxed) {
+                report.interrupted = true;
+                break;
+            }
+        }
+        self.index.commit()?;
+        Ok(())
+    }
+
+    /// Re-indexes these files alone, without walking the workspace (an editor's save, a
+    /// file watcher's event). Paths are workspace-relative or absolute. A file that exists
+    /// and is selected is re-chunked if its contents changed; one that is gone, no longer
+    /// selected, or now unreadable leaves the index.
+    pub fn update(&mut self, paths: &[String]) -> Result<ReconcileReport, EngineError> {
+        let started = Instant::now();
+        if self.index.is_read_only() {
+            return Err(IndexError::ReadOnly.into());
+        }
+        let mut report = ReconcileReport::default();
+        let mut changes = Vec::new();
+        let mut skipped = Vec::new();
+        let mut touched_paths = Vec::new();
+        let index_dir = self.index.dir().canonicalize().ok();
+        for path in paths {
+            let Some(rel) = self.relative(path) else {
+                skipped.push(Skipped {
+                    path: path.clone(),
+                    reason: SkipReason::Unreadable { error: "outside the workspace".to_string() },
+                });
+                continue;
+            };
+            touched_paths.push(rel.clone());
+            let in_index_dir = index_dir.as_ref().is_some_and(|d| self.setup.root.join(&rel).starts_with(d));
+            let selected =
+                !in_index_dir && workspace::is_selected(&self.setup.root, &rel, &self.setup.config.walk);
+            let file = match workspace::stat(&self.setup.root, &rel) {
+                Ok(file) if selected => Some(file),
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    let skip = Skipped { path: rel, reason: SkipReason::Unreadable { error: e.to_string() } };
+                    stage(Err(skip), &self.index, &mut report, &mut changes, &mut skipped);
+                    continue;
+                }
+                // Gone, or no longer selected.
+                _ => None,
+            };
+            let Some(file) = file else {
+                if self.index.manifest().files.contains_key(&rel) {
+                    changes.push(FileChange::Remove { path: rel });
+                    report.files_removed += 1;
+                } else if !self.setup.root.join(&rel).exists() {
+                    // A folder that is gone takes its files with it.
+                    let prefix = format!("{}/", rel.trim_end_matches('/'));
+                    for path in self.index.manifest().files.keys().filter(|p| p.starts_with(&prefix)) {
+                        changes.push(FileChange::Remove { path: path.clone() });
+                        report.files_removed += 1;
+                    }
+                }
+                continue;
+            };
+            report.files_seen += 1;
+            if self.index.manifest().is_unchanged(&file.rel_path, file.size, file.mtime_ns) {
+                report.files_unchanged += 1;
+                continue;
+            }
+            let prepared = self.prepare(&file);
+            stage(prepared, &self.index, &mut report, &mut changes, &mut skipped);
+        }
+        let stats = self.index.apply(changes, self.setup.embedder.as_ref(), VectorTiming::Now)?;
+        report.add(stats);
+        // The skip list keeps its entries for other files and takes this call's.
+        let mut all_skipped: Vec<Skipped> = self
+            .index
+            .manifest()
+            .skipped
+            .iter()
+            .filter(|s| !touched_paths.contains(&s.path))
+            .cloned()
+            .chain(skipped.iter().cloned())
+            .collect();
+        all_skipped.sort_by(|a, b| a.path.cmp(&b.path));
+        self.index.set_skipped(all_skipped);
+        self.index.commit()?;
+        report.skipped = skipped;
+        report.seconds = started.elapsed().as_secs_f64();
+        Ok(report)
+    }
+
+    /// Reads and chunks one file; each chunk gets its header and, when snippets are on, its
+    /// snippet from the cache or a mark that it waits for one.
+    fn prepare(&self, file: &SourceFile) -> Result<Prepared, Skipped> {
+        let config = &self.setup.config;
+        let skip = |reason: SkipReason| Skipped { path: file.rel_path.clone(), reason };
+        let read = workspace::read(file, config.walk.max_file_bytes).map_err(skip)?;
+        if let Some(entry) = self.index.manifest().files.get(&file.rel_path)
+            && entry.content_hash == read.content_hash
+        {
+            return Ok(Prepared::Touched {
+                path: file.rel_path.clone(),
+                size: file.size,
+                mtime_ns: file.mtime_ns,
+            });
+        }
+        let file_name = file.rel_path.rsplit('/').next().unwrap_or(&file.rel_path);
+        let kind = workspace::doc_kind(&file.rel_path);
+        // Only the `semantic` strategy embeds sentences, with the index's own model.
+        let embedder = self.setup.embedder.as_ref();
+        let sentences = |texts: &[&str]| embedder.embed(texts).map_err(|e| e.to_string());
+        let doc = chunk::chunk_document_with(file_name, &read.text, kind, &config.chunk, &sentences);
+        let chunks = doc
+            .chunks
+            .into_iter()
+            .map(|c| {
+                let input = ChunkInput {
+                    path: &file.rel_path,
+                    title: &doc.title,
+                    heading_path: &c.heading_path,
+                    text: &c.text,
+                };
+                PreparedChunk {
+                    context: context::render_header(
+                        &config.context,
+                        &file.rel_path,
+                        &doc.title,
+                        &c.heading_path,
+                    ),
+                    snippet: self.snippet_slot(&input),
+                    chunk: c,
+                }
+            })
+            .collect();
+        Ok(Prepared::Changed(PreparedFile {
+            path: file.rel_path.clone(),
+            size: file.size,
+            mtime_ns: file.mtime_ns,
+            content_hash: read.content_hash,
+            lossy: read.lossy,
+            title: doc.title,
+            chunks,
+            warnings: doc.warnings,
+        }))
+    }
+}
+
+/// The outcome of reading and chunking one file.
+enum Prepared {
+    Changed(PreparedFile),
+    Touched { path: String, size: u64, mtime_ns: u64 },
+}
+
+/// Turns the outcome of reading one file into the change to apply, and counts it.
+fn stage(
+    prepared: Result<Prepared, Skipped>,
+    index: &Index,
+    report: &mut ReconcileReport,
+    changes: &mut Vec<FileChange>,
+    skipped: &mut Vec<Skipped>,
+) {
+    match prepared {
+        Ok(Prepared::Changed(file)) => {
+            if file.lossy {
+                report.lossy.push(file.path.clone());
+            }
+            report.files_indexed += 1;
+            changes.push(FileChange::Upsert(file));
+        }
+        Ok(Prepared::Touched { path, size, mtime_ns }) => {
+            report.files_touched += 1;
+            changes.push(FileChange::Touch { path, size, mtime_ns });
+        }
+        Err(skip) => {
+            // A file that can no longer be read must not keep stale chunks.
+            if index.manifest().files.contains_key(&skip.path) {
+                changes.push(FileChange::Remove { path: skip.path.clone() });
+                report.files_removed += 1;
+            }
+            skipped.push(skip);
+        }
+    }
+}

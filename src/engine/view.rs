@@ -1,0 +1,157 @@
+//! [`View`]: one commit of an engine's index with the settings and model that made it;
+//! what searches, hovers and status read from any thread.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::snippets::chunk_input;
+use super::{EngineError, Setup, SnippetStatus, Status, relative_to};
+use crate::config::Config;
+use crate::index::{ChunkRecord, Snapshot};
+use crate::search::{self, Expand, Hit, SearchConfig, SearchRequest, expand};
+use crate::snippets::estimate::{self, Estimate};
+use crate::snippets::prompt::ChunkInput;
+
+/// A read-only view of one commit of an engine's index, with the settings and model that
+/// made it: what searches, hovers and status read. Cheap to clone and to send to another
+/// thread; it never waits on the writer, which goes on indexing meanwhile.
+#[derive(Clone)]
+pub struct View {
+    pub(super) setup: Arc<Setup>,
+    pub(super) snapshot: Snapshot,
+    pub(super) index_dir: PathBuf,
+    pub(super) read_only: bool,
+    pub(super) other_writer: bool,
+    pub(super) notes: Vec<String>,
+}
+
+impl std::fmt::Debug for View {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("View").field("root", &self.setup.root).field("snapshot", &self.snapshot).finish()
+    }
+}
+
+impl View {
+    pub fn root(&self) -> &Path {
+        &self.setup.root
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.setup.config
+    }
+
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// Runs a search.
+    pub fn search(&self, request: &SearchRequest) -> Result<Vec<Hit>, EngineError> {
+        self.search_with(&self.setup.config.search, request)
+    }
+
+    /// Runs a search with other ranking settings than the configured ones (an evaluation
+    /// compares settings this way), widening the hits as `request.expand` asks.
+    pub fn search_with(
+        &self,
+        config: &SearchConfig,
+        request: &SearchRequest,
+    ) -> Result<Vec<Hit>, EngineError> {
+        let embedder = self.setup.embedder.as_ref();
+        if request.expand == Expand::None {
+            return Ok(search::search(&self.snapshot, embedder, config, request)?);
+        }
+        let pool = SearchRequest { limit: expand::pool_size(request.limit), ..request.clone() };
+        let hits = search::search(&self.snapshot, embedder, config, &pool)?;
+        let mut files = expand::FileSource::new(&self.snapshot, &self.setup.root);
+        let settings = config.expand_settings(request.expand);
+        Ok(expand::expand(hits, request.limit, &settings, &mut files)?)
+    }
+
+    /// The indexed chunks of a file (workspace-relative or absolute path), or only those
+    /// whose line range holds `line`.
+    pub fn chunks_at(&self, path: &str, line: Option<u32>) -> Result<Vec<ChunkRecord>, EngineError> {
+        let rel = self.relative(path).ok_or_else(|| EngineError::NotIndexed { path: path.to_string() })?;
+        if !self.snapshot.manifest().files.contains_key(&rel) {
+            return Err(EngineError::NotIndexed { path: path.to_string() });
+        }
+        let records = self.snapshot.file_records(&rel)?;
+        Ok(match line {
+            None => records,
+            Some(line) => {
+                let holding: Vec<ChunkRecord> =
+                    records.iter().filter(|r| r.start_line <= line && line <= r.end_line).cloned().collect();
+                if holding.is_empty() {
+                    // Between chunks (a blank line, a bare heading): the chunk that follows.
+                    records.into_iter().find(|r| r.start_line > line).into_iter().collect()
+                } else {
+                    holding
+                }
+            }
+        })
+    }
+
+    /// The chunks most related to `of`, leaving out itself and its neighbours (the chunks
+    /// just before and after it in its file).
+    pub fn similar(&self, of: &ChunkRecord, limit: usize) -> Result<Vec<Hit>, EngineError> {
+        let neighbour = |r: &ChunkRecord| r.path == of.path && r.ordinal.abs_diff(of.ordinal) <= 1;
+        Ok(search::similar(&self.snapshot, &self.setup.config.search, of, limit, neighbour)?)
+    }
+
+    /// Files, chunks, model and health of the index.
+    pub fn status(&self) -> Status {
+        let manifest = self.snapshot.manifest();
+        Status {
+            workspace: self.setup.root.display().to_string(),
+            index_dir: self.index_dir.display().to_string(),
+            read_only: self.read_only,
+            other_writer: self.other_writer,
+            files: manifest.files.len(),
+            chunks: manifest.chunk_count(),
+            vectors: self.snapshot.vector_count(),
+            embedder: self.setup.embedder.identity(),
+            last_commit: manifest.committed_at,
+            generation: manifest.generation,
+            disk_bytes: crate::index::dir_bytes(&self.index_dir),
+            skipped: manifest.skipped.clone(),
+            config_problems: self.setup.config_problems.iter().map(ToString::to_string).collect(),
+            notes: self.notes.clone(),
+            snippets: self.setup.snippets.as_ref().map(|setup| {
+                let pending = manifest.snippets_pending().count();
+                SnippetStatus {
+                    model: setup.model_label.clone(),
+                    mode: setup.config.mode.to_string(),
+                    done: manifest.chunk_count() - pending,
+                    pending,
+                    max_calls: setup.config.max_calls,
+                    max_run_tokens: setup.config.max_run_tokens,
+                    estimate: None,
+                }
+            }),
+        }
+    }
+
+    /// What writing the snippets of the chunks still waiting would cost: the requests are
+    /// built and their tokens counted, nothing is sent.
+    pub fn snippet_estimate(&self) -> Result<Estimate, EngineError> {
+        let Some(setup) = &self.setup.snippets else { return Ok(Estimate::default()) };
+        let mut requests = Vec::new();
+        for (path, entry) in &self.snapshot.manifest().files {
+            if !entry.chunks.iter().any(|c| c.snippet_pending) {
+                continue;
+            }
+            let records = self.snapshot.file_records(path)?;
+            let inputs: Vec<ChunkInput> = records.iter().map(chunk_input).collect();
+            for (i, c) in entry.chunks.iter().enumerate() {
+                if c.snippet_pending && i < inputs.len() {
+                    requests.push(setup.request(&inputs, i));
+                }
+            }
+        }
+        Ok(estimate::estimate(&requests))
+    }
+
+    /// `path` relative to the workspace root, `/`-separated; `None` when outside it.
+    pub fn relative(&self, path: &str) -> Option<String> {
+        relative_to(&self.setup.root, path)
+    }
+}

@@ -1,0 +1,84 @@
+//! The commit sequence: chunk store, then vectors (journal or whole file), then manifest.
+
+use std::sync::Arc;
+
+use super::files::{self, CommitPayload, VectorsMeta};
+use super::journal::{Journal, VectorOp};
+use super::{Index, IndexError, io_err, read, store_err, write};
+
+/// The vector file is rewritten whole (and the journal emptied) once the journal holds more
+/// additions than this: replaying one costs a graph insert on every open, so the journal
+/// stays short, while a long run of changes ends with one full write.
+const JOURNAL_MAX_ADDS: usize = 512;
+
+impl Index {
+    /// Makes all applied changes durable and visible to new searchers.
+    pub fn commit(&mut self) -> Result<(), IndexError> {
+        let Some(writer) = self.writer.as_mut() else { return Err(IndexError::ReadOnly) };
+        let tantivy_dir = self.layout.tantivy();
+        let store_changed = self.store_dirty;
+        if store_changed {
+            let generation = self.committed_generation + 1;
+            let payload =
+                serde_json::to_string(&CommitPayload { generation, pipeline: self.pipeline.clone() })
+                    .unwrap_or_default();
+            let mut prepared = writer.prepare_commit().map_err(store_err(&tantivy_dir))?;
+            prepared.set_payload(&payload);
+            prepared.commit().map_err(store_err(&tantivy_dir))?;
+            self.committed_generation = generation;
+            self.store_dirty = false;
+            self.reader.reload().map_err(store_err(&tantivy_dir))?;
+        } else if !self.manifest_dirty && self.pending_removals.is_empty() {
+            return Ok(());
+        }
+        for id in std::mem::take(&mut self.pending_removals) {
+            write(&self.vectors).remove(id)?;
+            self.pending_ops.push(VectorOp::Remove(id));
+        }
+        self.persist_vectors()?;
+        self.manifest.generation = self.committed_generation;
+        // Chunks committed without vectors are embedded after a restart if not before.
+        self.manifest.vectors_pending = !self.pending_vectors.is_empty() || self.vectors_unchecked;
+        if store_changed {
+            self.manifest.committed_at =
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        }
+        files::write_json(&self.layout.manifest(), &self.manifest)
+            .map_err(io_err(&self.layout.manifest()))?;
+        self.committed_manifest = Arc::new(self.manifest.clone());
+        self.manifest_dirty = false;
+        Ok(())
+    }
+
+    /// Makes the vector changes durable: appended to the journal, or, when the journal has
+    /// grown past the vector file (or there is none yet), by writing the vectors whole.
+    fn persist_vectors(&mut self) -> Result<(), IndexError> {
+        let ops = std::mem::take(&mut self.pending_ops);
+        let journal_path = self.layout.vectors_journal();
+        let compact = {
+            let vectors = read(&self.vectors);
+            vectors.removed() > vectors.len().max(1024)
+        };
+        let adds = ops.iter().filter(|op| matches!(op, VectorOp::Add(..))).count();
+        if let Some(journal) = self.journal.as_mut()
+            && !compact
+            && journal.adds() + adds <= JOURNAL_MAX_ADDS
+        {
+            return journal.append(&ops, self.committed_generation).map_err(io_err(&journal_path));
+        }
+        if compact {
+            let live: Vec<u64> =
+                self.manifest.files.values().flat_map(|f| f.chunks.iter().map(|c| c.id)).collect();
+            let fresh = read(&self.vectors).compacted(live)?;
+            *write(&self.vectors) = fresh;
+        }
+        read(&self.vectors).save(&self.layout.vectors())?;
+        let vectors_meta =
+            VectorsMeta { generation: self.committed_generation, embedder: self.embedder.clone() };
+        files::write_json(&self.layout.vectors_meta(), &vectors_meta)
+            .map_err(io_err(&self.layout.vectors_meta()))?;
+        self.journal =
+            Some(Journal::reset(&journal_path, self.embedder.dimensions).map_err(io_err(&journal_path))?);
+        Ok(())
+    }
+}

@@ -1,0 +1,472 @@
+//! The [`Index`] handle: opening an index folder (for writing under the lock, or read-only),
+//! and repairing on open what a crash or a model change left behind.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, RwLock};
+
+use tantivy::directory::MmapDirectory;
+use tantivy::{IndexReader, IndexWriter, ReloadPolicy};
+
+use super::files::{self, CommitPayload, FORMAT_VERSION, FormatRecord, IndexLayout, VectorsMeta, dir_bytes};
+use super::journal::{self, Journal, VectorOp};
+use super::lock::WriterLock;
+use super::manifest::{ChunkRef, FileEntry, Manifest};
+use super::schema::{self, Fields};
+use super::snapshot::Snapshot;
+use super::vectors::VectorIndex;
+use super::{IndexError, OpenMode, io_err, read, store_err, tokenizer, write};
+use crate::providers::EmbedderIdentity;
+
+/// Memory the tantivy writer may use before it flushes a segment.
+const WRITER_HEAP_BYTES: usize = 64 * 1024 * 1024;
+
+/// One index folder, open for reading or writing.
+pub struct Index {
+    pub(super) layout: IndexLayout,
+    pub(super) fields: Fields,
+    pub(super) reader: IndexReader,
+    pub(super) writer: Option<IndexWriter>,
+    /// Shared with snapshots: searches read it while the writer adds to it. A snapshot's
+    /// chunk store decides which ids exist, so vectors of uncommitted chunks are never seen.
+    pub(super) vectors: Arc<RwLock<VectorIndex>>,
+    pub(super) manifest: Manifest,
+    /// The manifest as of the last commit, shared with snapshots.
+    pub(super) committed_manifest: Arc<Manifest>,
+    pub(super) embedder: EmbedderIdentity,
+    pub(super) pipeline: String,
+    /// Generation of the last tantivy commit.
+    pub(super) committed_generation: u64,
+    /// Uncommitted changes exist in the chunk store.
+    pub(super) store_dirty: bool,
+    /// Uncommitted changes exist in the vectors only.
+    pub(super) manifest_dirty: bool,
+    /// Chunk ids whose vectors must be removed once the store commit is durable.
+    pub(super) pending_removals: Vec<u64>,
+    /// Vector changes not yet in the journal or the vector file.
+    pub(super) pending_ops: Vec<VectorOp>,
+    /// The vector journal (writers only; `None` until the vector file is first written).
+    pub(super) journal: Option<Journal>,
+    /// Some chunk may lack a vector (after a crash or a model change).
+    pub(super) vectors_unchecked: bool,
+    /// Chunks written without a vector, to embed after their text is committed (a slow
+    /// embedder must not hold back BM25).
+    pub(super) pending_vectors: Vec<u64>,
+    /// Why parts of the index were rebuilt or repaired while opening.
+    pub(super) notes: Vec<String>,
+    /// Another process held the writer lock when this one opened the index.
+    pub(super) other_writer: bool,
+    pub(super) _lock: Option<WriterLock>,
+}
+
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index")
+            .field("dir", &self.layout.dir)
+            .field("files", &self.manifest.files.len())
+            .finish()
+    }
+}
+
+impl Index {
+    /// Opens (or creates) the index in `dir` for an embedder and a pipeline fingerprint.
+    /// In `Write` mode the writer lock is taken; `Ok(None)` means another process holds it.
+    pub fn open(
+        dir: &Path,
+        embedder: &EmbedderIdentity,
+        pipeline: &str,
+        mode: OpenMode,
+    ) -> Result<Option<Index>, IndexError> {
+        let layout = IndexLayout::new(dir);
+        match mode {
+            OpenMode::Write => {
+                std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+                let lock_path = layout.lock();
+                match WriterLock::try_acquire(&lock_path).map_err(io_err(&lock_path))? {
+                    Some(lock) => Index::open_writable(layout, lock, embedder, pipeline).map(Some),
+                    None => Ok(None),
+                }
+            }
+            OpenMode::ReadOnly => Index::open_read_only(layout, embedder, pipeline).map(Some),
+        }
+    }
+
+    fn open_writable(
+        layout: IndexLayout,
+        lock: WriterLock,
+        embedder: &EmbedderIdentity,
+        pipeline: &str,
+    ) -> Result<Index, IndexError> {
+        let mut notes = Vec::new();
+        let has_contents = layout.tantivy().exists() || layout.manifest().exists();
+        let wipe = match files::read_json::<FormatRecord>(&layout.meta()) {
+            Ok(Some(r)) if r.format == FORMAT_VERSION => false,
+            Ok(Some(r)) => {
+                notes.push(format!("index format {} is not {FORMAT_VERSION}: rebuilt", r.format));
+                true
+            }
+            Ok(None) => {
+                if has_contents {
+                    notes.push("index format record missing: rebuilt".to_string());
+                }
+                true
+            }
+            Err(e) => {
+                notes.push(format!("index format record unreadable ({e}): rebuilt"));
+                true
+            }
+        };
+        if wipe {
+            reset_index_files(&layout)?;
+        }
+
+        let (store, fields) = match open_store(&layout, true) {
+            Ok(s) => s,
+            Err(e) => {
+                notes.push(format!("chunk store unreadable ({e}): rebuilt"));
+                reset_index_files(&layout)?;
+                open_store(&layout, true)?
+            }
+        };
+        let tantivy_dir = layout.tantivy();
+        let writer: IndexWriter =
+            store.writer_with_num_threads(1, WRITER_HEAP_BYTES).map_err(store_err(&tantivy_dir))?;
+        let (mut index, payload) =
+            Index::assemble(layout, &store, fields, embedder, pipeline, Some((writer, lock)), notes)?;
+        if !payload.pipeline.is_empty() && payload.pipeline != pipeline {
+            index.notes.push("chunking or context settings changed: files are re-chunked".to_string());
+            // Forgetting the content hashes makes the next reconcile re-chunk every file,
+            // while vectors of unchanged embedded texts are still reused.
+            for entry in index.manifest.files.values_mut() {
+                entry.content_hash = 0;
+            }
+        }
+        for note in &index.notes {
+            tracing::warn!(index = %index.layout.dir.display(), "{note}");
+        }
+        Ok(index)
+    }
+
+    fn open_read_only(
+        layout: IndexLayout,
+        embedder: &EmbedderIdentity,
+        pipeline: &str,
+    ) -> Result<Index, IndexError> {
+        if !layout.tantivy().join("meta.json").exists() {
+            return Err(IndexError::Missing { path: layout.dir.display().to_string() });
+        }
+        // Only asked, not kept: a reader must not stop a writer from starting.
+        let other_writer = matches!(WriterLock::try_acquire(&layout.lock()), Ok(None));
+        let (store, fields) = open_store(&layout, false)?;
+        let (mut index, _) = Index::assemble(layout, &store, fields, embedder, pipeline, None, Vec::new())?;
+        index.other_writer = other_writer;
+        Ok(index)
+    }
+
+    /// Builds the index around an open chunk store and loads (or repairs) the manifest and
+    /// the vectors. With a writer and its lock, repairs may write; without, nothing does.
+    fn assemble(
+        layout: IndexLayout,
+        store: &tantivy::Index,
+        fields: Fields,
+        embedder: &EmbedderIdentity,
+        pipeline: &str,
+        writer: Option<(IndexWriter, WriterLock)>,
+        notes: Vec<String>,
+    ) -> Result<(Index, CommitPayload), IndexError> {
+        let payload = read_payload(store);
+        let reader = store
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(store_err(&layout.tantivy()))?;
+        let writable = writer.is_some();
+        let (writer, lock) = writer.unzip();
+        let mut index = Index {
+            vectors: Arc::new(RwLock::new(VectorIndex::create(embedder.dimensions)?)),
+            layout,
+            fields,
+            reader,
+            writer,
+            manifest: Manifest::default(),
+            committed_manifest: Arc::default(),
+            embedder: embedder.clone(),
+            pipeline: pipeline.to_string(),
+            committed_generation: payload.generation,
+            store_dirty: false,
+            manifest_dirty: false,
+            pending_removals: Vec::new(),
+            pending_ops: Vec::new(),
+            journal: None,
+            vectors_unchecked: false,
+            pending_vectors: Vec::new(),
+            notes,
+            other_writer: false,
+            _lock: lock,
+        };
+        index.load_manifest(&payload)?;
+        index.load_vectors(writable)?;
+        if index.manifest.vectors_pending {
+            index.vectors_unchecked = true;
+        }
+        index.committed_manifest = Arc::new(index.manifest.clone());
+        Ok((index, payload))
+    }
+
+    fn load_manifest(&mut self, payload: &CommitPayload) -> Result<(), IndexError> {
+        let path = self.layout.manifest();
+        let loaded = match files::read_json::<Manifest>(&path) {
+            Ok(Some(m)) if m.generation == payload.generation => Some(m),
+            Ok(Some(m)) => {
+                self.notes.push(format!(
+                    "manifest is from commit {} but the chunk store from {}: rebuilt from the chunk store",
+                    m.generation, payload.generation
+                ));
+                None
+            }
+            Ok(None) if payload.generation == 0 => Some(Manifest::default()),
+            Ok(None) => {
+                self.notes.push("manifest missing: rebuilt from the chunk store".to_string());
+                None
+            }
+            Err(e) => {
+                self.notes.push(format!("manifest unreadable ({e}): rebuilt from the chunk store"));
+                None
+            }
+        };
+        self.manifest = match loaded {
+            Some(m) => m,
+            None => self.manifest_from_store(payload.generation)?,
+        };
+        Ok(())
+    }
+
+    fn load_vectors(&mut self, writable: bool) -> Result<(), IndexError> {
+        let path = self.layout.vectors();
+        let journal_path = self.layout.vectors_journal();
+        let meta = files::read_json::<VectorsMeta>(&self.layout.vectors_meta()).ok().flatten();
+        let expected = self.manifest.chunk_count();
+        let dims = self.embedder.dimensions;
+        match meta {
+            Some(m) if m.embedder == self.embedder => {
+                let replay = Journal::replay(&journal_path, dims);
+                // A view is read-only; a journal to replay needs a copy in memory.
+                let in_memory = writable || replay.as_ref().map_or(true, |r| !r.ops.is_empty());
+                match VectorIndex::open(&path, dims, in_memory) {
+                    Ok(v) => {
+                        *write(&self.vectors) = v;
+                        let mut generation = m.generation;
+                        let mut replayed = journal::Replay::default();
+                        match replay {
+                            Ok(r) => {
+                                for op in &r.ops {
+                                    match op {
+                                        VectorOp::Add(id, v) => write(&self.vectors).add(*id, v)?,
+                                        VectorOp::Remove(id) => write(&self.vectors).remove(*id)?,
+                                    }
+                                }
+                                generation = r.generation.unwrap_or(generation);
+                                replayed = r;
+                            }
+                            Err(e) => {
+                                self.notes
+                                    .push(format!("{e}: vectors since the last full write are re-embedded"));
+                                self.vectors_unchecked = expected > 0;
+                            }
+                        }
+                        if generation != self.committed_generation {
+                            self.notes.push(format!(
+                                "vectors are from commit {generation} but the chunk store from {}: missing vectors are re-embedded",
+                                self.committed_generation
+                            ));
+                            self.vectors_unchecked = true;
+                        }
+                        if writable {
+                            self.journal = Some(
+                                Journal::open(&journal_path, dims, &replayed)
+                                    .map_err(io_err(&journal_path))?,
+                            );
+                        }
+                    }
+                    Err(e) => {
+                        self.notes.push(format!("{e}: vectors are re-embedded from stored texts"));
+                        self.vectors_unchecked = expected > 0;
+                    }
+                }
+            }
+            Some(m) => {
+                self.notes.push(format!(
+                    "embedding model changed from {}/{} to {}/{}: vectors are rebuilt from stored texts",
+                    m.embedder.provider, m.embedder.model, self.embedder.provider, self.embedder.model
+                ));
+                self.vectors_unchecked = expected > 0;
+                if writable {
+                    // Vectors of another model must never be read as this model's.
+                    for p in [&path, &self.layout.vectors_meta(), &journal_path] {
+                        let _ = std::fs::remove_file(p);
+                    }
+                }
+            }
+            None => {
+                if expected > 0 {
+                    self.notes
+                        .push("vector record missing: vectors are re-embedded from stored texts".to_string());
+                    self.vectors_unchecked = true;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the manifest from the stored chunks.
+    fn manifest_from_store(&self, generation: u64) -> Result<Manifest, IndexError> {
+        let mut manifest = Manifest { generation, ..Manifest::default() };
+        let mut by_file: BTreeMap<String, Vec<(u32, ChunkRef)>> = BTreeMap::new();
+        let mut max_id = None::<u64>;
+        for (record, file) in self.snapshot().all_records_with_file_meta()? {
+            max_id = Some(max_id.map_or(record.id, |m| m.max(record.id)));
+            manifest.files.entry(record.path.clone()).or_insert_with(|| FileEntry {
+                size: file.0,
+                mtime_ns: file.1,
+                content_hash: file.2,
+                chunks: Vec::new(),
+                lossy: false,
+                warnings: Vec::new(),
+                racy: true,
+            });
+            by_file.entry(record.path).or_default().push((
+                record.ordinal,
+                ChunkRef { id: record.id, embed_hash: record.embed_hash, snippet_pending: false },
+            ));
+        }
+        for (path, mut chunks) in by_file {
+            chunks.sort_by_key(|(ordinal, _)| *ordinal);
+            if let Some(entry) = manifest.files.get_mut(&path) {
+                entry.chunks = chunks.into_iter().map(|(_, c)| c).collect();
+            }
+        }
+        manifest.next_chunk_id = max_id.map_or(0, |m| m + 1);
+        Ok(manifest)
+    }
+
+    /// The folder this index lives in.
+    pub fn dir(&self) -> &Path {
+        &self.layout.dir
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.writer.is_none()
+    }
+
+    /// Whether another process was writing this index when it was opened read-only.
+    pub fn other_writer(&self) -> bool {
+        self.other_writer
+    }
+
+    /// Why parts of the index were rebuilt or repaired when it was opened.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    pub fn embedder(&self) -> &EmbedderIdentity {
+        &self.embedder
+    }
+
+    /// Live vectors.
+    pub fn vector_count(&self) -> usize {
+        read(&self.vectors).len()
+    }
+
+    /// Some chunks may lack vectors until [`Index::embed_vectorless`] runs.
+    pub fn vectors_unchecked(&self) -> bool {
+        self.vectors_unchecked
+    }
+
+    /// Size of the index folder in bytes.
+    pub fn disk_bytes(&self) -> u64 {
+        dir_bytes(&self.layout.dir)
+    }
+
+    /// A read-only view of the last commit, for searches on any thread.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            searcher: self.reader.searcher(),
+            fields: self.fields,
+            vectors: Arc::clone(&self.vectors),
+            manifest: Arc::clone(&self.committed_manifest),
+            store_dir: self.layout.tantivy(),
+        }
+    }
+
+    /// Ids of every chunk in the manifest (for consistency checks).
+    pub fn chunk_ids(&self) -> HashSet<u64> {
+        self.manifest.files.values().flat_map(|f| f.chunks.iter().map(|c| c.id)).collect()
+    }
+
+    /// Whether a vector is stored for this chunk id.
+    pub fn has_vector(&self, id: u64) -> bool {
+        read(&self.vectors).contains(id)
+    }
+}
+
+fn open_store(layout: &IndexLayout, create: bool) -> Result<(tantivy::Index, Fields), IndexError> {
+    let dir = layout.tantivy();
+    if create {
+        std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+    }
+    let (schema, fields) = schema::build();
+    let directory = MmapDirectory::open(&dir).map_err(|e| IndexError::Store {
+        path: dir.display().to_string(),
+        source: tantivy::TantivyError::from(e),
+    })?;
+    let store = if create {
+        tantivy::Index::open_or_create(directory, schema.clone()).map_err(store_err(&dir))?
+    } else {
+        tantivy::Index::open(directory).map_err(store_err(&dir))?
+    };
+    if store.schema() != schema {
+        return Err(IndexError::Store {
+            path: dir.display().to_string(),
+            source: tantivy::TantivyError::SchemaError("stored schema differs from this version's".into()),
+        });
+    }
+    tokenizer::register(&store);
+    Ok((store, fields))
+}
+
+fn read_payload(store: &tantivy::Index) -> CommitPayload {
+    store
+        .load_metas()
+        .ok()
+        .and_then(|m| m.payload)
+        .and_then(|p| serde_json::from_str(&p).ok())
+        .unwrap_or_default()
+}
+
+/// Empties the index folder and writes a fresh format record.
+fn reset_index_files(layout: &IndexLayout) -> Result<(), IndexError> {
+    clear_index_files(layout)?;
+    files::write_json(&layout.meta(), &FormatRecord { format: FORMAT_VERSION })
+        .map_err(io_err(&layout.meta()))
+}
+
+fn clear_index_files(layout: &IndexLayout) -> Result<(), IndexError> {
+    let tantivy = layout.tantivy();
+    if tantivy.exists() {
+        std::fs::remove_dir_all(&tantivy).map_err(io_err(&tantivy))?;
+    }
+    for p in
+        [layout.vectors(), layout.vectors_meta(), layout.vectors_journal(), layout.manifest(), layout.meta()]
+    {
+        match std::fs::remove_file(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err(&p)(e)),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,226 @@
+//! How a chunk is stored: the record the index holds for it, what a change to the index
+//! carries (prepared files and chunks, snippet updates), and the chunk's tantivy document.
+
+use serde::{Deserialize, Serialize};
+use tantivy::TantivyDocument;
+use tantivy::schema::Value;
+
+use super::manifest::ChunkRef;
+use super::schema::Fields;
+use crate::chunk::Chunk;
+use crate::context;
+use crate::snippets::{Snippet, SnippetSlot};
+
+/// A chunk as the index holds it: where it is, its text and its context.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkRecord {
+    pub id: u64,
+    pub path: String,
+    pub ordinal: u32,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub start_byte: u64,
+    pub end_byte: u64,
+    pub title: String,
+    pub heading_path: Vec<String>,
+    /// The original text.
+    pub text: String,
+    /// The header context that was indexed with it.
+    pub context: String,
+    /// The LLM-written snippet indexed with it, if any (its text is empty when the model's
+    /// reply was rejected).
+    pub snippet: Option<Snippet>,
+    /// The cache key of `snippet` (0 when there is none).
+    #[serde(skip)]
+    pub snippet_key: u128,
+    pub token_count: u32,
+    pub content_hash: u64,
+    pub embed_hash: u64,
+}
+
+impl ChunkRecord {
+    /// The snippet's text, empty when there is none.
+    pub fn snippet_text(&self) -> &str {
+        self.snippet.as_ref().map_or("", |s| s.text.as_str())
+    }
+
+    /// The text the embedder saw.
+    pub fn embedding_text(&self) -> String {
+        context::embedding_text(&self.context, self.snippet_text(), &self.text)
+    }
+}
+
+/// A chunk ready to be written: the chunker's output, its header context and its snippet.
+#[derive(Debug, Clone)]
+pub struct PreparedChunk {
+    pub chunk: Chunk,
+    pub context: String,
+    pub snippet: SnippetSlot,
+}
+
+/// A snippet that arrived for a committed chunk.
+#[derive(Debug, Clone)]
+pub struct SnippetUpdate {
+    pub chunk_id: u64,
+    pub key: u128,
+    pub snippet: Snippet,
+}
+
+/// One file's new contents, chunked and contextualised.
+#[derive(Debug, Clone)]
+pub struct PreparedFile {
+    pub path: String,
+    pub size: u64,
+    pub mtime_ns: u64,
+    pub content_hash: u64,
+    pub lossy: bool,
+    pub title: String,
+    pub chunks: Vec<PreparedChunk>,
+    pub warnings: Vec<String>,
+}
+
+/// A change to apply to the index.
+#[derive(Debug, Clone)]
+pub enum FileChange {
+    /// New or changed contents.
+    Upsert(PreparedFile),
+    /// Same contents, new size or mtime: only the manifest changes.
+    Touch {
+        path: String,
+        size: u64,
+        mtime_ns: u64,
+    },
+    Remove {
+        path: String,
+    },
+}
+
+/// When the vectors of new texts are computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VectorTiming {
+    /// Before the texts are written.
+    Now,
+    /// After the texts are committed, from their stored copies (pending vectors): a slow
+    /// embedder never holds back what BM25 finds.
+    Later,
+}
+
+impl VectorTiming {
+    /// `Later` for an embedder that does not keep up with reading files.
+    pub fn for_embedder(embedder: &dyn crate::providers::Embedder) -> VectorTiming {
+        if embedder.embeds_fast() { VectorTiming::Now } else { VectorTiming::Later }
+    }
+}
+
+/// What one `apply` did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ApplyStats {
+    pub files_written: usize,
+    pub files_removed: usize,
+    pub chunks_written: usize,
+    pub vectors_embedded: usize,
+    pub vectors_reused: usize,
+}
+
+/// A file's size, mtime and content hash as stored with each of its chunks.
+pub(super) type StoredFileMeta = (u64, u64, u64);
+
+/// The record a prepared chunk is stored as.
+pub(super) fn prepared_record(file: &PreparedFile, prepared: &PreparedChunk, r: ChunkRef) -> ChunkRecord {
+    let c = &prepared.chunk;
+    let (snippet, snippet_key) = match &prepared.snippet {
+        SnippetSlot::Ready { key, snippet } => (Some(snippet.clone()), *key),
+        _ => (None, 0),
+    };
+    ChunkRecord {
+        id: r.id,
+        path: file.path.clone(),
+        ordinal: c.ordinal,
+        start_line: c.start_line,
+        end_line: c.end_line,
+        start_byte: c.byte_range.start as u64,
+        end_byte: c.byte_range.end as u64,
+        title: file.title.clone(),
+        heading_path: c.heading_path.clone(),
+        text: c.text.clone(),
+        context: prepared.context.clone(),
+        snippet,
+        snippet_key,
+        token_count: c.token_count,
+        content_hash: c.content_hash,
+        embed_hash: r.embed_hash,
+    }
+}
+
+pub(super) fn record_of(f: &Fields, doc: &TantivyDocument) -> Option<ChunkRecord> {
+    let text = |field| doc.get_first(field).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+    let snippet_key = doc
+        .get_first(f.snippet_key)
+        .and_then(|v| v.as_str())
+        .and_then(|k| u128::from_str_radix(k, 16).ok())
+        .unwrap_or(0);
+    let snippet = (snippet_key != 0).then(|| Snippet {
+        text: text(f.snippet),
+        model: text(f.snippet_model),
+        created_at: u64_of(doc, f.snippet_at),
+    });
+    Some(ChunkRecord {
+        id: doc.get_first(f.id)?.as_u64()?,
+        path: text(f.path),
+        ordinal: u64_of(doc, f.ordinal) as u32,
+        start_line: u64_of(doc, f.start_line) as u32,
+        end_line: u64_of(doc, f.end_line) as u32,
+        start_byte: u64_of(doc, f.start_byte),
+        end_byte: u64_of(doc, f.end_byte),
+        title: text(f.title),
+        heading_path: serde_json::from_str(&text(f.heading_path)).unwrap_or_default(),
+        text: text(f.text),
+        context: text(f.context),
+        snippet,
+        snippet_key,
+        token_count: u64_of(doc, f.token_count) as u32,
+        content_hash: u64_of(doc, f.content_hash),
+        embed_hash: u64_of(doc, f.embed_hash),
+    })
+}
+
+pub(super) fn u64_of(doc: &TantivyDocument, field: tantivy::schema::Field) -> u64 {
+    doc.get_first(field).and_then(|v| v.as_u64()).unwrap_or(0)
+}
+
+/// The words of a path, for BM25: `ops/backup-policy.md` → `ops backup-policy`.
+pub(super) fn path_words(path: &str) -> String {
+    let without_ext = path.rsplit_once('.').map_or(path, |(stem, _)| stem);
+    without_ext.replace('/', " ")
+}
+
+/// The tantivy document a chunk is stored as, with its file's size, mtime and hash.
+pub(super) fn document(f: &Fields, r: &ChunkRecord, file: StoredFileMeta) -> TantivyDocument {
+    let mut doc = TantivyDocument::default();
+    doc.add_u64(f.id, r.id);
+    doc.add_text(f.path, &r.path);
+    doc.add_text(f.path_text, path_words(&r.path));
+    doc.add_u64(f.ordinal, u64::from(r.ordinal));
+    doc.add_u64(f.start_line, r.start_line as u64);
+    doc.add_u64(f.end_line, r.end_line as u64);
+    doc.add_u64(f.start_byte, r.start_byte);
+    doc.add_u64(f.end_byte, r.end_byte);
+    doc.add_text(f.title, &r.title);
+    doc.add_text(f.headings, context::context_headings(&r.title, &r.heading_path).join(" > "));
+    doc.add_text(f.heading_path, serde_json::to_string(&r.heading_path).unwrap_or_default());
+    doc.add_text(f.text, &r.text);
+    doc.add_text(f.context, &r.context);
+    if let Some(snippet) = &r.snippet {
+        doc.add_text(f.snippet, &snippet.text);
+        doc.add_text(f.snippet_key, format!("{:032x}", r.snippet_key));
+        doc.add_text(f.snippet_model, &snippet.model);
+        doc.add_u64(f.snippet_at, snippet.created_at);
+    }
+    doc.add_u64(f.token_count, r.token_count as u64);
+    doc.add_u64(f.content_hash, r.content_hash);
+    doc.add_u64(f.embed_hash, r.embed_hash);
+    doc.add_u64(f.file_size, file.0);
+    doc.add_u64(f.file_mtime, file.1);
+    doc.add_u64(f.file_hash, file.2);
+    doc
+}

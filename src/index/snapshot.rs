@@ -1,0 +1,158 @@
+//! [`Snapshot`]: one commit of the index, read from any thread while the writer goes on.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::schema::IndexRecordOption;
+use tantivy::{DocAddress, Searcher, TantivyDocument, Term};
+
+use super::manifest::Manifest;
+use super::record::{ChunkRecord, StoredFileMeta, record_of, u64_of};
+use super::schema::Fields;
+use super::vectors::VectorIndex;
+use super::{IndexError, TextField, WeightedTerm, read, store_err};
+
+/// One commit of the index, readable from any thread while the writer goes on: the chunk
+/// store as of that commit, its manifest, and the shared vectors (filtered through the
+/// chunk store, so chunks added since are never returned).
+#[derive(Clone)]
+pub struct Snapshot {
+    pub(super) searcher: Searcher,
+    pub(super) fields: Fields,
+    pub(super) vectors: Arc<RwLock<VectorIndex>>,
+    pub(super) manifest: Arc<Manifest>,
+    pub(super) store_dir: PathBuf,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot").field("generation", &self.manifest.generation).finish()
+    }
+}
+
+impl Snapshot {
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// The stored vector of a chunk (f16 precision).
+    pub fn vector_of(&self, id: u64) -> Option<Vec<f32>> {
+        read(&self.vectors).get(id)
+    }
+
+    /// Live vectors (those of chunks being added may already count).
+    pub fn vector_count(&self) -> usize {
+        read(&self.vectors).len()
+    }
+
+    /// Chunks in this commit.
+    pub fn num_docs(&self) -> u64 {
+        self.searcher.num_docs()
+    }
+
+    /// In how many chunks an analysed term occurs in a searched field.
+    pub fn doc_freq(&self, field: TextField, term: &str) -> u64 {
+        self.searcher.doc_freq(&Term::from_field_text(self.fields.searched(field), term)).unwrap_or(0)
+    }
+
+    /// Runs a disjunction of weighted term queries (BM25 per field, each scaled by its
+    /// weight) and returns the ids and scores of the best `limit` chunks.
+    pub fn search_terms(&self, terms: &[WeightedTerm], limit: usize) -> Result<Vec<(u64, f32)>, IndexError> {
+        if terms.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
+            .iter()
+            .map(|t| {
+                let term = Term::from_field_text(self.fields.searched(t.field), &t.term);
+                let q = TermQuery::new(term, IndexRecordOption::WithFreqs);
+                (Occur::Should, Box::new(BoostQuery::new(Box::new(q), t.weight)) as Box<dyn Query>)
+            })
+            .collect();
+        let query = BooleanQuery::new(clauses);
+        let top = self
+            .searcher
+            .search(&query, &TopDocs::with_limit(limit).order_by_score())
+            .map_err(store_err(&self.store_dir))?;
+        let mut out = Vec::with_capacity(top.len());
+        for (score, address) in top {
+            if let Some(id) = self.id_at(address) {
+                out.push((id, score));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The `limit` chunks nearest to `query`, with cosine distances.
+    pub fn nearest(&self, query: &[f32], limit: usize) -> Result<Vec<(u64, f32)>, IndexError> {
+        Ok(read(&self.vectors).search(query, limit)?)
+    }
+
+    fn id_at(&self, address: DocAddress) -> Option<u64> {
+        let segment = self.searcher.segment_reader(address.segment_ord);
+        let ids = segment.fast_fields().u64("id").ok()?;
+        ids.first(address.doc_id)
+    }
+
+    /// The stored chunks with these ids (those that exist in the snapshot).
+    pub fn records(&self, ids: &[u64]) -> Result<HashMap<u64, ChunkRecord>, IndexError> {
+        let mut out = HashMap::with_capacity(ids.len());
+        for &id in ids {
+            let q = TermQuery::new(Term::from_field_u64(self.fields.id, id), IndexRecordOption::Basic);
+            let top = self
+                .searcher
+                .search(&q, &TopDocs::with_limit(1).order_by_score())
+                .map_err(store_err(&self.store_dir))?;
+            if let Some((_, address)) = top.first() {
+                let doc: TantivyDocument = self.searcher.doc(*address).map_err(store_err(&self.store_dir))?;
+                if let Some(r) = record_of(&self.fields, &doc) {
+                    out.insert(id, r);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// All stored chunks of one file, in order.
+    pub fn file_records(&self, path: &str) -> Result<Vec<ChunkRecord>, IndexError> {
+        let q = TermQuery::new(Term::from_field_text(self.fields.path, path), IndexRecordOption::Basic);
+        let limit = (self.searcher.num_docs() as usize).max(1);
+        let top = self
+            .searcher
+            .search(&q, &TopDocs::with_limit(limit).order_by_score())
+            .map_err(store_err(&self.store_dir))?;
+        let mut out = Vec::with_capacity(top.len());
+        for (_, address) in top {
+            let doc: TantivyDocument = self.searcher.doc(address).map_err(store_err(&self.store_dir))?;
+            out.extend(record_of(&self.fields, &doc));
+        }
+        out.sort_by_key(|r| r.ordinal);
+        Ok(out)
+    }
+
+    /// Every chunk of this commit.
+    pub fn all_records(&self) -> Result<Vec<ChunkRecord>, IndexError> {
+        Ok(self.all_records_with_file_meta()?.into_iter().map(|(r, _)| r).collect())
+    }
+
+    /// Every chunk of this commit with its file's size, mtime and hash (to rebuild a manifest).
+    pub(super) fn all_records_with_file_meta(
+        &self,
+    ) -> Result<Vec<(ChunkRecord, StoredFileMeta)>, IndexError> {
+        let searcher = &self.searcher;
+        let mut out = Vec::new();
+        for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+            for doc_id in segment.doc_ids_alive() {
+                let doc: TantivyDocument =
+                    searcher.doc(DocAddress::new(ord as u32, doc_id)).map_err(store_err(&self.store_dir))?;
+                let f = &self.fields;
+                let file = (u64_of(&doc, f.file_size), u64_of(&doc, f.file_mtime), u64_of(&doc, f.file_hash));
+                out.extend(record_of(f, &doc).map(|r| (r, file)));
+            }
+        }
+        Ok(out)
+    }
+}
