@@ -477,6 +477,58 @@ fn a_dead_embedding_server_is_a_clear_error_when_the_engine_opens() {
     assert_eq!(engine.search(&request).unwrap()[0].chunk.path, "ops/backup.md");
 }
 
+#[test]
+fn a_save_is_searchable_by_its_words_while_the_embedding_server_is_down() {
+    let f = Fixture::standard();
+    let server = TestServer::start();
+    let mut config = remote_config(&f, &server, "mini");
+    if let EmbeddingConfig::OpenAi(remote) = &mut config.embedding {
+        remote.dimensions = Some(dimensions());
+    }
+    let mut engine = open(&f, config);
+    engine.fill_pending_vectors_later(true);
+    engine.reconcile(&mut |_| {}).unwrap();
+    while engine.pending_vectors() > 0 {
+        engine.fill_pending_vectors(64).unwrap();
+    }
+    let vectors = engine.index().vector_count();
+
+    // The server goes down; a save must still reach the index, by its words, at once.
+    server.always(Some(Fault::Status(503)));
+    f.write("ops/backup.md", "# Backups\n\nThe quarterly zeppelin audit keeps its own archive.\n");
+    let report = engine.update(&["ops/backup.md".to_string()]).unwrap();
+    assert_eq!(report.files_indexed, 1);
+    let request = SearchRequest {
+        query: "zeppelin audit".into(),
+        limit: 1,
+        mode: SearchMode::Bm25,
+        paths: Vec::new(),
+        expand: Expand::None,
+    };
+    assert_eq!(engine.search(&request).unwrap()[0].chunk.path, "ops/backup.md");
+    assert!(engine.pending_vectors() > 0, "the new text waits for its vector");
+    assert!(engine.fill_pending_vectors(64).is_err(), "the server is still down");
+
+    // When it is back, the pending vectors are filled and the new text is found by meaning.
+    server.always(None);
+    while engine.pending_vectors() > 0 {
+        engine.fill_pending_vectors(64).unwrap();
+    }
+    assert_eq!(engine.index().vector_count(), engine.index().manifest().chunk_count());
+    assert!(engine.index().vector_count() <= vectors + 1);
+    assert!(vector_search(&engine, "zeppelin audit archive")[0].starts_with("ops/backup.md"));
+
+    // An engine that fills its own vectors (no language server around it) reports the
+    // failure, but only after the text is committed.
+    engine.fill_pending_vectors_later(false);
+    server.always(Some(Fault::Status(503)));
+    f.write("ops/pager.md", "# Pager\n\nThe walrus rota changes every Tuesday.\n");
+    let err = engine.update(&["ops/pager.md".to_string()]).unwrap_err().to_string();
+    assert!(err.contains("503"), "{err}");
+    let request = SearchRequest { query: "walrus rota".into(), ..request };
+    assert_eq!(engine.search(&request).unwrap()[0].chunk.path, "ops/pager.md");
+}
+
 /// Runs the real binary in the fixture with `KEY` in its environment.
 fn situate(f: &Fixture, args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_situate"))

@@ -221,7 +221,10 @@ impl Engine {
             let prepared = self.prepare(&file);
             stage(prepared, &self.index, &mut report, &mut changes, &mut skipped);
         }
-        let stats = self.index.apply(changes, self.setup.embedder.as_ref(), VectorTiming::Now)?;
+        // A save never waits on a slow embedder: its texts are committed first and their
+        // vectors follow as pending vectors (the language server fills them between jobs).
+        let timing = VectorTiming::for_embedder(self.setup.embedder.as_ref());
+        let stats = self.index.apply(changes, self.setup.embedder.as_ref(), timing)?;
         report.add(stats);
         // The skip list keeps its entries for other files and takes this call's.
         let mut all_skipped: Vec<Skipped> = self
@@ -237,6 +240,11 @@ impl Engine {
         self.index.set_skipped(all_skipped);
         self.index.commit()?;
         report.skipped = skipped;
+        // Without an owner that fills pending vectors between other work, they are filled
+        // now, after the texts are committed: a failure leaves the words searchable.
+        if timing == VectorTiming::Later && !self.fill_pending_later {
+            self.fill_all_pending(&mut report, &mut |_| {})?;
+        }
         report.seconds = started.elapsed().as_secs_f64();
         Ok(report)
     }
