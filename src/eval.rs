@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::engine::{EngineError, View};
 use crate::search::{Expand, Hit, SearchConfig, SearchMode, SearchRequest};
@@ -38,7 +38,7 @@ pub struct Gold {
 }
 
 /// Recall at each cut-off and MRR@10 over a set of queries.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default)]
 pub struct Metrics {
     pub queries: usize,
     /// Share of queries with a hit in the top k, for k in [`RECALL_AT`].
@@ -53,7 +53,7 @@ pub struct Metrics {
 }
 
 /// How one query went.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct QueryOutcome {
     pub id: String,
     pub kind: String,
@@ -68,7 +68,7 @@ pub struct QueryOutcome {
 }
 
 /// The evaluation of one configuration.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct EvalReport {
     /// What the settings were, for a table row: the mode, or the settings compared.
     pub label: String,

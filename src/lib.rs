@@ -15,5 +15,7 @@ pub mod index;
 pub mod lsp;
 pub mod providers;
 pub mod search;
+pub mod service;
 pub mod snippets;
+pub mod wire;
 pub mod workspace;

@@ -61,8 +61,7 @@ fn engine(f: &Fixture, config: Config) -> Engine {
 
 fn run(engine: &mut Engine) -> SnippetRun {
     engine.reconcile(&mut |_| {}).unwrap();
-    let limits = engine.snippet_setup().unwrap().limits();
-    engine.write_snippets(limits, Totals::default(), &mut |_| {}).unwrap()
+    engine.write_snippets(Totals::default(), &mut |_| {}).unwrap()
 }
 
 fn first_hit(engine: &Engine, query: &str, mode: SearchMode) -> Option<(String, Vec<String>)> {
@@ -88,9 +87,7 @@ fn snippets_land_in_the_index_and_change_what_search_finds() {
     let estimate = engine.snippet_estimate().unwrap();
     assert_eq!(estimate.calls, CHUNKS as u64);
     assert!(estimate.input_tokens > 100, "{estimate:?}");
-
-    let limits = engine.snippet_setup().unwrap().limits();
-    let run = engine.write_snippets(limits, Totals::default(), &mut |_| {}).unwrap();
+    let run = engine.write_snippets(Totals::default(), &mut |_| {}).unwrap();
     assert_eq!(run.end, RunEnd::Finished);
     assert_eq!((run.indexed, run.waiting, run.totals.calls), (CHUNKS, 0, CHUNKS as u64));
     assert_eq!(server.chat_requests().len(), CHUNKS);
@@ -162,8 +159,7 @@ fn editing_one_paragraph_costs_one_call_and_reverting_it_none() {
     // At once: the edited chunk is indexed with its header context, the others with their
     // snippets from the cache.
     assert_eq!(e.snippets_waiting(), 1);
-    let limits = e.snippet_setup().unwrap().limits();
-    let edit = e.write_snippets(limits, Totals::default(), &mut |_| {}).unwrap();
+    let edit = e.write_snippets(Totals::default(), &mut |_| {}).unwrap();
     assert_eq!(edit.totals.calls, 1);
     let sent = server.chat_requests();
     assert_eq!(sent.len(), 1);
@@ -258,8 +254,7 @@ fn changing_the_snippet_model_regenerates_lazily_and_switching_back_is_free() {
     assert_eq!(e.snippets_waiting(), CHUNKS);
     assert_eq!(first_hit(&e, "archival lifespan", SearchMode::Bm25), retention());
     server.clear_requests();
-    let limits = e.snippet_setup().unwrap().limits();
-    let r = e.write_snippets(limits, Totals::default(), &mut |_| {}).unwrap();
+    let r = e.write_snippets(Totals::default(), &mut |_| {}).unwrap();
     assert_eq!(r.totals.calls, CHUNKS as u64);
     assert!(server.chat_requests().iter().all(|r| r.body["model"] == "bigger-chat"));
     drop(e);

@@ -15,11 +15,14 @@ use clap::{Parser, Subcommand};
 
 use crate::compare::{self, Override};
 use crate::config::CONFIG_FILE;
+use crate::engine::OpenMode;
 use crate::engine::{Engine, ReconcileReport, SnippetRun};
 use crate::eval;
-use crate::index::OpenMode;
 use crate::search::{Expand, SearchMode, SearchRequest};
 use crate::snippets::generator::Totals;
+use crate::wire::{
+    ChunkJson, EvalReportJson, HitJson, IndexSummaryJson, ReportJson, SnippetRunJson, StatusJson,
+};
 
 /// Contextual semantic search over the markdown and text files of a folder.
 #[derive(Debug, Parser)]
@@ -238,7 +241,10 @@ fn run(command: Command, config: Option<&Path>) -> Result<()> {
             let report = reconcile(&mut engine, true)?;
             let run = if snippets { Some(write_snippets(&mut engine, json)?) } else { None };
             if json {
-                let summary = IndexSummary { report: &report, snippets: run.as_ref() };
+                let summary = IndexSummaryJson {
+                    report: ReportJson::from(&report),
+                    snippets: run.as_ref().map(SnippetRunJson::from),
+                };
                 serde_json::to_writer_pretty(&mut out, &summary)?;
                 writeln!(out)?;
             } else {
@@ -277,6 +283,7 @@ fn run(command: Command, config: Option<&Path>) -> Result<()> {
             };
             let hits = engine.search(&request)?;
             if json {
+                let hits: Vec<HitJson> = hits.iter().map(HitJson::from).collect();
                 serde_json::to_writer_pretty(&mut out, &hits)?;
                 writeln!(out)?;
             } else {
@@ -288,6 +295,7 @@ fn run(command: Command, config: Option<&Path>) -> Result<()> {
             let (file, line) = split_target(&target);
             let chunks = engine.chunks_at(file, line)?;
             if json {
+                let chunks: Vec<ChunkJson> = chunks.iter().map(ChunkJson::from).collect();
                 serde_json::to_writer_pretty(&mut out, &chunks)?;
                 writeln!(out)?;
             } else {
@@ -323,6 +331,7 @@ fn run(command: Command, config: Option<&Path>) -> Result<()> {
                     .with_context(|| format!("cannot write {}", path.display()))?;
             }
             if json {
+                let reports: Vec<EvalReportJson> = reports.iter().map(EvalReportJson::from).collect();
                 serde_json::to_writer_pretty(&mut out, &reports)?;
                 writeln!(out)?;
             } else {
@@ -332,14 +341,9 @@ fn run(command: Command, config: Option<&Path>) -> Result<()> {
         Command::Lsp { .. } => bail!("`situate lsp` is served on its own"),
         Command::Status { dir, json } => {
             let engine = open(&dir, config, OpenMode::ReadOnly)?;
-            let mut status = engine.status();
-            if let Some(snippets) = status.snippets.as_mut()
-                && snippets.pending > 0
-            {
-                snippets.estimate = Some(engine.snippet_estimate()?);
-            }
+            let status = engine.view().status_with_estimate()?;
             if json {
-                serde_json::to_writer_pretty(&mut out, &status)?;
+                serde_json::to_writer_pretty(&mut out, &StatusJson::from(&status))?;
                 writeln!(out)?;
             } else {
                 render::status(&mut out, &status)?;
@@ -396,7 +400,7 @@ fn open(dir: &Path, config: Option<&Path>, mode: OpenMode) -> Result<Engine> {
     for problem in engine.config_problems() {
         eprintln!("situate: {problem} (using the default)");
     }
-    for note in engine.index().notes() {
+    for note in engine.notes() {
         eprintln!("situate: {note}");
     }
     Ok(engine)
@@ -409,24 +413,14 @@ fn reconcile(engine: &mut Engine, announce: bool) -> Result<ReconcileReport> {
     Ok(report)
 }
 
-/// `situate index --json`: the reconcile report, and the snippet run when there was one.
-#[derive(serde::Serialize)]
-struct IndexSummary<'a> {
-    #[serde(flatten)]
-    report: &'a ReconcileReport,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    snippets: Option<&'a SnippetRun>,
-}
-
 /// Writes the snippets chunks wait for, with the estimate first and a progress bar.
 fn write_snippets(engine: &mut Engine, quiet: bool) -> Result<SnippetRun> {
     let waiting = engine.snippets_waiting();
     if waiting > 0 && !quiet {
         eprintln!("situate: writing {waiting} snippets: {}", engine.snippet_estimate()?);
     }
-    let limits = engine.snippet_setup().map(|s| s.limits()).unwrap_or_default();
     let mut bar = progress::SnippetBar::new();
-    let run = engine.write_snippets(limits, Totals::default(), &mut |p| bar.update(p))?;
+    let run = engine.write_snippets(Totals::default(), &mut |p| bar.update(p))?;
     bar.finish();
     Ok(run)
 }

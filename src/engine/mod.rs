@@ -16,7 +16,8 @@ use std::sync::atomic::AtomicBool;
 
 use crate::chunk::{ChunkConfig, ChunkStrategy};
 use crate::config::{Config, ConfigProblem};
-use crate::index::{ChunkRecord, Index, IndexError, OpenMode};
+pub use crate::index::{ChunkRecord, OpenMode};
+use crate::index::{Index, IndexError};
 use crate::providers::{EmbedError, Embedder, EmbedderIdentity};
 use crate::search::{Hit, SearchError, SearchRequest};
 use crate::snippets::SnippetSetup;
@@ -26,7 +27,8 @@ use crate::workspace;
 pub use report::{
     Progress, ReconcileReport, SnippetProgress, SnippetRun, SnippetStatus, SnippetsApplied, Status,
 };
-pub use view::View;
+pub use snippets::SnippetRunner;
+pub use view::{Freshness, View};
 
 /// Bumped when chunking or context code changes what it produces for the same input.
 const PIPELINE_VERSION: u32 = 1;
@@ -45,6 +47,17 @@ pub enum EngineError {
     #[error("{path} is not an indexed file")]
     NotIndexed { path: String },
 }
+
+impl EngineError {
+    /// The index has never been written (a read-only open before any writer committed).
+    pub fn is_missing_index(&self) -> bool {
+        matches!(self, EngineError::Index(IndexError::Missing { .. }))
+    }
+}
+
+/// When the last commit on disk was made; compared, never read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CommitStamp(Option<std::time::SystemTime>);
 
 /// What does not change while an engine is open: the workspace, its settings and models.
 struct Setup {
@@ -200,6 +213,28 @@ impl Engine {
 
     pub fn index(&self) -> &Index {
         &self.index
+    }
+
+    /// The folder the index lives in.
+    pub fn index_dir(&self) -> &Path {
+        self.index.dir()
+    }
+
+    /// Why parts of the index were rebuilt or repaired when it was opened.
+    pub fn notes(&self) -> &[String] {
+        self.index.notes()
+    }
+
+    /// Whether no process holds the index's writer lock now: a read-only engine may be
+    /// reopened to write.
+    pub fn writer_free(&self) -> bool {
+        self.index.writer_free()
+    }
+
+    /// A stamp of the last commit on disk, by whichever process made it; a read-only
+    /// engine that sees it change reopens to read the new commit.
+    pub fn commit_stamp(&self) -> CommitStamp {
+        CommitStamp(self.index.disk_commit_stamp())
     }
 
     pub fn is_read_only(&self) -> bool {

@@ -1,11 +1,9 @@
 //! What the engine reports: reconcile progress and reports, index status, snippet runs.
 
-use serde::Serialize;
-
 use crate::index::ApplyStats;
 use crate::providers::EmbedderIdentity;
 use crate::snippets::estimate::Estimate;
-use crate::snippets::generator::{RunEnd, Totals};
+use crate::snippets::generator::{Outcome, RunEnd, Totals};
 use crate::workspace::Skipped;
 
 /// How far a reconcile has come.
@@ -20,7 +18,7 @@ pub enum Progress {
 }
 
 /// What a reconcile did.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default)]
 pub struct ReconcileReport {
     /// Files the walk selected.
     pub files_seen: usize,
@@ -39,7 +37,6 @@ pub struct ReconcileReport {
     /// Files decoded with replacement characters.
     pub lossy: Vec<String>,
     /// The run was interrupted; what it did is committed, the rest is left for the next.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
     pub seconds: f64,
 }
@@ -53,7 +50,7 @@ impl ReconcileReport {
 }
 
 /// The state of an index, for `status`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Status {
     pub workspace: String,
     pub index_dir: String,
@@ -75,12 +72,11 @@ pub struct Status {
     /// Why parts of the index were rebuilt when it was opened.
     pub notes: Vec<String>,
     /// LLM-written snippets, when they are on.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub snippets: Option<SnippetStatus>,
 }
 
 /// Snippets in an index, for `status`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct SnippetStatus {
     /// `provider/model@host`.
     pub model: String,
@@ -93,12 +89,11 @@ pub struct SnippetStatus {
     pub max_run_tokens: Option<u64>,
     /// What writing the pending snippets would cost; filled by callers that ask for it
     /// ([`View::snippet_estimate`] counts tokens of every pending request).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub estimate: Option<Estimate>,
 }
 
-/// How far [`Engine::write_snippets`] has come.
-#[derive(Debug, Clone, Copy)]
+/// How far a snippet run has come.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct SnippetProgress {
     /// Jobs answered (or failed) so far, of `total`.
     pub done: usize,
@@ -106,8 +101,18 @@ pub struct SnippetProgress {
     pub totals: Totals,
 }
 
+impl SnippetProgress {
+    /// Counts one job's outcome: its calls and tokens, and, unless it never ran, one more done.
+    pub fn record(&mut self, outcome: &Outcome) {
+        self.totals.count(outcome);
+        if !matches!(outcome, Outcome::NotRun { .. }) {
+            self.done += 1;
+        }
+    }
+}
+
 /// What [`Engine::write_snippets`] did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct SnippetRun {
     /// Calls and tokens, those spent before the run included.
     pub totals: Totals,
@@ -119,7 +124,7 @@ pub struct SnippetRun {
 }
 
 /// What [`Engine::apply_snippets`] did.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct SnippetsApplied {
     /// Chunks re-indexed with their new snippet.
     pub indexed: usize,

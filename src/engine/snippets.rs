@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{Engine, EngineError, SnippetProgress, SnippetRun, SnippetsApplied};
@@ -195,31 +195,43 @@ impl Engine {
         Ok(applied)
     }
 
-    /// Writes the snippets of every chunk waiting for one, within `limits` (with `spent`
-    /// already used from them), committing every second or so as they arrive. Stops early
-    /// when the interrupt flag is set or the model keeps failing; what arrived is kept.
+    /// The run that writes the snippets of every chunk waiting for one and not handed out
+    /// yet, within the configured budget with `spent` already used from it; `None` when
+    /// snippets are off or nothing waits. Chunks whose snippet is in the cache by now are
+    /// indexed at once instead. Every job's outcome must come back through
+    /// [`Engine::apply_snippets`].
+    pub fn snippet_runner(&mut self, spent: Totals) -> Result<Option<SnippetRunner>, EngineError> {
+        let Some(setup) = self.setup.snippets.clone() else { return Ok(None) };
+        let jobs = self.snippet_jobs(usize::MAX)?;
+        if jobs.is_empty() {
+            return Ok(None);
+        }
+        let limits = setup.limits();
+        Ok(Some(SnippetRunner { setup, jobs, limits, spent }))
+    }
+
+    /// Writes the snippets of every chunk waiting for one, within the configured budget
+    /// (with `spent` already used from it), committing every second or so as they arrive.
+    /// Stops early when the interrupt flag is set or the model keeps failing; what arrived
+    /// is kept.
     pub fn write_snippets(
         &mut self,
-        limits: Limits,
         spent: Totals,
         progress: &mut dyn FnMut(&SnippetProgress),
     ) -> Result<SnippetRun, EngineError> {
-        let Some(setup) = self.setup.snippets.clone() else {
-            return Ok(SnippetRun { totals: spent, end: RunEnd::Finished, indexed: 0, waiting: 0 });
+        let Some(runner) = self.snippet_runner(spent)? else {
+            let waiting = self.snippets_waiting();
+            return Ok(SnippetRun { totals: spent, end: RunEnd::Finished, indexed: 0, waiting });
         };
-        let jobs = self.snippet_jobs(usize::MAX)?;
-        let mut state = SnippetProgress { done: 0, total: jobs.len(), totals: spent };
+        let mut state = SnippetProgress { done: 0, total: runner.len(), totals: spent };
         progress(&state);
         let interrupt = Arc::clone(&self.interrupt);
         let mut buffer = Vec::new();
         let mut last_apply = Instant::now();
         let mut indexed = 0;
         let mut failure: Option<EngineError> = None;
-        let end = generator::run(&setup, jobs, limits, spent, &interrupt, &mut |outcome| {
-            state.totals.count(&outcome);
-            if !matches!(outcome, Outcome::NotRun { .. }) {
-                state.done += 1;
-            }
+        let end = runner.run(&interrupt, &mut |outcome| {
+            state.record(&outcome);
             buffer.push(outcome);
             if failure.is_none() && (buffer.len() >= SNIPPET_BATCH || last_apply.elapsed() >= SNIPPET_COMMIT)
             {
@@ -244,6 +256,34 @@ impl Engine {
         }
         let waiting = self.snippets_waiting();
         Ok(SnippetRun { totals: state.totals, end, indexed, waiting })
+    }
+}
+
+/// One run of the snippet model over the chunks that waited when it was made: the same run
+/// for the CLI (on the caller's thread, applying as it goes) and the language server (on a
+/// thread of its own, sending outcomes back to the folder's writer).
+pub struct SnippetRunner {
+    setup: SnippetSetup,
+    jobs: Vec<SnippetJob>,
+    limits: Limits,
+    spent: Totals,
+}
+
+impl SnippetRunner {
+    /// Chunks the run asks about.
+    pub fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// Whether the run has nothing to ask (never the case for a runner the engine made).
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
+    /// Sends the requests, handing each job's outcome to `sink` on this thread, until all
+    /// are answered, the budget is spent, the model keeps failing or `stop` is set.
+    pub fn run(self, stop: &AtomicBool, sink: &mut dyn FnMut(Outcome)) -> RunEnd {
+        generator::run(&self.setup, self.jobs, self.limits, self.spent, stop, sink)
     }
 }
 

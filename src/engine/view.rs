@@ -11,6 +11,22 @@ use crate::index::{ChunkRecord, Snapshot};
 use crate::search::{self, Expand, Hit, SearchConfig, SearchRequest, expand};
 use crate::snippets::estimate::{self, Estimate};
 use crate::snippets::prompt::ChunkInput;
+use crate::workspace;
+
+/// How a file on disk compares with what a view indexed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freshness {
+    /// Indexed as it is on disk.
+    Current,
+    /// Indexed, and changed on disk since.
+    Changed,
+    /// On disk, not indexed.
+    Unindexed,
+    /// Indexed, and gone from disk since.
+    Removed,
+    /// Neither on disk nor indexed.
+    Absent,
+}
 
 /// A read-only view of one commit of an engine's index, with the settings and model that
 /// made it: what searches, hovers and status read. Cheap to clone and to send to another
@@ -130,6 +146,18 @@ impl View {
         }
     }
 
+    /// [`View::status`], with what writing the snippets still waiting would cost when some
+    /// wait (counting it builds every request, so it is only done then).
+    pub fn status_with_estimate(&self) -> Result<Status, EngineError> {
+        let mut status = self.status();
+        if let Some(snippets) = status.snippets.as_mut()
+            && snippets.pending > 0
+        {
+            snippets.estimate = Some(self.snippet_estimate()?);
+        }
+        Ok(status)
+    }
+
     /// What writing the snippets of the chunks still waiting would cost: the requests are
     /// built and their tokens counted, nothing is sent.
     pub fn snippet_estimate(&self) -> Result<Estimate, EngineError> {
@@ -148,6 +176,23 @@ impl View {
             }
         }
         Ok(estimate::estimate(&requests))
+    }
+
+    /// How the file at `rel` (workspace-relative) on disk compares with what this view
+    /// indexed, by size and modification time.
+    pub fn freshness(&self, rel: &str) -> Freshness {
+        match (workspace::stat(&self.setup.root, rel), self.snapshot.manifest().files.get(rel)) {
+            (Ok(f), Some(e)) if e.size == f.size && e.mtime_ns == f.mtime_ns => Freshness::Current,
+            (Ok(_), Some(_)) => Freshness::Changed,
+            (Ok(_), None) => Freshness::Unindexed,
+            (Err(_), Some(_)) => Freshness::Removed,
+            (Err(_), None) => Freshness::Absent,
+        }
+    }
+
+    /// Chunks of the indexed file at `rel` (0 when it is not indexed).
+    pub fn chunk_count(&self, rel: &str) -> usize {
+        self.snapshot.manifest().files.get(rel).map_or(0, |e| e.chunks.len())
     }
 
     /// `path` relative to the workspace root, `/`-separated; `None` when outside it.

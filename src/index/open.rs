@@ -386,6 +386,18 @@ impl Index {
         self.vectors_unchecked
     }
 
+    /// Whether no process holds the writer lock right now (asked, not kept): a read-only
+    /// index may be taken over.
+    pub fn writer_free(&self) -> bool {
+        matches!(WriterLock::try_acquire(&self.layout.lock()), Ok(Some(_)))
+    }
+
+    /// When the last commit on disk was made (by any process), as the file system tells
+    /// it: a reader compares two of these to learn that a writer has committed.
+    pub fn disk_commit_stamp(&self) -> Option<std::time::SystemTime> {
+        std::fs::metadata(self.layout.manifest()).and_then(|m| m.modified()).ok()
+    }
+
     /// Size of the index folder in bytes.
     pub fn disk_bytes(&self) -> u64 {
         dir_bytes(&self.layout.dir)

@@ -1,7 +1,6 @@
 //! How a chunk is stored: the record the index holds for it, what a change to the index
 //! carries (prepared files and chunks, snippet updates), and the chunk's tantivy document.
 
-use serde::{Deserialize, Serialize};
 use tantivy::TantivyDocument;
 use tantivy::schema::Value;
 
@@ -12,7 +11,7 @@ use crate::context;
 use crate::snippets::{Snippet, SnippetSlot};
 
 /// A chunk as the index holds it: where it is, its text and its context.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkRecord {
     pub id: u64,
     pub path: String,
@@ -31,7 +30,6 @@ pub struct ChunkRecord {
     /// reply was rejected).
     pub snippet: Option<Snippet>,
     /// The cache key of `snippet` (0 when there is none).
-    #[serde(skip)]
     pub snippet_key: u128,
     pub token_count: u32,
     pub content_hash: u64,
@@ -113,7 +111,7 @@ impl VectorTiming {
 }
 
 /// What one `apply` did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ApplyStats {
     pub files_written: usize,
     pub files_removed: usize,

@@ -1,14 +1,21 @@
 //! The language server (`situate lsp`): semantic search, hover context and an index that
 //! follows every save, over the Language Server Protocol on stdin/stdout.
 //!
-//! Each workspace folder has its own engine on a writer thread ([`folder`]); handlers
-//! ([`server`]) read the last published view and never wait for indexing.
+//! Each workspace folder has its own engine on a writer thread ([`crate::service`]);
+//! notifications become ordered events ([`events`]), and the request handlers
+//! ([`handlers`]) read the last published views on the blocking pool and never wait for
+//! indexing. Only this module knows the protocol: [`ext`] holds the shapes of situate's own
+//! commands, [`to_proto`] and [`from_proto`] the conversions.
 
-pub mod documents;
-pub mod folder;
-pub mod protocol;
-pub mod server;
-pub mod transport;
+mod capabilities;
+mod documents;
+mod events;
+mod ext;
+mod from_proto;
+mod handlers;
+mod server;
+mod to_proto;
+mod transport;
 
 use std::process::ExitCode;
 use std::sync::Arc;

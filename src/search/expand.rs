@@ -57,7 +57,7 @@ pub struct ExpandSettings {
 }
 
 /// What a hit was widened to: a contiguous run of chunks of its file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expansion {
     pub start_line: u32,
     pub end_line: u32,

@@ -122,10 +122,36 @@ pub struct SearchRequest {
     pub expand: Expand,
 }
 
+/// What a caller may say about a search; what it leaves out comes from the settings.
+#[derive(Debug, Clone, Default)]
+pub struct SearchOptions {
+    pub limit: Option<usize>,
+    pub mode: Option<SearchMode>,
+    pub expand: Option<Expand>,
+    /// Workspace-relative path prefixes.
+    pub paths: Vec<String>,
+}
+
+impl SearchRequest {
+    /// A request for `query` with `options` laid over the configured defaults.
+    pub fn with_defaults(
+        query: impl Into<String>,
+        options: SearchOptions,
+        config: &SearchConfig,
+    ) -> SearchRequest {
+        SearchRequest {
+            query: query.into(),
+            limit: options.limit.unwrap_or(config.limit).max(1),
+            mode: options.mode.unwrap_or(config.mode),
+            paths: options.paths,
+            expand: options.expand.unwrap_or(config.expand),
+        }
+    }
+}
+
 /// One result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Hit {
-    #[serde(flatten)]
     pub chunk: ChunkRecord,
     /// Fused score (higher is better).
     pub score: f32,
@@ -138,7 +164,6 @@ pub struct Hit {
     pub vector_similarity: Option<f32>,
     /// The run of chunks the hit was widened to, when the search asked for expansion. The
     /// fields above still describe the best-matching chunk, where an editor should jump.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub expanded: Option<Expansion>,
 }
 

@@ -21,7 +21,7 @@ pub const CALL_OVERHEAD_TOKENS: u64 = 12;
 pub const MIN_CACHED_PREFIX_TOKENS: u64 = 1024;
 
 /// What a run of snippet calls is expected to cost.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Estimate {
     pub calls: u64,
     /// All input tokens, the cached ones included.

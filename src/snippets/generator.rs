@@ -11,8 +11,6 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError, mpsc};
 
-use serde::Serialize;
-
 use super::{Snippet, SnippetSetup, now_secs, prompt};
 use crate::providers::chat::{ChatRequest, Usage};
 
@@ -52,7 +50,7 @@ impl Outcome {
 }
 
 /// Calls and tokens spent, summed over the runs of a budget period.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Totals {
     /// Calls made, failed ones included.
     pub calls: u64,
@@ -117,8 +115,7 @@ impl Limits {
 }
 
 /// Why a run ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunEnd {
     /// Every job had its turn.
     Finished,

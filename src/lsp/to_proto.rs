@@ -1,123 +1,14 @@
-//! The JSON shapes of situate's commands, and the conversions between engine results and
-//! protocol types (ranges, URIs, hover text).
+//! Conversions from engine and service results to protocol values: ranges in the client's
+//! position encoding, hits as editors show them, hover text, and folder status.
 
-use serde::{Deserialize, Serialize};
-use tower_lsp_server::ls_types::{Position, Range, Uri};
+use tower_lsp_server::ls_types::{Location, OneOf, Position, Range, SymbolKind, Uri, WorkspaceSymbol};
 
 use super::documents::Encoding;
-use super::folder::{Live, Phase, SnippetLive};
-use crate::engine::Status;
-use crate::index::ChunkRecord;
-use crate::search::Hit;
-use crate::search::{Expand, Expansion, SearchMode};
-
-/// The commands `workspace/executeCommand` knows.
-pub const COMMANDS: [&str; 4] = ["situate.search", "situate.similar", "situate.reindex", "situate.status"];
-
-/// `situate.search`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SearchParams {
-    pub query: String,
-    pub limit: Option<usize>,
-    pub mode: Option<SearchMode>,
-    /// `none`, `window` or `merge` (default: the `search.expand` setting).
-    pub expand: Option<Expand>,
-    /// Workspace-relative path prefixes.
-    #[serde(default)]
-    pub paths: Vec<String>,
-}
-
-/// `situate.similar`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SimilarParams {
-    pub uri: Uri,
-    pub position: Position,
-    pub limit: Option<usize>,
-}
-
-/// `situate.reindex`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReindexParams {
-    pub uri: Option<Uri>,
-}
-
-/// The answer to `situate.search` and `situate.similar`.
-#[derive(Debug, Serialize)]
-pub struct SearchAnswer {
-    /// Some folder is still being indexed: hits come from its last commit.
-    pub indexing: bool,
-    pub hits: Vec<HitInfo>,
-}
-
-/// One hit as editors show it.
-#[derive(Debug, Clone, Serialize)]
-pub struct HitInfo {
-    pub uri: Uri,
-    pub range: Range,
-    /// Workspace-relative path.
-    pub path: String,
-    pub title: String,
-    pub heading_path: Vec<String>,
-    /// The context indexed with the chunk (its header).
-    pub context: String,
-    pub score: f32,
-    /// The first line of text below the chunk's heading, shortened.
-    pub preview: String,
-    /// With `expand`: the wider passage around the hit (its range and exact text).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub expanded: Option<ExpandedInfo>,
-}
-
-/// The passage a hit was widened to.
-#[derive(Debug, Clone, Serialize)]
-pub struct ExpandedInfo {
-    pub range: Range,
-    pub heading_path: Vec<String>,
-    pub text: String,
-}
-
-/// One folder in the answer to `situate.status`.
-#[derive(Debug, Serialize)]
-pub struct FolderStatus {
-    pub root: String,
-    /// `opening`, `indexing`, `ready`, `read-only` or `failed`.
-    pub phase: Phase,
-    pub indexing: Option<IndexingProgress>,
-    /// Files changed but not yet indexed (workspace-relative).
-    pub pending: Vec<String>,
-    /// Chunks searchable by their words whose vectors are still being computed.
-    pub vectors_pending: usize,
-    pub errors: Vec<String>,
-    /// The snippet queue, when snippets are on.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub snippets: Option<SnippetLive>,
-    /// The index as of its last commit (absent until it has been opened).
-    pub index: Option<Status>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct IndexingProgress {
-    pub done: usize,
-    pub total: usize,
-}
-
-impl FolderStatus {
-    pub fn new(root: String, live: Live, index: Option<Status>) -> FolderStatus {
-        FolderStatus {
-            root,
-            phase: live.phase,
-            indexing: live.progress.map(|(done, total)| IndexingProgress { done, total }),
-            pending: live.pending.into_iter().collect(),
-            vectors_pending: live.vectors_pending,
-            errors: live.errors,
-            snippets: live.snippets,
-            index,
-        }
-    }
-}
+use super::ext::{self, ExpandedInfo, FolderStatus, HitInfo, IndexingProgress};
+use crate::engine::{ChunkRecord, Status};
+use crate::search::{Expansion, Hit};
+use crate::service::{self, FolderState, Passage, SnippetLive};
+use crate::wire::{StatusJson, TotalsJson};
 
 /// The range a chunk covers: from the start of its first line to the end of its last.
 pub fn chunk_range(chunk: &ChunkRecord, encoding: Encoding) -> Range {
@@ -158,6 +49,7 @@ pub fn preview(text: &str, max: usize) -> String {
     cut
 }
 
+/// A hit as editors show it, at `uri`.
 pub fn hit_info(hit: &Hit, uri: Uri, encoding: Encoding) -> HitInfo {
     let c = &hit.chunk;
     HitInfo {
@@ -186,8 +78,18 @@ pub struct Staleness {
     pub snippets_on: bool,
 }
 
-/// The hover text for a chunk: where it sits, the context it was indexed with, and
-/// whether it is current.
+impl Staleness {
+    /// What the service knows about a passage, and whether its buffer has unsaved edits.
+    pub fn of(passage: &Passage, unsaved: bool) -> Staleness {
+        Staleness {
+            unsaved,
+            changed_on_disk: passage.changed_on_disk,
+            pending: passage.pending,
+            snippets_on: passage.snippets_on,
+        }
+    }
+}
+
 /// A Unix time as a UTC date and time ("2026-11-21 14:05 UTC").
 fn date(unix_secs: u64) -> String {
     let days = (unix_secs / 86_400) as i64;
@@ -205,6 +107,8 @@ fn date(unix_secs: u64) -> String {
     format!("{year}-{month:02}-{day:02} {hour:02}:{minute:02} UTC")
 }
 
+/// The hover text for a chunk: where it sits, the context it was indexed with, and
+/// whether it is current.
 pub fn hover_markdown(chunk: &ChunkRecord, chunks_in_file: usize, stale: Staleness) -> String {
     let mut out = String::new();
     let place = if chunk.heading_path.is_empty() {
@@ -246,6 +150,62 @@ pub fn hover_markdown(chunk: &ChunkRecord, chunks_in_file: usize, stale: Stalene
         out.push_str("\n⏳ A reindex of this file is pending.\n");
     }
     out
+}
+
+/// A hit as a workspace symbol: "<heading> — <preview>" in "<path> · <heading path>".
+pub fn workspace_symbol(h: HitInfo) -> WorkspaceSymbol {
+    WorkspaceSymbol {
+        name: match h.heading_path.last() {
+            Some(heading) => format!("{heading} — {}", h.preview),
+            None => format!("{} — {}", h.title, h.preview),
+        },
+        kind: SymbolKind::STRING,
+        tags: None,
+        container_name: Some(format!("{} · {}", h.path, h.heading_path.join(" › "))),
+        location: OneOf::Left(Location { uri: h.uri, range: h.range }),
+        data: None,
+    }
+}
+
+/// One folder's status on the wire.
+pub fn folder_status(root: String, state: FolderState, index: Option<&Status>) -> FolderStatus {
+    FolderStatus {
+        root,
+        phase: phase(state.phase),
+        indexing: state.progress.map(|(done, total)| IndexingProgress { done, total }),
+        pending: state.pending.into_iter().collect(),
+        vectors_pending: state.vectors_pending,
+        errors: state.errors,
+        snippets: state.snippets.as_ref().map(snippet_queue),
+        index: index.map(StatusJson::from),
+    }
+}
+
+fn phase(phase: service::Phase) -> ext::Phase {
+    match phase {
+        service::Phase::Opening => ext::Phase::Opening,
+        service::Phase::Indexing => ext::Phase::Indexing,
+        service::Phase::Ready => ext::Phase::Ready,
+        service::Phase::ReadOnly => ext::Phase::ReadOnly,
+        service::Phase::Failed => ext::Phase::Failed,
+    }
+}
+
+fn snippet_queue(live: &SnippetLive) -> ext::SnippetQueue {
+    let state = match live.state {
+        service::SnippetState::Idle => ext::SnippetState::Idle,
+        service::SnippetState::Running => ext::SnippetState::Running,
+        service::SnippetState::Paused => ext::SnippetState::Paused,
+        service::SnippetState::Stopped => ext::SnippetState::Stopped,
+    };
+    ext::SnippetQueue {
+        state,
+        reason: live.reason.clone(),
+        done: live.done,
+        total: live.total,
+        totals: TotalsJson::from(&live.totals),
+        retry_at: live.retry_at,
+    }
 }
 
 #[cfg(test)]

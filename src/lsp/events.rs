@@ -1,0 +1,298 @@
+//! The one task that applies state changes in the order their notifications arrived
+//! (buffers, folders, settings, saves, watched files), and the task that passes the folder
+//! writers' notices on to the client as `$/progress` and `window/showMessage`.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
+
+use serde_json::Value;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::sync::oneshot;
+use tower_lsp_server::Client;
+use tower_lsp_server::ls_types::*;
+
+use super::documents::{Documents, Encoding};
+use super::from_proto::file_path;
+use super::server::State;
+use crate::config::{CONFIG_FILE, Config};
+use crate::service::{Embedders, Folder, Job, Notice};
+
+/// What `initialize` learned, for the event task.
+#[derive(Debug)]
+pub struct Setup {
+    pub folders: Vec<PathBuf>,
+    pub settings: Option<Value>,
+    pub encoding: Encoding,
+    pub watch_files: bool,
+    pub progress: bool,
+}
+
+/// Changes that must be applied in order.
+#[derive(Debug)]
+pub enum Event {
+    Initialize(Setup),
+    Start,
+    Open {
+        uri: Uri,
+        text: String,
+        version: i32,
+    },
+    Change {
+        uri: Uri,
+        version: i32,
+        changes: Vec<TextDocumentContentChangeEvent>,
+    },
+    Save {
+        uri: Uri,
+        text: Option<String>,
+    },
+    Close {
+        uri: Uri,
+    },
+    Watched(Vec<FileEvent>),
+    Configure(Value),
+    Folders {
+        added: Vec<PathBuf>,
+        removed: Vec<PathBuf>,
+    },
+    /// Answered once every event before it has been applied.
+    Barrier(oneshot::Sender<()>),
+    Shutdown(oneshot::Sender<()>),
+}
+
+/// The task that applies events in order.
+pub struct EventTask {
+    client: Client,
+    state: Arc<State>,
+    setup: Option<Setup>,
+    embedders: Arc<Embedders>,
+    notices: Option<UnboundedSender<Notice>>,
+}
+
+impl EventTask {
+    pub fn new(client: Client, state: Arc<State>) -> EventTask {
+        EventTask { client, state, setup: None, embedders: Arc::default(), notices: None }
+    }
+
+    pub async fn run(mut self, mut events: UnboundedReceiver<Event>) {
+        while let Some(event) = events.recv().await {
+            self.apply(event).await;
+        }
+    }
+
+    async fn apply(&mut self, event: Event) {
+        match event {
+            Event::Initialize(setup) => {
+                let _ = self.state.encoding.set(setup.encoding);
+                self.setup = Some(setup);
+            }
+            Event::Start => self.start().await,
+            Event::Open { uri, text, version } => self.documents().open(uri, text, version),
+            Event::Change { uri, version, changes } => {
+                let encoding = self.state.encoding();
+                if let Err(e) = self.documents().change(&uri, version, changes, encoding) {
+                    tracing::warn!("didChange of {}: {e}", uri.as_str());
+                }
+            }
+            Event::Save { uri, text } => {
+                self.documents().saved(&uri, text);
+                if let Ok(path) = file_path(&uri)
+                    && let Some(folder) = self.state.folder_of(&path)
+                {
+                    folder.update(vec![path], None);
+                }
+            }
+            Event::Close { uri } => self.documents().close(&uri),
+            Event::Watched(changes) => self.watched(changes),
+            Event::Configure(settings) => {
+                // Clients send either the section itself or an object holding it.
+                let settings = match settings {
+                    Value::Object(mut map) if map.contains_key("situate") => map.remove("situate"),
+                    Value::Null => None,
+                    other => Some(other),
+                };
+                if let Some(setup) = self.setup.as_mut() {
+                    setup.settings = settings.clone();
+                }
+                for folder in self.state.folders() {
+                    folder.send(Job::Configure { settings: settings.clone() });
+                }
+            }
+            Event::Folders { added, removed } => {
+                let gone: Vec<Arc<Folder>> =
+                    self.state.folders().into_iter().filter(|f| removed.contains(&f.root)).collect();
+                self.state
+                    .folders
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .retain(|f| !removed.contains(&f.root));
+                stop_all(gone).await;
+                for root in added {
+                    self.add_folder(root);
+                }
+            }
+            Event::Barrier(done) => {
+                let _ = done.send(());
+            }
+            Event::Shutdown(done) => {
+                self.state.shut_down.store(true, Ordering::Relaxed);
+                let folders =
+                    std::mem::take(&mut *self.state.folders.write().unwrap_or_else(PoisonError::into_inner));
+                stop_all(folders).await;
+                let _ = done.send(());
+            }
+        }
+    }
+
+    fn documents(&self) -> std::sync::RwLockWriteGuard<'_, Documents> {
+        self.state.documents.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    async fn start(&mut self) {
+        let Some(setup) = self.setup.as_ref() else { return };
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(report(self.client.clone(), rx, setup.progress));
+        let (folders, watch_files) = (setup.folders.clone(), setup.watch_files);
+        self.notices = Some(tx);
+        if folders.is_empty() {
+            self.client
+                .show_message(
+                    MessageType::WARNING,
+                    "situate: no local workspace folder is open; nothing to index",
+                )
+                .await;
+        }
+        for root in folders {
+            self.add_folder(root);
+        }
+        if watch_files {
+            self.watch_files().await;
+        }
+    }
+
+    fn add_folder(&mut self, root: PathBuf) {
+        let (Some(setup), Some(notices)) = (&self.setup, &self.notices) else { return };
+        let root = root.canonicalize().unwrap_or(root);
+        if self.state.folders().iter().any(|f| f.root == root) {
+            return;
+        }
+        let folder =
+            Folder::start(root, setup.settings.clone(), Arc::clone(&self.embedders), notices.clone());
+        self.state.folders.write().unwrap_or_else(PoisonError::into_inner).push(folder);
+    }
+
+    /// Asks the client to report changes to the files situate indexes, and to its
+    /// settings file.
+    async fn watch_files(&self) {
+        let mut extensions: Vec<String> = Vec::new();
+        for folder in self.state.folders() {
+            let config = Config::load_layered(
+                &folder.root,
+                None,
+                self.setup.as_ref().and_then(|s| s.settings.as_ref()),
+            )
+            .config;
+            for e in config.walk.extensions {
+                if !extensions.contains(&e) {
+                    extensions.push(e);
+                }
+            }
+        }
+        if extensions.is_empty() {
+            extensions = crate::workspace::WalkConfig::default().extensions;
+        }
+        let mut watchers = vec![FileSystemWatcher {
+            glob_pattern: GlobPattern::String(format!("**/*.{{{}}}", extensions.join(","))),
+            kind: None,
+        }];
+        watchers.push(FileSystemWatcher {
+            glob_pattern: GlobPattern::String(format!("**/{}", CONFIG_FILE)),
+            kind: None,
+        });
+        let options = DidChangeWatchedFilesRegistrationOptions { watchers };
+        let registration = Registration {
+            id: "situate-watched-files".to_string(),
+            method: "workspace/didChangeWatchedFiles".to_string(),
+            register_options: serde_json::to_value(options).ok(),
+        };
+        if let Err(e) = self.client.register_capability(vec![registration]).await {
+            tracing::warn!("the client refused file watching: {e}");
+        }
+    }
+
+    /// Files changed outside the editor: one batch per folder. A changed settings file
+    /// reopens its folder with the new settings.
+    fn watched(&self, changes: Vec<FileEvent>) {
+        let mut batches: Vec<(Arc<Folder>, Vec<PathBuf>)> = Vec::new();
+        let mut reconfigure: Vec<Arc<Folder>> = Vec::new();
+        for change in changes {
+            let Ok(path) = file_path(&change.uri) else { continue };
+            let Some(folder) = self.state.folder_of(&path) else { continue };
+            if path == folder.root.join(CONFIG_FILE) {
+                if !reconfigure.iter().any(|f| Arc::ptr_eq(f, &folder)) {
+                    reconfigure.push(folder);
+                }
+                continue;
+            }
+            match batches.iter_mut().find(|(f, _)| Arc::ptr_eq(f, &folder)) {
+                Some((_, paths)) => paths.push(path),
+                None => batches.push((folder, vec![path])),
+            }
+        }
+        for (folder, paths) in batches {
+            folder.update(paths, None);
+        }
+        let settings = self.setup.as_ref().and_then(|s| s.settings.clone());
+        for folder in reconfigure {
+            folder.send(Job::Configure { settings: settings.clone() });
+        }
+    }
+}
+
+async fn stop_all(folders: Vec<Arc<Folder>>) {
+    if folders.is_empty() {
+        return;
+    }
+    let _ = tokio::task::spawn_blocking(move || {
+        for folder in folders {
+            folder.stop();
+        }
+    })
+    .await;
+}
+
+/// Sends the writers' notices to the client: progress as `$/progress` (when the client
+/// supports it) and problems as one `window/showMessage` each.
+async fn report(client: Client, mut notices: UnboundedReceiver<Notice>, progress: bool) {
+    let mut shown: HashSet<String> = HashSet::new();
+    let mut ongoing = std::collections::HashMap::new();
+    while let Some(notice) = notices.recv().await {
+        match notice {
+            Notice::ProgressBegin { token, title } if progress => {
+                let t = ProgressToken::String(token.clone());
+                if client.create_work_done_progress(t.clone()).await.is_ok() {
+                    let p = client.progress(t, title).with_percentage(0).begin().await;
+                    ongoing.insert(token, p);
+                }
+            }
+            Notice::ProgressReport { token, message, percentage } => {
+                if let Some(p) = ongoing.get(&token) {
+                    p.report_with_message(message, percentage).await;
+                }
+            }
+            Notice::ProgressEnd { token, message } => {
+                if let Some(p) = ongoing.remove(&token) {
+                    p.finish_with_message(message).await;
+                }
+            }
+            Notice::Problem(message) => {
+                if shown.insert(message.clone()) {
+                    client.show_message(MessageType::WARNING, format!("situate: {message}")).await;
+                }
+            }
+            Notice::ProgressBegin { .. } => {}
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! The request handlers. Each converts its parameters, makes one call into the service on the
+//! blocking pool (through [`blocking`]: reads touch the index and the disk), and converts the
+//! answer back. None changes shared state; those that read what notifications write (open
+//! buffers, folders) first wait for the events queued before them.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError};
+
+use tokio::sync::oneshot;
+use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
+use tower_lsp_server::ls_types::*;
+
+use super::documents::{Encoding, offset_of};
+use super::ext::{
+    FolderReport, ReindexAnswer, ReindexParams, SearchAnswer, SearchParams, SimilarParams, StatusAnswer,
+};
+use super::from_proto::file_path;
+use super::server::Backend;
+use super::to_proto::{self, Staleness};
+use crate::search::{Expand, Hit, SearchOptions};
+use crate::service::{self, Folder, Job};
+use crate::wire::ReportJson;
+
+/// Hits returned to a workspace-symbol request.
+const SYMBOL_LIMIT: usize = 30;
+
+/// Runs a read off the async threads, so that index and disk work never holds up the
+/// protocol.
+pub async fn blocking<T: Send + 'static>(read: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(read).await.map_err(internal)?
+}
+
+impl Backend {
+    pub(super) async fn handle_search(&self, params: SearchParams) -> Result<SearchAnswer> {
+        if params.query.trim().is_empty() {
+            return Err(Error::invalid_params("`query` is empty"));
+        }
+        // Folders are set up by `initialized`, which may still be queued.
+        self.barrier().await;
+        let (folders, encoding) = (self.state.folders(), self.state.encoding());
+        let options = SearchOptions {
+            limit: params.limit,
+            mode: params.mode,
+            expand: params.expand,
+            paths: params.paths,
+        };
+        let found =
+            blocking(move || service::search(&folders, &params.query, &options).map_err(internal)).await?;
+        let hits = found.hits.iter().filter_map(|(root, hit)| hit_info(hit, root, encoding)).collect();
+        Ok(SearchAnswer { indexing: found.indexing, hits })
+    }
+
+    pub(super) async fn handle_similar(&self, params: SimilarParams) -> Result<SearchAnswer> {
+        self.barrier().await;
+        let (folder, path) = self.file_in_workspace(&params.uri)?;
+        self.check_position(&params.uri, &path, params.position).await?;
+        let rel = folder.relative(&path).unwrap_or_default();
+        let (line, encoding, root) = (params.position.line + 1, self.state.encoding(), folder.root.clone());
+        let related = blocking(move || folder.related(&rel, line, params.limit).map_err(internal)).await?;
+        let related = related
+            .ok_or_else(|| Error::invalid_params(format!("{} is not indexed (yet)", path.display())))?;
+        let hits = related.hits.iter().filter_map(|h| hit_info(h, &root, encoding)).collect();
+        Ok(SearchAnswer { indexing: related.indexing, hits })
+    }
+
+    pub(super) async fn handle_reindex(&self, params: ReindexParams) -> Result<ReindexAnswer> {
+        self.barrier().await;
+        if let Some(uri) = params.uri {
+            let (folder, path) = self.file_in_workspace(&uri)?;
+            let (tx, rx) = oneshot::channel();
+            folder.update(vec![path.clone()], Some(tx));
+            let report = rx.await.map_err(internal)?.map_err(invalid_request)?;
+            return Ok(ReindexAnswer::File {
+                path: folder.relative(&path),
+                report: ReportJson::from(&report),
+            });
+        }
+        let mut folders = Vec::new();
+        for folder in self.state.folders() {
+            let (tx, rx) = oneshot::channel();
+            // A full reindex also starts a new snippet budget period.
+            folder.send(Job::NewSnippetPeriod);
+            folder.send(Job::Reconcile { reply: Some(tx) });
+            let report = rx.await.map_err(internal)?.map_err(invalid_request)?;
+            folders.push(FolderReport { root: folder.root.display().to_string(), report: (&report).into() });
+        }
+        Ok(ReindexAnswer::Folders { folders })
+    }
+
+    pub(super) async fn handle_status(&self) -> Result<StatusAnswer> {
+        self.barrier().await;
+        let folders = self.state.folders();
+        let folders = blocking(move || {
+            let status = |f: &Arc<Folder>| {
+                let (state, index) = f.status();
+                to_proto::folder_status(f.root.display().to_string(), state, index.as_ref())
+            };
+            Ok(folders.iter().map(status).collect())
+        })
+        .await?;
+        Ok(StatusAnswer { folders })
+    }
+
+    pub(super) async fn handle_hover(&self, params: HoverParams) -> Result<Option<Hover>> {
+        self.barrier().await;
+        let p = params.text_document_position_params;
+        // Hovering anywhere outside indexed files is normal: no answer, no error.
+        let Ok((folder, path)) = self.file_in_workspace(&p.text_document.uri) else { return Ok(None) };
+        self.check_position(&p.text_document.uri, &path, p.position).await?;
+        let Some(rel) = folder.relative(&path) else { return Ok(None) };
+        let line = p.position.line + 1;
+        let Some(passage) = blocking(move || Ok(folder.passage_at(&rel, line))).await? else {
+            return Ok(None);
+        };
+        let stale = Staleness::of(&passage, self.unsaved(&p.text_document.uri));
+        let markdown = to_proto::hover_markdown(&passage.chunk, passage.chunks_in_file, stale);
+        Ok(Some(Hover {
+            contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value: markdown }),
+            range: Some(to_proto::chunk_range(&passage.chunk, self.state.encoding())),
+        }))
+    }
+
+    pub(super) async fn handle_symbol(
+        &self,
+        params: WorkspaceSymbolParams,
+    ) -> Result<Option<WorkspaceSymbolResponse>> {
+        if params.query.trim().is_empty() {
+            return Ok(Some(WorkspaceSymbolResponse::Nested(Vec::new())));
+        }
+        let search = SearchParams {
+            query: params.query,
+            limit: Some(SYMBOL_LIMIT),
+            mode: None,
+            expand: Some(Expand::None),
+            paths: Vec::new(),
+        };
+        let hits = self.handle_search(search).await?.hits;
+        Ok(Some(WorkspaceSymbolResponse::Nested(hits.into_iter().map(to_proto::workspace_symbol).collect())))
+    }
+
+    /// The workspace folder and path of a `file:` URI inside the workspace.
+    fn file_in_workspace(&self, uri: &Uri) -> Result<(Arc<Folder>, PathBuf)> {
+        let path = file_path(uri)?;
+        let folder = self.state.folder_of(&path).ok_or_else(|| {
+            Error::invalid_params(format!("{} is outside the workspace folders", uri.as_str()))
+        })?;
+        Ok((folder, path))
+    }
+
+    /// Whether the buffer of `uri` has edits not saved yet.
+    fn unsaved(&self, uri: &Uri) -> bool {
+        let docs = self.state.documents.read().unwrap_or_else(PoisonError::into_inner);
+        docs.get(uri).is_some_and(|d| d.dirty)
+    }
+
+    /// An error when `position` is past the end of the document (the open buffer, or the
+    /// file on disk).
+    async fn check_position(&self, uri: &Uri, path: &Path, position: Position) -> Result<()> {
+        let buffer = {
+            let docs = self.state.documents.read().unwrap_or_else(PoisonError::into_inner);
+            docs.get(uri).map(|doc| doc.text.clone())
+        };
+        let (path, encoding) = (path.to_path_buf(), self.state.encoding());
+        blocking(move || {
+            let text = match buffer {
+                Some(text) => text,
+                None => match std::fs::read(&path) {
+                    Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                    Err(e) => {
+                        return Err(Error::invalid_params(format!("cannot read {}: {e}", path.display())));
+                    }
+                },
+            };
+            offset_of(&text, position, encoding).map(|_| ()).map_err(|e| Error::invalid_params(e.to_string()))
+        })
+        .await
+    }
+}
+
+fn hit_info(hit: &Hit, root: &Path, encoding: Encoding) -> Option<super::ext::HitInfo> {
+    let uri = Uri::from_file_path(root.join(&hit.chunk.path))?;
+    Some(to_proto::hit_info(hit, uri, encoding))
+}
+
+pub fn internal(e: impl std::fmt::Display) -> Error {
+    Error { code: ErrorCode::InternalError, message: e.to_string().into(), data: None }
+}
+
+/// A request that cannot be carried out in the server's state (a read-only index).
+fn invalid_request(message: String) -> Error {
+    Error { code: ErrorCode::InvalidRequest, message: message.into(), data: None }
+}

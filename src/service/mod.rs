@@ -1,0 +1,272 @@
+//! The language server's work on its workspace folders, without the protocol: each folder has
+//! a writer thread that owns the folder's engine and applies jobs in the order they came
+//! (saves and watcher events, reconciles, new settings, snippets), and publishes a [`View`]
+//! and a [`FolderState`] that request handlers read without ever waiting for it.
+//!
+//! It knows nothing of LSP: what the editor should hear comes out as [`Notice`]s, and
+//! answers to jobs as plain reports.
+
+mod batch;
+mod read;
+mod snippet_queue;
+mod takeover;
+mod worker;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::oneshot;
+
+use crate::engine::{Engine, ReconcileReport, View};
+use crate::providers::{Embedder, EmbeddingConfig};
+use crate::snippets::generator::{Outcome, RunEnd};
+use crate::workspace;
+pub use read::{FolderHits, Passage, Related, search};
+pub use snippet_queue::{SnippetLive, SnippetState};
+use worker::Worker;
+
+/// The answer to a job that someone waits for.
+pub type Reply = oneshot::Sender<Result<ReconcileReport, String>>;
+
+/// Work for a folder's writer.
+#[derive(Debug)]
+pub enum Job {
+    /// Re-read these files (absolute paths).
+    Update {
+        paths: Vec<String>,
+        reply: Option<Reply>,
+    },
+    /// Walk the folder and bring the index in line with it.
+    Reconcile {
+        reply: Option<Reply>,
+    },
+    /// New editor settings: reopen with them and reconcile.
+    Configure {
+        settings: Option<serde_json::Value>,
+    },
+    /// Snippets that came back from the model (or failed), to index.
+    Snippets(Vec<Outcome>),
+    /// The snippet run of this number has ended.
+    SnippetRunEnded {
+        run: u32,
+        end: RunEnd,
+    },
+    /// Start a new snippet budget period (and retry a stopped run now).
+    NewSnippetPeriod,
+    Stop,
+}
+
+/// What the writer tells the editor.
+#[derive(Debug, Clone)]
+pub enum Notice {
+    ProgressBegin {
+        token: String,
+        title: String,
+    },
+    ProgressReport {
+        token: String,
+        message: String,
+        percentage: u32,
+    },
+    ProgressEnd {
+        token: String,
+        message: String,
+    },
+    /// A problem the user must fix; shown once.
+    Problem(String),
+}
+
+/// What the writer is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Opening,
+    Indexing,
+    Ready,
+    /// Another process writes the index; this one serves it as that one commits.
+    ReadOnly,
+    /// The index could not be opened (see `errors`).
+    Failed,
+}
+
+/// A folder's state as status reports it, beside its index.
+#[derive(Debug, Clone)]
+pub struct FolderState {
+    pub phase: Phase,
+    /// Files done and to do in the running reconcile.
+    pub progress: Option<(usize, usize)>,
+    /// Workspace-relative paths changed but not yet indexed.
+    pub pending: BTreeSet<String>,
+    /// Problems met so far (the latest last).
+    pub errors: Vec<String>,
+    pub last_run: Option<ReconcileReport>,
+    /// Chunks searchable by their words whose vectors are still being computed.
+    pub vectors_pending: usize,
+    /// The snippet queue, when snippets are on.
+    pub snippets: Option<SnippetLive>,
+}
+
+impl FolderState {
+    /// Whether the folder's index is being built or rebuilt, so that answers come from an
+    /// older commit.
+    pub fn indexing(&self) -> bool {
+        matches!(self.phase, Phase::Opening | Phase::Indexing)
+    }
+
+    /// Drops the pending paths that `view` has indexed as they now are on disk (and those
+    /// that are gone and no longer indexed).
+    fn prune_pending(&mut self, view: &View) {
+        use crate::engine::Freshness;
+        self.pending.retain(|rel| !matches!(view.freshness(rel), Freshness::Current | Freshness::Absent));
+    }
+}
+
+/// Builds embedders once per process and shares them between folders.
+#[derive(Default)]
+pub struct Embedders {
+    built: Mutex<Vec<(EmbeddingConfig, Arc<dyn Embedder>)>>,
+}
+
+impl Embedders {
+    fn get(&self, config: &EmbeddingConfig) -> Result<Arc<dyn Embedder>, String> {
+        let mut built = lock(&self.built);
+        if let Some((_, e)) = built.iter().find(|(c, _)| c == config) {
+            return Ok(Arc::clone(e));
+        }
+        let embedder = crate::providers::build(config).map_err(|e| e.to_string())?;
+        built.push((config.clone(), Arc::clone(&embedder)));
+        Ok(embedder)
+    }
+}
+
+/// One workspace folder.
+pub struct Folder {
+    pub root: PathBuf,
+    view: RwLock<Option<View>>,
+    state: Mutex<FolderState>,
+    jobs: Mutex<Sender<Job>>,
+    /// The running engine's interrupt flag, to cut a long reconcile short at shutdown.
+    interrupt: Mutex<Option<Arc<AtomicBool>>>,
+    /// The running snippet run's stop flag.
+    snippet_stop: Mutex<Option<Arc<AtomicBool>>>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Folder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Folder").field("root", &self.root).finish()
+    }
+}
+
+impl Folder {
+    /// Starts the folder's writer: it opens the index, publishes it, and reconciles it.
+    pub fn start(
+        root: PathBuf,
+        settings: Option<serde_json::Value>,
+        embedders: Arc<Embedders>,
+        notices: UnboundedSender<Notice>,
+    ) -> Arc<Folder> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let folder = Arc::new(Folder {
+            root,
+            view: RwLock::new(None),
+            state: Mutex::new(FolderState {
+                phase: Phase::Opening,
+                progress: None,
+                pending: BTreeSet::new(),
+                errors: Vec::new(),
+                last_run: None,
+                vectors_pending: 0,
+                snippets: None,
+            }),
+            jobs: Mutex::new(tx),
+            interrupt: Mutex::new(None),
+            snippet_stop: Mutex::new(None),
+            thread: Mutex::new(None),
+        });
+        let worker = Worker::new(Arc::clone(&folder), rx, notices, embedders, settings);
+        let name = format!("situate-writer-{}", folder.name());
+        let handle = std::thread::Builder::new().name(name).spawn(move || worker.run());
+        match handle {
+            Ok(h) => *lock(&folder.thread) = Some(h),
+            Err(e) => folder.fail(format!("cannot start the indexing thread: {e}")),
+        }
+        folder
+    }
+
+    /// The folder's name, for messages.
+    pub fn name(&self) -> String {
+        self.root.file_name().map_or_else(|| self.root.display().to_string(), |n| n.to_string_lossy().into())
+    }
+
+    /// The last published view (`None` until the index has been opened).
+    pub fn view(&self) -> Option<View> {
+        self.view.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// The folder's state as of now.
+    pub fn state(&self) -> FolderState {
+        lock(&self.state).clone()
+    }
+
+    /// `path` relative to this folder, when it lies inside it.
+    pub fn relative(&self, path: &Path) -> Option<String> {
+        workspace::relative_path(&self.root, path)
+    }
+
+    /// Queues files to re-read; they show as pending until indexed.
+    pub fn update(&self, paths: Vec<PathBuf>, reply: Option<Reply>) {
+        {
+            let mut state = lock(&self.state);
+            state.pending.extend(paths.iter().filter_map(|p| self.relative(p)));
+        }
+        let paths = paths.into_iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        self.send(Job::Update { paths, reply });
+    }
+
+    pub fn send(&self, job: Job) {
+        if let Err(std::sync::mpsc::SendError(job)) = lock(&self.jobs).send(job) {
+            tracing::warn!(folder = %self.root.display(), "writer has stopped; dropped {job:?}");
+        }
+    }
+
+    /// Stops the writer: a running reconcile commits what it has and ends; queued work is
+    /// dropped, and the snippet queue sends no new request. Waits for the thread.
+    pub fn stop(&self) {
+        if let Some(flag) = lock(&self.interrupt).as_ref() {
+            flag.store(true, Ordering::Relaxed);
+        }
+        if let Some(flag) = lock(&self.snippet_stop).as_ref() {
+            flag.store(true, Ordering::Relaxed);
+        }
+        self.send(Job::Stop);
+        if let Some(handle) = lock(&self.thread).take() {
+            let _ = handle.join();
+        }
+    }
+
+    fn publish(&self, engine: &Engine) {
+        self.publish_with(engine, |_| {});
+    }
+
+    /// Publishes the engine's last commit together with the state change it brings, so
+    /// that no reader sees the new view with the old state after it.
+    fn publish_with(&self, engine: &Engine, update: impl FnOnce(&mut FolderState)) {
+        let mut state = lock(&self.state);
+        update(&mut state);
+        *self.view.write().unwrap_or_else(PoisonError::into_inner) = Some(engine.view());
+    }
+
+    fn fail(&self, message: String) {
+        let mut state = lock(&self.state);
+        state.phase = Phase::Failed;
+        state.errors.push(message);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}

@@ -1,0 +1,125 @@
+//! What an index run did, as `situate index --json` prints it and `situate.reindex` answers.
+
+use serde::Serialize;
+
+use super::status::TotalsJson;
+use crate::engine::{ReconcileReport, SnippetRun};
+use crate::snippets::generator::RunEnd;
+use crate::workspace::{SkipReason, Skipped};
+
+/// A reconcile's report.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReportJson {
+    pub files_seen: usize,
+    pub files_unchanged: usize,
+    pub files_indexed: usize,
+    pub files_touched: usize,
+    pub files_removed: usize,
+    pub chunks_written: usize,
+    pub vectors_embedded: usize,
+    pub vectors_reused: usize,
+    pub vectors_refilled: usize,
+    pub skipped: Vec<SkippedJson>,
+    pub lossy: Vec<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
+    pub seconds: f64,
+}
+
+/// A file left out, and why (`reason`, with the reason's own fields beside it).
+#[derive(Debug, Clone, Serialize)]
+pub struct SkippedJson {
+    pub path: String,
+    #[serde(flatten)]
+    pub reason: SkipReasonJson,
+}
+
+/// Why a file was left out.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum SkipReasonJson {
+    TooLarge { size: u64, limit: u64 },
+    Binary,
+    Unreadable { error: String },
+}
+
+/// `situate index --json`: the report, and the snippet run when there was one.
+#[derive(Debug, Clone, Serialize)]
+pub struct IndexSummaryJson {
+    #[serde(flatten)]
+    pub report: ReportJson,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snippets: Option<SnippetRunJson>,
+}
+
+/// What `situate index --snippets` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct SnippetRunJson {
+    pub totals: TotalsJson,
+    pub end: RunEndJson,
+    pub indexed: usize,
+    pub waiting: usize,
+}
+
+/// Why a snippet run ended (`kind`, and the last error of a failing model).
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RunEndJson {
+    Finished,
+    BudgetReached,
+    Failing { error: String },
+    Interrupted,
+}
+
+impl From<&Skipped> for SkippedJson {
+    fn from(s: &Skipped) -> Self {
+        let reason = match &s.reason {
+            SkipReason::TooLarge { size, limit } => SkipReasonJson::TooLarge { size: *size, limit: *limit },
+            SkipReason::Binary => SkipReasonJson::Binary,
+            SkipReason::Unreadable { error } => SkipReasonJson::Unreadable { error: error.clone() },
+        };
+        SkippedJson { path: s.path.clone(), reason }
+    }
+}
+
+impl From<&ReconcileReport> for ReportJson {
+    fn from(r: &ReconcileReport) -> Self {
+        ReportJson {
+            files_seen: r.files_seen,
+            files_unchanged: r.files_unchanged,
+            files_indexed: r.files_indexed,
+            files_touched: r.files_touched,
+            files_removed: r.files_removed,
+            chunks_written: r.chunks_written,
+            vectors_embedded: r.vectors_embedded,
+            vectors_reused: r.vectors_reused,
+            vectors_refilled: r.vectors_refilled,
+            skipped: r.skipped.iter().map(SkippedJson::from).collect(),
+            lossy: r.lossy.clone(),
+            interrupted: r.interrupted,
+            seconds: r.seconds,
+        }
+    }
+}
+
+impl From<&RunEnd> for RunEndJson {
+    fn from(e: &RunEnd) -> Self {
+        match e {
+            RunEnd::Finished => RunEndJson::Finished,
+            RunEnd::BudgetReached => RunEndJson::BudgetReached,
+            RunEnd::Failing { error } => RunEndJson::Failing { error: error.clone() },
+            RunEnd::Interrupted => RunEndJson::Interrupted,
+        }
+    }
+}
+
+impl From<&SnippetRun> for SnippetRunJson {
+    fn from(r: &SnippetRun) -> Self {
+        SnippetRunJson {
+            totals: TotalsJson::from(&r.totals),
+            end: RunEndJson::from(&r.end),
+            indexed: r.indexed,
+            waiting: r.waiting,
+        }
+    }
+}

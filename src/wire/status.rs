@@ -1,0 +1,140 @@
+//! The state of an index, as `situate status --json` prints it and `situate.status` sends it
+//! under `index`.
+
+use serde::Serialize;
+
+use super::report::SkippedJson;
+use crate::engine::{SnippetStatus, Status};
+use crate::providers::EmbedderIdentity;
+use crate::snippets::estimate::Estimate;
+use crate::snippets::generator::Totals;
+
+/// Files, chunks, model and health of an index.
+#[derive(Debug, Clone, Serialize)]
+pub struct StatusJson {
+    pub workspace: String,
+    pub index_dir: String,
+    pub read_only: bool,
+    pub other_writer: bool,
+    pub files: usize,
+    pub chunks: usize,
+    pub vectors: usize,
+    pub embedder: EmbedderJson,
+    pub last_commit: u64,
+    pub generation: u64,
+    pub disk_bytes: u64,
+    pub skipped: Vec<SkippedJson>,
+    pub config_problems: Vec<String>,
+    pub notes: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snippets: Option<SnippetStatusJson>,
+}
+
+/// Which model made the vectors.
+#[derive(Debug, Clone, Serialize)]
+pub struct EmbedderJson {
+    pub provider: String,
+    pub model: String,
+    pub dimensions: usize,
+}
+
+/// Snippets in an index: done, waiting, the budget, and what the rest would cost.
+#[derive(Debug, Clone, Serialize)]
+pub struct SnippetStatusJson {
+    pub model: String,
+    pub mode: String,
+    pub done: usize,
+    pub pending: usize,
+    pub max_calls: Option<u64>,
+    pub max_run_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<EstimateJson>,
+}
+
+/// What a run of snippet calls is expected to cost.
+#[derive(Debug, Clone, Serialize)]
+pub struct EstimateJson {
+    pub calls: u64,
+    pub input_tokens: u64,
+    pub cached_input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// Calls and tokens spent.
+#[derive(Debug, Clone, Serialize)]
+pub struct TotalsJson {
+    pub calls: u64,
+    pub failed: u64,
+    pub rejected: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+}
+
+impl From<&Totals> for TotalsJson {
+    fn from(t: &Totals) -> Self {
+        TotalsJson {
+            calls: t.calls,
+            failed: t.failed,
+            rejected: t.rejected,
+            input_tokens: t.input_tokens,
+            output_tokens: t.output_tokens,
+            cache_read_tokens: t.cache_read_tokens,
+            cache_write_tokens: t.cache_write_tokens,
+        }
+    }
+}
+
+impl From<&Estimate> for EstimateJson {
+    fn from(e: &Estimate) -> Self {
+        EstimateJson {
+            calls: e.calls,
+            input_tokens: e.input_tokens,
+            cached_input_tokens: e.cached_input_tokens,
+            output_tokens: e.output_tokens,
+        }
+    }
+}
+
+impl From<&EmbedderIdentity> for EmbedderJson {
+    fn from(e: &EmbedderIdentity) -> Self {
+        EmbedderJson { provider: e.provider.clone(), model: e.model.clone(), dimensions: e.dimensions }
+    }
+}
+
+impl From<&SnippetStatus> for SnippetStatusJson {
+    fn from(s: &SnippetStatus) -> Self {
+        SnippetStatusJson {
+            model: s.model.clone(),
+            mode: s.mode.clone(),
+            done: s.done,
+            pending: s.pending,
+            max_calls: s.max_calls,
+            max_run_tokens: s.max_run_tokens,
+            estimate: s.estimate.as_ref().map(EstimateJson::from),
+        }
+    }
+}
+
+impl From<&Status> for StatusJson {
+    fn from(s: &Status) -> Self {
+        StatusJson {
+            workspace: s.workspace.clone(),
+            index_dir: s.index_dir.clone(),
+            read_only: s.read_only,
+            other_writer: s.other_writer,
+            files: s.files,
+            chunks: s.chunks,
+            vectors: s.vectors,
+            embedder: EmbedderJson::from(&s.embedder),
+            last_commit: s.last_commit,
+            generation: s.generation,
+            disk_bytes: s.disk_bytes,
+            skipped: s.skipped.iter().map(SkippedJson::from).collect(),
+            config_problems: s.config_problems.clone(),
+            notes: s.notes.clone(),
+            snippets: s.snippets.as_ref().map(SnippetStatusJson::from),
+        }
+    }
+}
