@@ -1,0 +1,469 @@
+//! Configuration in two stages: a raw, all-optional form read from `situate.toml` (or, later,
+//! from an editor's settings) and the validated [`Config`] the engine runs on.
+//!
+//! A bad value never stops anything: it is reported as a [`ConfigProblem`] naming the key,
+//! and the default is used in its place. Unknown keys are reported the same way.
+
+mod layer;
+mod raw;
+mod validate;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::chunk::ChunkConfig;
+use crate::context::ContextConfig;
+use crate::providers::EmbeddingConfig;
+use crate::search::SearchConfig;
+use crate::snippets::SnippetConfig;
+use crate::workspace::WalkConfig;
+use layer::merge_json;
+use raw::RawConfig;
+use validate::Validator;
+
+/// The file name of the per-workspace configuration.
+pub const CONFIG_FILE: &str = "situate.toml";
+
+/// Everything the engine needs to know, validated.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Config {
+    /// Where the index lives; `None` means the per-workspace folder in the user's cache dir.
+    pub index_dir: Option<PathBuf>,
+    pub walk: WalkConfig,
+    pub chunk: ChunkConfig,
+    pub context: ContextConfig,
+    pub search: SearchConfig,
+    pub embedding: EmbeddingConfig,
+    /// LLM-written snippets; `None` (off) unless a `[snippets]` table is present.
+    pub snippets: Option<SnippetConfig>,
+}
+
+/// A problem with one configuration key; the default was used instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigProblem {
+    /// Dotted key, e.g. `chunk.max_tokens`.
+    pub key: String,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "config key `{}`: {}", self.key, self.message)
+    }
+}
+
+/// A configuration and the problems met while reading it.
+#[derive(Debug, Clone, Default)]
+pub struct LoadedConfig {
+    pub config: Config,
+    pub problems: Vec<ConfigProblem>,
+    /// The file it was read from, if any.
+    pub source: Option<PathBuf>,
+}
+
+/// A problem with the settings file as a whole.
+fn file_problem(message: String) -> ConfigProblem {
+    ConfigProblem { key: CONFIG_FILE.to_string(), message }
+}
+
+impl Config {
+    /// Reads `situate.toml` from `root` if it exists. A missing file is not a problem; an
+    /// unreadable or unparsable one is reported and the defaults are used.
+    pub fn load(root: &Path) -> LoadedConfig {
+        let path = root.join(CONFIG_FILE);
+        if !path.exists() {
+            return LoadedConfig::default();
+        }
+        Config::load_file(&path)
+    }
+
+    /// Reads a settings file; a missing or unreadable one is reported and the defaults used.
+    pub fn load_file(path: &Path) -> LoadedConfig {
+        let path = path.to_path_buf();
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                let mut loaded = Config::from_toml(&text);
+                loaded.source = Some(path);
+                loaded
+            }
+            Err(e) => LoadedConfig {
+                config: Config::default(),
+                problems: vec![file_problem(format!("cannot read {}: {e}", path.display()))],
+                source: Some(path),
+            },
+        }
+    }
+
+    /// Validates a TOML document.
+    pub fn from_toml(text: &str) -> LoadedConfig {
+        let deserializer = toml::Deserializer::parse(text);
+        match deserializer {
+            Ok(de) => Config::from_deserializer(de),
+            Err(e) => LoadedConfig {
+                config: Config::default(),
+                problems: vec![file_problem(format!("not valid TOML: {}", e.message()))],
+                source: None,
+            },
+        }
+    }
+
+    /// The workspace's settings file (or `config_file`) with an editor's settings laid over
+    /// it: a key set in `overrides` wins, tables merge key by key, and `null` leaves the
+    /// file's value. Problems of both layers are reported.
+    pub fn load_layered(
+        root: &Path,
+        config_file: Option<&Path>,
+        overrides: Option<&serde_json::Value>,
+    ) -> LoadedConfig {
+        let path = config_file.map_or_else(|| root.join(CONFIG_FILE), Path::to_path_buf);
+        let Some(overrides) = overrides.filter(|o| !o.is_null()) else {
+            return if config_file.is_some() || path.exists() {
+                Config::load_file(&path)
+            } else {
+                LoadedConfig::default()
+            };
+        };
+        let mut problems = Vec::new();
+        let mut base = serde_json::Value::Object(serde_json::Map::new());
+        if config_file.is_some() || path.exists() {
+            match std::fs::read_to_string(&path) {
+                Ok(text) => match toml::from_str::<serde_json::Value>(&text) {
+                    Ok(value) => base = value,
+                    Err(e) => problems.push(file_problem(format!("not valid TOML: {}", e.message()))),
+                },
+                Err(e) => problems.push(file_problem(format!("cannot read {}: {e}", path.display()))),
+            }
+        }
+        // An empty list stands for an empty table (editors that cannot tell them apart).
+        let empty = serde_json::Value::Object(serde_json::Map::new());
+        let overrides = if overrides.as_array().is_some_and(Vec::is_empty) { &empty } else { overrides };
+        if !overrides.is_object() {
+            problems.push(ConfigProblem {
+                key: "(editor settings)".to_string(),
+                message: format!("must be an object of situate.toml keys, got {overrides}"),
+            });
+        } else {
+            merge_json(&mut base, overrides);
+        }
+        let mut loaded = Config::from_json(base);
+        problems.append(&mut loaded.problems);
+        loaded.problems = problems;
+        loaded.source = path.exists().then_some(path);
+        loaded
+    }
+
+    /// Validates a JSON object with the same keys (editor settings).
+    pub fn from_json(value: serde_json::Value) -> LoadedConfig {
+        Config::from_deserializer(value)
+    }
+
+    fn from_deserializer<'de, D: serde::Deserializer<'de>>(de: D) -> LoadedConfig
+    where
+        D::Error: fmt::Display,
+    {
+        let mut unknown = Vec::new();
+        let raw: Result<RawConfig, _> = serde_ignored::deserialize(de, |path| unknown.push(path.to_string()));
+        let mut v = Validator { problems: Vec::new() };
+        for key in unknown {
+            v.problem(&key, "unknown key (ignored)");
+        }
+        let raw = match raw {
+            Ok(raw) => raw,
+            Err(e) => {
+                // Only the shape of a whole table can fail here (e.g. `chunk = 3`).
+                v.problem("(document)", format!("{e}"));
+                RawConfig::default()
+            }
+        };
+        let config = Config::validate(raw, &mut v);
+        LoadedConfig { config, problems: v.problems, source: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chunk::ChunkStrategy;
+    use crate::providers::TRANSFORMER_BUILT;
+    use crate::providers::openai::OpenAiEmbeddingConfig;
+    use crate::search::{Expand, SearchMode};
+
+    fn keys(loaded: &LoadedConfig) -> Vec<&str> {
+        loaded.problems.iter().map(|p| p.key.as_str()).collect()
+    }
+
+    #[test]
+    fn empty_document_gives_defaults_and_no_problems() {
+        let loaded = Config::from_toml("");
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+        assert_eq!(loaded.config, Config::default());
+    }
+
+    #[test]
+    fn valid_values_are_taken() {
+        let loaded = Config::from_toml(
+            r#"
+            exclude = ["drafts/**"]
+            [chunk]
+            strategy = "fixed"
+            max_tokens = 256
+            overlap_tokens = 32
+            semantic_threshold = 1.5
+            [search]
+            mode = "bm25"
+            rrf_k = 20
+            expand = "merge"
+            window = 2
+            merge_share = 0.75
+            "#,
+        );
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+        let c = loaded.config;
+        assert_eq!(c.chunk.strategy, ChunkStrategy::Fixed);
+        assert_eq!(c.chunk.max_tokens, 256);
+        assert_eq!(c.chunk.overlap_tokens, 32);
+        assert_eq!(c.chunk.semantic_threshold, 1.5);
+        assert_eq!(c.search.mode, SearchMode::Bm25);
+        assert_eq!(c.search.rrf_k, 20.0);
+        assert_eq!(c.search.expand, Expand::Merge);
+        assert_eq!(c.search.window, 2);
+        assert_eq!(c.search.merge_share, 0.75);
+        assert_eq!(c.walk.exclude, vec!["drafts/**".to_string()]);
+    }
+
+    #[test]
+    fn bad_values_name_their_key_and_fall_back_to_the_default() {
+        let loaded = Config::from_toml(
+            r#"
+            max_file_bytes = "big"
+            [chunk]
+            max_tokens = 3
+            strategy = "paragraphs"
+            [search]
+            mode = "fuzzy"
+            bm25_weight = -1.0
+            limit = 5
+            expand = "sideways"
+            merge_share = 0.0
+            "#,
+        );
+        let mut k = keys(&loaded);
+        k.sort();
+        assert_eq!(
+            k,
+            [
+                "chunk.max_tokens",
+                "chunk.strategy",
+                "max_file_bytes",
+                "search.bm25_weight",
+                "search.expand",
+                "search.merge_share",
+                "search.mode"
+            ]
+        );
+        let d = Config::default();
+        assert_eq!(loaded.config.chunk.max_tokens, d.chunk.max_tokens);
+        assert_eq!(loaded.config.search.mode, d.search.mode);
+        assert_eq!(loaded.config.walk.max_file_bytes, d.walk.max_file_bytes);
+        // A good value next to bad ones is still taken.
+        assert_eq!(loaded.config.search.limit, 5);
+        let shown = loaded.problems.iter().find(|p| p.key == "search.mode").unwrap().to_string();
+        assert!(shown.contains("search.mode") && shown.contains("fuzzy"), "{shown}");
+    }
+
+    #[test]
+    fn unknown_keys_are_reported() {
+        let loaded = Config::from_toml("[chunk]\nmax_token = 200\n[colour]\nred = 1\n");
+        let k = keys(&loaded);
+        assert!(k.contains(&"chunk.max_token"), "{k:?}");
+        assert!(k.contains(&"colour"), "{k:?}");
+    }
+
+    #[test]
+    fn broken_toml_is_a_problem_not_a_failure() {
+        let loaded = Config::from_toml("[chunk\nmax_tokens = ");
+        assert_eq!(keys(&loaded), [CONFIG_FILE]);
+        assert_eq!(loaded.config, Config::default());
+    }
+
+    #[test]
+    fn bad_template_and_glob_are_rejected() {
+        let loaded = Config::from_toml("include = [\"a/[\"]\n[context]\nheader_template = \"Doc {name}\"\n");
+        let mut k = keys(&loaded);
+        k.sort();
+        assert_eq!(k, ["context.header_template", "include"]);
+    }
+
+    #[test]
+    fn overlap_must_stay_below_half_the_budget() {
+        let loaded = Config::from_toml("[chunk]\nmax_tokens = 100\noverlap_tokens = 60\n");
+        assert_eq!(keys(&loaded), ["chunk.overlap_tokens"]);
+        assert_eq!(loaded.config.chunk.max_tokens, 100);
+    }
+
+    #[test]
+    fn semantic_strategy_and_its_threshold_are_read() {
+        let loaded = Config::from_toml("[chunk]\nstrategy = \"semantic\"\nsemantic_threshold = 2.5\n");
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+        assert_eq!(loaded.config.chunk.strategy, ChunkStrategy::Semantic);
+        assert_eq!(loaded.config.chunk.semantic_threshold, 2.5);
+        let loaded = Config::from_toml("[chunk]\nsemantic_threshold = -1\n");
+        assert_eq!(keys(&loaded), ["chunk.semantic_threshold"]);
+        assert_eq!(loaded.config.chunk.semantic_threshold, Config::default().chunk.semantic_threshold);
+    }
+
+    #[test]
+    fn json_settings_use_the_same_keys() {
+        let loaded = Config::from_json(serde_json::json!({
+            "search": {"mode": "vector", "limit": "ten"},
+            "embedding": {"provider": "static"}
+        }));
+        assert_eq!(keys(&loaded), ["search.limit"]);
+        assert_eq!(loaded.config.search.mode, SearchMode::Vector);
+    }
+
+    #[test]
+    fn unknown_provider_is_reported() {
+        let loaded = Config::from_toml("[embedding]\nprovider = \"magic\"\nmodel_path = \"/m\"\n");
+        assert_eq!(keys(&loaded), ["embedding.provider"]);
+        // The path was meant for another provider: the built-in model is used, not that path.
+        assert_eq!(loaded.config.embedding, EmbeddingConfig::Static { model_path: None });
+    }
+
+    #[test]
+    fn transformer_provider_takes_its_settings_or_says_how_to_get_it() {
+        let loaded = Config::from_toml(
+            "[embedding]\nprovider = \"transformer\"\nmodel_path = \"/models/minilm\"\nbatch_size = 8\n",
+        );
+        if TRANSFORMER_BUILT {
+            assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+            assert_eq!(
+                loaded.config.embedding,
+                EmbeddingConfig::Transformer {
+                    model_path: PathBuf::from("/models/minilm"),
+                    batch_size: Some(8),
+                    max_tokens: None,
+                }
+            );
+        } else {
+            assert_eq!(keys(&loaded), ["embedding.provider"]);
+            let message = &loaded.problems[0].message;
+            assert!(message.contains("--features transformer"), "{message}");
+            assert_eq!(loaded.config.embedding, EmbeddingConfig::Static { model_path: None });
+        }
+    }
+
+    #[test]
+    fn transformer_settings_are_checked() {
+        let loaded =
+            Config::from_toml("[embedding]\nprovider = \"transformer\"\nmax_tokens = 2\nbatch_size = 0\n");
+        let mut k = keys(&loaded);
+        k.sort();
+        let missing = if TRANSFORMER_BUILT { "embedding.model_path" } else { "embedding.provider" };
+        let mut expected = vec!["embedding.batch_size", "embedding.max_tokens", missing];
+        expected.sort();
+        assert_eq!(k, expected);
+        assert_eq!(loaded.config.embedding, EmbeddingConfig::Static { model_path: None });
+        // Settings of the transformer are not silently taken by the static model.
+        let loaded = Config::from_toml("[embedding]\nmax_tokens = 128\n");
+        assert_eq!(keys(&loaded), ["embedding.max_tokens"]);
+    }
+
+    #[test]
+    fn an_openai_compatible_embedding_server_is_configured() {
+        let loaded = Config::from_toml(
+            "[embedding]\nprovider = \"openai\"\nmodel = \"nomic-embed-text\"\n\
+             base_url = \"http://localhost:11434/v1\"\ndimensions = 768\nbatch_size = 16\n\
+             timeout_secs = 5\nmax_retries = 1\napi_key_env = \"PATH\"\n",
+        );
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+        let EmbeddingConfig::OpenAi(c) = loaded.config.embedding else {
+            panic!("{:?}", loaded.config.embedding)
+        };
+        assert_eq!(
+            c,
+            OpenAiEmbeddingConfig {
+                model: "nomic-embed-text".into(),
+                base_url: "http://localhost:11434/v1".into(),
+                api_key_env: Some("PATH".into()),
+                dimensions: Some(768),
+                batch_size: 16,
+                timeout_secs: 5,
+                max_retries: 1,
+            }
+        );
+        let loaded = Config::from_toml("[embedding]\nprovider = \"openai\"\nmodel = \"m\"\n");
+        assert_eq!(loaded.config.embedding, EmbeddingConfig::OpenAi(OpenAiEmbeddingConfig::new("m")));
+    }
+
+    #[test]
+    fn openai_settings_name_their_problems() {
+        let loaded = Config::from_toml("[embedding]\nprovider = \"openai\"\n");
+        assert_eq!(keys(&loaded), ["embedding.model"]);
+        assert_eq!(loaded.config.embedding, Config::default().embedding, "the static model stands in");
+
+        let loaded = Config::from_toml(
+            "[embedding]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"localhost:1234\"\n\
+             batch_size = 0\napi_key_env = \"SITUATE_TEST_SURELY_UNSET_KEY\"\ndimensions = 0\n",
+        );
+        let mut k = keys(&loaded);
+        k.sort();
+        assert_eq!(
+            k,
+            ["embedding.api_key_env", "embedding.base_url", "embedding.batch_size", "embedding.dimensions"]
+        );
+        let unset = loaded.problems.iter().find(|p| p.key == "embedding.api_key_env").unwrap();
+        assert!(unset.message.contains("SITUATE_TEST_SURELY_UNSET_KEY is not set"), "{unset}");
+        let EmbeddingConfig::OpenAi(c) = loaded.config.embedding else { panic!() };
+        assert_eq!(
+            (c.base_url.as_str(), c.batch_size, c.dimensions),
+            (crate::providers::openai::DEFAULT_BASE_URL, 64, None)
+        );
+        assert_eq!(
+            c.api_key_env.as_deref(),
+            Some("SITUATE_TEST_SURELY_UNSET_KEY"),
+            "kept, so the error names it"
+        );
+    }
+
+    #[test]
+    fn editor_settings_override_the_file_key_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "exclude = [\"drafts/**\"]\n[search]\nlimit = 7\nmode = \"bm25\"\n[chunk]\nmax_tokens = 300\n",
+        )
+        .unwrap();
+        let overrides = serde_json::json!({
+            "search": { "limit": 20, "mode": null },
+            "chunk": { "overlap_tokens": null },
+            "context": { "header_template": null },
+        });
+        let loaded = Config::load_layered(dir.path(), None, Some(&overrides));
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+        let c = loaded.config;
+        assert_eq!(c.search.limit, 20);
+        assert_eq!(c.search.mode, SearchMode::Bm25, "null keeps the file's value");
+        assert_eq!(c.chunk.max_tokens, 300);
+        assert_eq!(c.walk.exclude, ["drafts/**"]);
+        assert_eq!(c.context.header_template, crate::context::DEFAULT_HEADER_TEMPLATE);
+
+        let bad = serde_json::json!({ "search": { "limit": "many" }, "colour": "blue" });
+        let loaded = Config::load_layered(dir.path(), None, Some(&bad));
+        let keys: Vec<&str> = loaded.problems.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(keys, ["colour", "search.limit"]);
+        assert_eq!(loaded.config.search.limit, Config::default().search.limit);
+
+        let lua_empty = serde_json::json!({ "search": [], "exclude": [] });
+        let loaded = Config::load_layered(dir.path(), None, Some(&lua_empty));
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+        assert_eq!(loaded.config.search.limit, 7);
+        assert!(loaded.config.walk.exclude.is_empty(), "an empty list still clears a list");
+        assert!(Config::load_layered(dir.path(), None, Some(&serde_json::json!([]))).problems.is_empty());
+
+        let loaded = Config::load_layered(dir.path(), None, Some(&serde_json::json!([1])));
+        assert_eq!(loaded.problems[0].key, "(editor settings)");
+        assert_eq!(loaded.config.search.limit, 7);
+        assert_eq!(Config::load_layered(dir.path(), None, None).config.search.limit, 7);
+    }
+}
