@@ -1,0 +1,70 @@
+//! `situate search`: one query against the index, brought up to date first.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use super::{ExpandArg, ModeArg, open, reconcile, render, warn_skips};
+use crate::engine::OpenMode;
+use crate::search::{SearchOptions, SearchRequest};
+use crate::wire::HitJson;
+
+/// Search the index (brought up to date first).
+#[derive(Debug, clap::Args)]
+pub struct SearchArgs {
+    /// What to look for, in plain words.
+    pub query: String,
+    /// The workspace folder.
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+    /// How many hits.
+    #[arg(short = 'k', long = "limit")]
+    pub limit: Option<usize>,
+    /// Which retrieval to use.
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// Only hits under these workspace-relative paths (repeatable).
+    #[arg(long = "path")]
+    pub paths: Vec<String>,
+    /// Print hits as a JSON array.
+    #[arg(long)]
+    pub json: bool,
+    /// Show each arm's rank and score.
+    #[arg(long)]
+    pub explain: bool,
+    /// Search the index as it is, without reconciling it with the files first.
+    #[arg(long)]
+    pub no_update: bool,
+    /// Widen each hit with its context: its neighbouring chunks (`window`) or its whole
+    /// section when enough of it matched (`merge`). Default: `search.expand`.
+    #[arg(long, value_enum)]
+    pub expand: Option<ExpandArg>,
+}
+
+pub fn run(args: SearchArgs, config: Option<&Path>, out: &mut impl Write) -> Result<()> {
+    let mode = if args.no_update { OpenMode::ReadOnly } else { OpenMode::Write };
+    let mut engine = open(&args.dir, config, mode)?;
+    if !args.no_update {
+        if engine.is_read_only() {
+            eprintln!("situate: another process is updating the index; searching it as it is");
+        } else {
+            warn_skips(&reconcile(&mut engine, false)?);
+        }
+    }
+    let options = SearchOptions {
+        limit: args.limit,
+        mode: args.mode.map(Into::into),
+        expand: args.expand.map(Into::into),
+        paths: args.paths,
+    };
+    let hits = engine.search(&SearchRequest::with_defaults(args.query, options, &engine.config().search))?;
+    if args.json {
+        let hits: Vec<HitJson> = hits.iter().map(HitJson::from).collect();
+        serde_json::to_writer_pretty(&mut *out, &hits)?;
+        writeln!(out)?;
+    } else {
+        render::hits(out, &hits, args.explain)?;
+    }
+    Ok(())
+}
