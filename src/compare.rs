@@ -14,9 +14,8 @@
 
 use crate::config::Config;
 use crate::context::ContextConfig;
-use crate::engine::{Engine, EngineError};
+use crate::engine::{Engine, EngineError, OpenMode};
 use crate::eval::{self, EvalError, EvalQuery, EvalReport};
-use crate::index::OpenMode;
 use crate::providers::EmbeddingConfig;
 use crate::workspace::WalkConfig;
 

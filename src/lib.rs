@@ -1,8 +1,10 @@
 //! situate: contextual semantic search over the markdown and text files of a workspace.
 //!
-//! The engine (`workspace` → `chunk` → `context` → `providers` → `index` → `search` →
-//! `expand`, driven by `engine`) speaks plain data; `cli` is the only module that prints, and
-//! `lsp` serves the same engine to editors.
+//! Modules are layered (ARCHITECTURE.md, "Layers"), each importing only from below:
+//! `chunk`, `context`, `providers` → `workspace`, `snippets` → `index` → `search` →
+//! `config` → `engine` → `eval` → `compare`, `service` → `wire` → `lsp` → `cli`. The
+//! engine speaks plain data; `cli` is the only module that prints, and `lsp` the only one
+//! that knows the Language Server Protocol.
 
 pub mod chunk;
 pub mod cli;

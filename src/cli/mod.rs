@@ -91,7 +91,10 @@ pub fn main() -> ExitCode {
     init_logging();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Lsp { .. } => return crate::lsp::serve_stdio(),
+        Command::Lsp { .. } => match crate::lsp::serve_stdio() {
+            Ok(code) => return code,
+            Err(e) => Err(anyhow::Error::new(e).context("cannot start the language server")),
+        },
         command => run(command, cli.config.as_deref()),
     };
     match result {

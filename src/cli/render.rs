@@ -2,9 +2,8 @@
 
 use std::io::{Result, Write};
 
-use crate::engine::{Engine, ReconcileReport, SnippetRun, Status};
+use crate::engine::{ChunkRecord, Engine, ReconcileReport, SnippetRun, Status};
 use crate::eval::{EvalReport, Metrics};
-use crate::index::ChunkRecord;
 use crate::search::Hit;
 use crate::snippets::generator::RunEnd;
 

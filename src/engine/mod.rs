@@ -75,7 +75,7 @@ pub struct Engine {
     index: Index,
     /// Set from another thread to make a running reconcile stop at its next batch.
     interrupt: Arc<AtomicBool>,
-    /// Leave deferred vectors to [`Engine::fill_pending_vectors`] instead of filling them at the
+    /// Leave pending vectors to [`Engine::fill_pending_vectors`] instead of filling them at the
     /// end of a reconcile (a server fills them between other work).
     fill_pending_later: bool,
     /// The snippet cache (writers with snippets on).

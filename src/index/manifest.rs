@@ -60,7 +60,7 @@ pub struct Manifest {
     /// Files left out at the last reconcile, with reasons.
     #[serde(default)]
     pub skipped: Vec<Skipped>,
-    /// Some committed chunks have no vector yet (their embedding was deferred).
+    /// Some committed chunks have no vector yet (their vectors are pending).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub vectors_pending: bool,
     /// The snippet settings (model, prompt) every chunk's snippet was last checked against;

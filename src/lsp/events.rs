@@ -15,7 +15,7 @@ use tower_lsp_server::ls_types::*;
 
 use super::documents::{Documents, Encoding};
 use super::from_proto::file_path;
-use super::server::State;
+use super::state::State;
 use crate::config::{CONFIG_FILE, Config};
 use crate::service::{Embedders, Folder, Job, Notice};
 
@@ -201,7 +201,7 @@ impl EventTask {
             }
         }
         if extensions.is_empty() {
-            extensions = crate::workspace::WalkConfig::default().extensions;
+            extensions = Config::default().walk.extensions;
         }
         let mut watchers = vec![FileSystemWatcher {
             glob_pattern: GlobPattern::String(format!("**/*.{{{}}}", extensions.join(","))),

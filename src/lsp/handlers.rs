@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError};
 
 use tokio::sync::oneshot;
-use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
+use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::*;
 
 use super::documents::{Encoding, offset_of};
@@ -16,7 +16,7 @@ use super::ext::{
 };
 use super::from_proto::file_path;
 use super::server::Backend;
-use super::to_proto::{self, Staleness};
+use super::to_proto::{self, Staleness, internal, invalid_request};
 use crate::search::{Expand, Hit, SearchOptions};
 use crate::service::{self, Folder, Job};
 use crate::wire::ReportJson;
@@ -180,13 +180,4 @@ impl Backend {
 fn hit_info(hit: &Hit, root: &Path, encoding: Encoding) -> Option<super::ext::HitInfo> {
     let uri = Uri::from_file_path(root.join(&hit.chunk.path))?;
     Some(to_proto::hit_info(hit, uri, encoding))
-}
-
-pub fn internal(e: impl std::fmt::Display) -> Error {
-    Error { code: ErrorCode::InternalError, message: e.to_string().into(), data: None }
-}
-
-/// A request that cannot be carried out in the server's state (a read-only index).
-fn invalid_request(message: String) -> Error {
-    Error { code: ErrorCode::InvalidRequest, message: message.into(), data: None }
 }

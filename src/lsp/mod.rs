@@ -14,6 +14,7 @@ mod ext;
 mod from_proto;
 mod handlers;
 mod server;
+mod state;
 mod to_proto;
 mod transport;
 
@@ -24,16 +25,11 @@ use std::sync::atomic::Ordering;
 use tower_lsp_server::{LspService, Server};
 
 /// Serves one client on stdin/stdout until it sends `exit` or closes the stream. The exit
-/// code is 0 when `shutdown` came first, 1 otherwise (as the protocol asks).
-pub fn serve_stdio() -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("situate: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let state = Arc::new(server::State::default());
+/// code is 0 when `shutdown` came first, 1 otherwise (as the protocol asks); an error means
+/// the server could not start.
+pub fn serve_stdio() -> std::io::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let state = Arc::new(state::State::default());
     let shared = Arc::clone(&state);
     runtime.block_on(async move {
         let (service, socket) = LspService::new(|client| server::Backend::new(client, shared));
@@ -45,5 +41,5 @@ pub fn serve_stdio() -> ExitCode {
     // the pipe open after `exit`): do not wait for it. Writers still running (no `shutdown`
     // came) are cut short; the index stays consistent because every commit is atomic.
     runtime.shutdown_background();
-    if state.shut_down.load(Ordering::Relaxed) { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    Ok(if state.shut_down.load(Ordering::Relaxed) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

@@ -2,9 +2,8 @@
 //! applies them in order (sent before any `.await`, so that they keep the order in which
 //! they arrived); requests go to their handlers.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
@@ -14,40 +13,11 @@ use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer};
 
 use super::capabilities::{initialize_result, negotiate_encoding, workspace_roots};
-use super::documents::{Documents, Encoding};
 use super::events::{Event, EventTask, Setup};
 use super::ext::COMMANDS;
 use super::from_proto::{argument, file_path};
-use super::handlers::internal;
-use crate::service::Folder;
-
-/// What handlers read; only the event task writes it.
-#[derive(Default)]
-pub struct State {
-    pub(super) encoding: OnceLock<Encoding>,
-    pub(super) documents: RwLock<Documents>,
-    pub(super) folders: RwLock<Vec<Arc<Folder>>>,
-    /// `shutdown` was received (so `exit` ends with code 0).
-    pub shut_down: AtomicBool,
-}
-
-impl State {
-    pub(super) fn encoding(&self) -> Encoding {
-        *self.encoding.get().unwrap_or(&Encoding::Utf16)
-    }
-
-    pub(super) fn folders(&self) -> Vec<Arc<Folder>> {
-        self.folders.read().unwrap_or_else(PoisonError::into_inner).clone()
-    }
-
-    /// The innermost folder holding `path`.
-    pub(super) fn folder_of(&self, path: &Path) -> Option<Arc<Folder>> {
-        self.folders()
-            .into_iter()
-            .filter(|f| path.starts_with(&f.root))
-            .max_by_key(|f| f.root.as_os_str().len())
-    }
-}
+use super::state::State;
+use super::to_proto::internal;
 
 /// The language server.
 pub struct Backend {

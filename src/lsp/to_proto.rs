@@ -1,6 +1,7 @@
 //! Conversions from engine and service results to protocol values: ranges in the client's
 //! position encoding, hits as editors show them, hover text, and folder status.
 
+use tower_lsp_server::jsonrpc::{Error, ErrorCode};
 use tower_lsp_server::ls_types::{Location, OneOf, Position, Range, SymbolKind, Uri, WorkspaceSymbol};
 
 use super::documents::Encoding;
@@ -206,6 +207,16 @@ fn snippet_queue(live: &SnippetLive) -> ext::SnippetQueue {
         totals: TotalsJson::from(&live.totals),
         retry_at: live.retry_at,
     }
+}
+
+/// An error of ours, not the client's.
+pub fn internal(e: impl std::fmt::Display) -> Error {
+    Error { code: ErrorCode::InternalError, message: e.to_string().into(), data: None }
+}
+
+/// A request that cannot be carried out in the server's state (a read-only index).
+pub fn invalid_request(message: String) -> Error {
+    Error { code: ErrorCode::InvalidRequest, message: message.into(), data: None }
 }
 
 #[cfg(test)]

@@ -11,5 +11,5 @@ mod status;
 
 pub use eval::EvalReportJson;
 pub use hits::{ChunkJson, ExpansionJson, HitJson, SnippetJson};
-pub use report::{IndexSummaryJson, ReportJson, SkippedJson, SnippetRunJson};
-pub use status::{StatusJson, TotalsJson};
+pub use report::{IndexSummaryJson, ReportJson, SkippedJson, SnippetRunJson, TotalsJson};
+pub use status::StatusJson;

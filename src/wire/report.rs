@@ -2,9 +2,8 @@
 
 use serde::Serialize;
 
-use super::status::TotalsJson;
 use crate::engine::{ReconcileReport, SnippetRun};
-use crate::snippets::generator::RunEnd;
+use crate::snippets::generator::{RunEnd, Totals};
 use crate::workspace::{SkipReason, Skipped};
 
 /// A reconcile's report.
@@ -69,6 +68,32 @@ pub enum RunEndJson {
     BudgetReached,
     Failing { error: String },
     Interrupted,
+}
+
+/// Calls and tokens spent.
+#[derive(Debug, Clone, Serialize)]
+pub struct TotalsJson {
+    pub calls: u64,
+    pub failed: u64,
+    pub rejected: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+}
+
+impl From<&Totals> for TotalsJson {
+    fn from(t: &Totals) -> Self {
+        TotalsJson {
+            calls: t.calls,
+            failed: t.failed,
+            rejected: t.rejected,
+            input_tokens: t.input_tokens,
+            output_tokens: t.output_tokens,
+            cache_read_tokens: t.cache_read_tokens,
+            cache_write_tokens: t.cache_write_tokens,
+        }
+    }
 }
 
 impl From<&Skipped> for SkippedJson {

@@ -7,7 +7,6 @@ use super::report::SkippedJson;
 use crate::engine::{SnippetStatus, Status};
 use crate::providers::EmbedderIdentity;
 use crate::snippets::estimate::Estimate;
-use crate::snippets::generator::Totals;
 
 /// Files, chunks, model and health of an index.
 #[derive(Debug, Clone, Serialize)]
@@ -58,32 +57,6 @@ pub struct EstimateJson {
     pub input_tokens: u64,
     pub cached_input_tokens: u64,
     pub output_tokens: u64,
-}
-
-/// Calls and tokens spent.
-#[derive(Debug, Clone, Serialize)]
-pub struct TotalsJson {
-    pub calls: u64,
-    pub failed: u64,
-    pub rejected: u64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cache_read_tokens: u64,
-    pub cache_write_tokens: u64,
-}
-
-impl From<&Totals> for TotalsJson {
-    fn from(t: &Totals) -> Self {
-        TotalsJson {
-            calls: t.calls,
-            failed: t.failed,
-            rejected: t.rejected,
-            input_tokens: t.input_tokens,
-            output_tokens: t.output_tokens,
-            cache_read_tokens: t.cache_read_tokens,
-            cache_write_tokens: t.cache_write_tokens,
-        }
-    }
 }
 
 impl From<&Estimate> for EstimateJson {
