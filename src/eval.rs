@@ -74,6 +74,8 @@ pub struct EvalReport {
     pub label: String,
     pub mode: SearchMode,
     pub expand: Expand,
+    /// How the arms were fused (see [`SearchConfig::fusion_label`]).
+    pub fusion: String,
     pub overall: Metrics,
     pub by_kind: BTreeMap<String, Metrics>,
     pub queries: Vec<QueryOutcome>,
@@ -145,6 +147,7 @@ pub fn evaluate(view: &View, search: &SearchConfig, queries: &[EvalQuery]) -> Re
         label: search.mode.to_string(),
         mode: search.mode,
         expand: search.expand,
+        fusion: search.fusion_label(),
         overall,
         by_kind,
         queries: outcomes,

@@ -208,9 +208,9 @@ fn ago(unix_secs: u64) -> String {
     }
 }
 
-/// The evaluation table: one row per report (numbered when there are several), optionally
-/// with a row per query kind under each, then optionally the first-hit rank of every query
-/// under each report.
+/// The evaluation table: one row per report (numbered when there are several) ending with how
+/// its arms were fused, optionally with a row per query kind under each, then optionally the
+/// first-hit rank of every query under each report.
 pub fn eval(out: &mut impl Write, reports: &[EvalReport], per_query: bool, by_kind: bool) -> Result<()> {
     let numbered = reports.len() > 1;
     let label_of =
@@ -224,7 +224,7 @@ pub fn eval(out: &mut impl Write, reports: &[EvalReport], per_query: bool, by_ki
         .unwrap_or(22);
     writeln!(
         out,
-        "{:<width$} {:>4} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7} {:>7} {:>6}",
+        "{:<width$} {:>4} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7} {:>7} {:>6}  fusion",
         if numbered { "    variant / kind" } else { "mode / kind" },
         "n",
         "R@1",
@@ -237,10 +237,9 @@ pub fn eval(out: &mut impl Write, reports: &[EvalReport], per_query: bool, by_ki
         "Pass@20",
         "lines"
     )?;
-    let row = |out: &mut dyn Write, label: &str, m: &Metrics| {
-        writeln!(
-            out,
-            "{:<width$} {:>4} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>7.3} {:>7.3} {:>7.3} {:>7.3} {:>6.1}",
+    let row = |out: &mut dyn Write, label: &str, m: &Metrics, fusion: &str| {
+        let line = format!(
+            "{:<width$} {:>4} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>7.3} {:>7.3} {:>7.3} {:>7.3} {:>6.1}  {}",
             label,
             m.queries,
             m.recall[0],
@@ -251,15 +250,17 @@ pub fn eval(out: &mut impl Write, reports: &[EvalReport], per_query: bool, by_ki
             m.pass[1],
             m.pass[2],
             m.pass[3],
-            m.lines_at_10
-        )
+            m.lines_at_10,
+            fusion
+        );
+        writeln!(out, "{}", line.trim_end())
     };
     let indent = if numbered { "      " } else { "  " };
     for (i, r) in reports.iter().enumerate() {
-        row(out, &label_of(i, &r.label), &r.overall)?;
+        row(out, &label_of(i, &r.label), &r.overall, &r.fusion)?;
         if by_kind && r.by_kind.len() > 1 {
             for (kind, m) in &r.by_kind {
-                row(out, &format!("{indent}{kind}"), m)?;
+                row(out, &format!("{indent}{kind}"), m, "")?;
             }
         }
     }

@@ -186,7 +186,7 @@ mod tests {
     use crate::chunk::ChunkStrategy;
     use crate::providers::TRANSFORMER_BUILT;
     use crate::providers::openai::OpenAiEmbeddingConfig;
-    use crate::search::{Expand, SearchMode};
+    use crate::search::{Expand, Fusion, SearchMode};
 
     fn keys(loaded: &LoadedConfig) -> Vec<&str> {
         loaded.problems.iter().map(|p| p.key.as_str()).collect()
@@ -211,6 +211,7 @@ mod tests {
             semantic_threshold = 1.5
             [search]
             mode = "bm25"
+            fusion = "rrf"
             rrf_k = 20
             expand = "merge"
             window = 2
@@ -224,6 +225,7 @@ mod tests {
         assert_eq!(c.chunk.overlap_tokens, 32);
         assert_eq!(c.chunk.semantic_threshold, 1.5);
         assert_eq!(c.search.mode, SearchMode::Bm25);
+        assert_eq!(c.search.fusion, Fusion::Rrf);
         assert_eq!(c.search.rrf_k, 20.0);
         assert_eq!(c.search.expand, Expand::Merge);
         assert_eq!(c.search.window, 2);
@@ -241,6 +243,7 @@ mod tests {
             strategy = "paragraphs"
             [search]
             mode = "fuzzy"
+            fusion = "average"
             bm25_weight = -1.0
             limit = 5
             expand = "sideways"
@@ -257,6 +260,7 @@ mod tests {
                 "max_file_bytes",
                 "search.bm25_weight",
                 "search.expand",
+                "search.fusion",
                 "search.merge_share",
                 "search.mode"
             ]

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use crate::chunk::ChunkStrategy;
-use crate::search::{Expand, SearchMode};
+use crate::search::{Expand, Fusion, SearchMode};
 use crate::snippets::ChatProvider;
 use crate::snippets::prompt::SnippetMode;
 
@@ -80,6 +80,7 @@ pub(super) struct RawSearch {
     pub(super) mode: Setting<SearchMode>,
     pub(super) limit: Setting<usize>,
     pub(super) candidates: Setting<usize>,
+    pub(super) fusion: Setting<Fusion>,
     pub(super) rrf_k: Setting<f32>,
     pub(super) bm25_weight: Setting<f32>,
     pub(super) vector_weight: Setting<f32>,

@@ -124,6 +124,7 @@ impl Config {
             mode: v.take("search.mode", s.mode, d.search.mode, any),
             limit: v.take("search.limit", s.limit, d.search.limit, at_least(1)),
             candidates: v.take("search.candidates", s.candidates, d.search.candidates, at_least(1)),
+            fusion: v.take("search.fusion", s.fusion, d.search.fusion, any),
             rrf_k: v.take("search.rrf_k", s.rrf_k, d.search.rrf_k, non_negative_finite),
             bm25_weight: v.take(
                 "search.bm25_weight",

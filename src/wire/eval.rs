@@ -12,6 +12,8 @@ pub struct EvalReportJson {
     pub label: String,
     pub mode: String,
     pub expand: String,
+    /// How a hybrid search fused its arms (`score: bm25 1, vector 0.3`), `-` otherwise.
+    pub fusion: String,
     pub overall: MetricsJson,
     pub by_kind: BTreeMap<String, MetricsJson>,
     pub queries: Vec<QueryJson>,
@@ -69,6 +71,7 @@ impl From<&EvalReport> for EvalReportJson {
             label: r.label.clone(),
             mode: r.mode.to_string(),
             expand: r.expand.to_string(),
+            fusion: r.fusion.clone(),
             overall: MetricsJson::from(&r.overall),
             by_kind: r.by_kind.iter().map(|(k, m)| (k.clone(), MetricsJson::from(m))).collect(),
             queries: r.queries.iter().map(QueryJson::from).collect(),

@@ -1,6 +1,6 @@
 // The situate server's commands and the shapes of their answers (docs/lsp.md), as plain types.
 // Kept in step with src/lsp/ext.rs and src/wire/ (checked by tests/house.rs):
-// wire shapes hash: 11b9a5727cae16fe
+// wire shapes hash: 5e1c451cf70af465
 
 /** Names of the server's `workspace/executeCommand` commands. */
 export const ServerCommand = {

@@ -28,6 +28,7 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
   { key: "search.mode", server: "search.mode" },
   { key: "search.limit", server: "search.limit" },
   { key: "search.candidates", server: "search.candidates" },
+  { key: "search.fusion", server: "search.fusion" },
   { key: "search.rrfK", server: "search.rrf_k" },
   { key: "search.bm25Weight", server: "search.bm25_weight" },
   { key: "search.vectorWeight", server: "search.vector_weight" },
