@@ -26,6 +26,13 @@ impl Cli {
             .unwrap()
     }
 
+    fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_situate"));
+        command.args(args).current_dir(self.fixture.root()).env("XDG_CACHE_HOME", self.fixture.index.path());
+        command.env_remove("SITUATE_LOG").env_remove("NO_COLOR").envs(env.iter().copied());
+        command.output().unwrap()
+    }
+
     fn ok(&self, args: &[&str]) -> (String, String) {
         let out = self.run(args);
         let stdout = String::from_utf8(out.stdout).unwrap();
@@ -238,4 +245,34 @@ fn eval_compare_prints_one_row_per_variant_and_leaves_no_temporary_index() {
     assert!(text(&out).1.contains("chunk.max_token"), "{}", text(&out).1);
     let out = eval(&["--mode", "bm25", "--compare", "mode=hybrid"]);
     assert!(!out.status.success());
+}
+
+#[test]
+fn size_like_inputs_are_bounded_with_a_clear_message() {
+    let cli = Cli::new();
+    let out = cli.run(&["search", "retry", "-k", "1000000000"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("1000000000 is not in 1..=1000"), "{err}");
+
+    // From the settings file: each is reported by its key, and the default is used.
+    cli.fixture.write("situate.toml", "[search]\nlimit = 1000000000\ncandidates = 1000000000\n");
+    let (out, err) = cli.ok(&["search", "backups", "--json"]);
+    assert!(err.contains("`search.limit`: must be between 1 and 1000,"), "{err}");
+    assert!(err.contains("`search.candidates`: must be between 1 and 10000,"), "{err}");
+    let hits: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    assert!(!hits.is_empty() && hits.len() <= 10, "{}", hits.len());
+}
+
+#[test]
+fn logs_carry_no_colour_codes_off_a_terminal() {
+    let cli = Cli::new();
+    cli.fixture.write("blob.md", b"\0binary");
+    for env in [vec![("SITUATE_LOG", "debug")], vec![("SITUATE_LOG", "debug"), ("NO_COLOR", "1")]] {
+        let out = cli.run_with(&["search", "backups"], &env);
+        assert!(out.status.success());
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains("DEBUG"), "{err}");
+        assert!(!err.contains('\x1b'), "colour codes on a pipe: {err:?}");
+    }
 }

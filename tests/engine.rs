@@ -764,3 +764,23 @@ fn an_interrupted_reconcile_commits_what_it_did_and_the_next_one_finishes() {
     assert!(!second.interrupted);
     assert_eq!((second.files_indexed, engine.index().manifest().files.len()), (300 - done, 300));
 }
+
+#[test]
+fn a_huge_limit_is_clamped_never_allocated() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    let chunks = {
+        reconcile(&mut engine);
+        engine.index().manifest().chunk_count()
+    };
+    for expand in [Expand::None, Expand::Window, Expand::Merge] {
+        for mode in [SearchMode::Hybrid, SearchMode::Bm25, SearchMode::Vector] {
+            let request = SearchRequest { limit: usize::MAX, expand, ..request("backups", mode) };
+            let hits = engine.search(&request).unwrap();
+            assert!(!hits.is_empty() && hits.len() <= chunks, "{mode} {expand:?}: {}", hits.len());
+        }
+    }
+    let of = engine.chunks_at("ops/backup.md", Some(10)).unwrap().remove(0);
+    let similar = engine.view().similar(&of, usize::MAX).unwrap();
+    assert!(similar.len() < chunks);
+}

@@ -116,6 +116,17 @@ fn a_session_indexes_searches_hovers_follows_saves_and_deletions_and_survives_ba
     assert!(e["message"].as_str().unwrap().contains("query"), "{e}");
     let e = client.command("situate.search", json!({ "query": "x", "mode": "psychic" })).unwrap_err();
     assert!(e["message"].as_str().unwrap().contains("psychic"), "{e}");
+    // A size is never trusted as an allocation: it is refused with its bounds.
+    let e =
+        client.command("situate.search", json!({ "query": "retry", "limit": 1_000_000_000u64 })).unwrap_err();
+    assert!(e["message"].as_str().unwrap().contains("between 1 and 1000"), "{e}");
+    let e = client
+        .command(
+            "situate.similar",
+            json!({ "uri": backup.clone(), "position": { "line": 9, "character": 0 }, "limit": 1_000_000_000u64 }),
+        )
+        .unwrap_err();
+    assert!(e["message"].as_str().unwrap().contains("between 1 and 1000"), "{e}");
     let e = hover(&mut client, &backup, 500, 0).unwrap_err();
     assert!(e["message"].as_str().unwrap().contains("past the end"), "{e}");
     let e = client

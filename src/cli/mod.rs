@@ -124,7 +124,19 @@ fn init_logging() {
             Err(e) => eprintln!("situate: cannot open the log file {}: {e}", Path::new(&path).display()),
         }
     }
-    let _ = tracing_subscriber::fmt().with_env_filter(filter()).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter())
+        .with_ansi(colour_on_stderr())
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Colour codes go to a terminal only, and never when `NO_COLOR` is set to anything but
+/// the empty string (no-color.org): a log file, an editor's output panel or a pipe gets
+/// plain text.
+pub fn colour_on_stderr() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 fn run(command: Command, config: Option<&Path>) -> Result<()> {

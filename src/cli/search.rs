@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use super::{ExpandArg, ModeArg, open, reconcile, render, warn_skips};
 use crate::engine::OpenMode;
-use crate::search::{SearchOptions, SearchRequest};
+use crate::search::{MAX_LIMIT, SearchOptions, SearchRequest};
 use crate::wire::HitJson;
 
 /// Search the index (brought up to date first).
@@ -18,8 +18,8 @@ pub struct SearchArgs {
     /// The workspace folder.
     #[arg(long, default_value = ".")]
     pub dir: PathBuf,
-    /// How many hits.
-    #[arg(short = 'k', long = "limit")]
+    /// How many hits (1 to 1000).
+    #[arg(short = 'k', long = "limit", value_parser = limit_parser())]
     pub limit: Option<usize>,
     /// Which retrieval to use.
     #[arg(long, value_enum)]
@@ -40,6 +40,12 @@ pub struct SearchArgs {
     /// section when enough of it matched (`merge`). Default: `search.expand`.
     #[arg(long, value_enum)]
     pub expand: Option<ExpandArg>,
+}
+
+/// `-k`: a count of hits within the bounds of one search, refused with the range otherwise.
+fn limit_parser() -> impl clap::builder::TypedValueParser<Value = usize> {
+    use clap::builder::TypedValueParser;
+    clap::value_parser!(u64).range(1..=MAX_LIMIT as u64).map(|n| n as usize)
 }
 
 pub fn run(args: SearchArgs, config: Option<&Path>, out: &mut impl Write) -> Result<()> {

@@ -9,7 +9,7 @@ use crate::chunk::ChunkConfig;
 use crate::context::ContextConfig;
 use crate::providers::openai::OpenAiEmbeddingConfig;
 use crate::providers::{EmbeddingConfig, TRANSFORMER_BUILT, TRANSFORMER_NOT_BUILT};
-use crate::search::SearchConfig;
+use crate::search::{MAX_CANDIDATES, MAX_LIMIT, SearchConfig};
 use crate::snippets::{ChatProvider, SnippetConfig, default_key_var};
 use crate::workspace::WalkConfig;
 
@@ -51,6 +51,12 @@ impl Validator {
 
 fn any<T>(_: &T) -> Result<(), String> {
     Ok(())
+}
+
+fn within(lo: usize, hi: usize) -> impl FnOnce(&usize) -> Result<(), String> {
+    move |n| {
+        if (lo..=hi).contains(n) { Ok(()) } else { Err(format!("must be between {lo} and {hi}, got {n}")) }
+    }
 }
 
 fn at_least<T: PartialOrd + fmt::Display + Copy>(min: T) -> impl FnOnce(&T) -> Result<(), String> {
@@ -122,8 +128,13 @@ impl Config {
         let s = raw.search;
         let search = SearchConfig {
             mode: v.take("search.mode", s.mode, d.search.mode, any),
-            limit: v.take("search.limit", s.limit, d.search.limit, at_least(1)),
-            candidates: v.take("search.candidates", s.candidates, d.search.candidates, at_least(1)),
+            limit: v.take("search.limit", s.limit, d.search.limit, within(1, MAX_LIMIT)),
+            candidates: v.take(
+                "search.candidates",
+                s.candidates,
+                d.search.candidates,
+                within(1, MAX_CANDIDATES),
+            ),
             fusion: v.take("search.fusion", s.fusion, d.search.fusion, any),
             rrf_k: v.take("search.rrf_k", s.rrf_k, d.search.rrf_k, non_negative_finite),
             bm25_weight: v.take(

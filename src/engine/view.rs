@@ -76,11 +76,12 @@ impl View {
         if request.expand == Expand::None {
             return Ok(search::search(&self.snapshot, embedder, config, request)?);
         }
-        let pool = SearchRequest { limit: expand::pool_size(request.limit), ..request.clone() };
+        let limit = request.limit.clamp(1, search::MAX_LIMIT);
+        let pool = SearchRequest { limit: expand::pool_size(limit), ..request.clone() };
         let hits = search::search(&self.snapshot, embedder, config, &pool)?;
         let mut files = expand::FileSource::new(&self.snapshot, &self.setup.root);
         let settings = config.expand_settings(request.expand);
-        Ok(expand::expand(hits, request.limit, &settings, &mut files)?)
+        Ok(expand::expand(hits, limit, &settings, &mut files)?)
     }
 
     /// The indexed chunks of a file (workspace-relative or absolute path), or only those

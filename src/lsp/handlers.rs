@@ -17,7 +17,7 @@ use super::ext::{
 use super::from_proto::file_path;
 use super::server::Backend;
 use super::to_proto::{self, Staleness, internal, invalid_request};
-use crate::search::{Expand, Hit, SearchOptions};
+use crate::search::{Expand, Hit, MAX_LIMIT, SearchOptions};
 use crate::service::{self, Folder, Job};
 use crate::wire::ReportJson;
 
@@ -35,6 +35,7 @@ impl Backend {
         if params.query.trim().is_empty() {
             return Err(Error::invalid_params("`query` is empty"));
         }
+        check_limit(params.limit)?;
         // Folders are set up by `initialized`, which may still be queued.
         self.barrier().await;
         let (folders, encoding) = (self.state.folders(), self.state.encoding());
@@ -51,6 +52,7 @@ impl Backend {
     }
 
     pub(super) async fn handle_similar(&self, params: SimilarParams) -> Result<SearchAnswer> {
+        check_limit(params.limit)?;
         self.barrier().await;
         let (folder, path) = self.file_in_workspace(&params.uri)?;
         self.check_position(&params.uri, &path, params.position).await?;
@@ -174,6 +176,16 @@ impl Backend {
             offset_of(&text, position, encoding).map(|_| ()).map_err(|e| Error::invalid_params(e.to_string()))
         })
         .await
+    }
+}
+
+/// A `limit` of hits within the bounds of one search.
+fn check_limit(limit: Option<usize>) -> Result<()> {
+    match limit {
+        Some(n) if !(1..=MAX_LIMIT).contains(&n) => {
+            Err(Error::invalid_params(format!("`limit` must be between 1 and {MAX_LIMIT}, got {n}")))
+        }
+        _ => Ok(()),
     }
 }
 

@@ -78,7 +78,7 @@ pub struct Expansion {
 /// How many ranked hits to fetch so that `limit` results are left after expansion merges
 /// some of them.
 pub fn pool_size(limit: usize) -> usize {
-    limit.saturating_mul(3).max(limit + 10)
+    limit.saturating_mul(3).max(limit.saturating_add(10))
 }
 
 /// The stored chunks and the indexed text of the files that hits come from, loaded once

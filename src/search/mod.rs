@@ -20,6 +20,13 @@ pub use bm25::{FieldBoosts, bm25};
 pub use expand::{Expand, ExpandSettings, Expansion};
 pub use fuse::{Fused, Fusion, Ranked, fuse};
 
+/// The most hits one search returns. Callers check their input against it and say so; the
+/// search clamps to it as well, so no caller's number is ever trusted as an allocation size.
+pub const MAX_LIMIT: usize = 1000;
+
+/// The most candidates an arm takes before fusion.
+pub const MAX_CANDIDATES: usize = 10_000;
+
 /// Which retrieval arms a search uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -158,7 +165,7 @@ impl SearchRequest {
     ) -> SearchRequest {
         SearchRequest {
             query: query.into(),
-            limit: options.limit.unwrap_or(config.limit).max(1),
+            limit: options.limit.unwrap_or(config.limit).clamp(1, MAX_LIMIT),
             mode: options.mode.unwrap_or(config.mode),
             paths: options.paths,
             expand: options.expand.unwrap_or(config.expand),
@@ -191,9 +198,11 @@ pub fn search(
     config: &SearchConfig,
     request: &SearchRequest,
 ) -> Result<Vec<Hit>, SearchError> {
+    let limit = request.limit.clamp(1, MAX_LIMIT);
     // With a path filter, take more candidates so that enough survive it.
-    let candidates =
-        if request.paths.is_empty() { config.candidates } else { config.candidates * 4 }.max(request.limit);
+    let candidates = if request.paths.is_empty() { config.candidates } else { config.candidates * 4 }
+        .max(limit)
+        .min(MAX_CANDIDATES);
     let use_bm25 = request.mode != SearchMode::Vector;
     let use_vector = request.mode != SearchMode::Bm25;
 
@@ -220,7 +229,7 @@ pub fn search(
     let keep = |record: &ChunkRecord| {
         request.paths.is_empty() || request.paths.iter().any(|p| under(&record.path, p))
     };
-    hits_of(index, [words, vector], config, request.limit, keep)
+    hits_of(index, [words, vector], config, limit, keep)
 }
 
 /// The chunks most related to `of`: its stored vector and its words as the two arms,
@@ -232,8 +241,9 @@ pub fn similar(
     limit: usize,
     exclude: impl Fn(&ChunkRecord) -> bool,
 ) -> Result<Vec<Hit>, SearchError> {
+    let limit = limit.clamp(1, MAX_LIMIT);
     // Room for the excluded chunks, which rank high by construction.
-    let candidates = config.candidates.max(limit) + 8;
+    let candidates = config.candidates.max(limit).min(MAX_CANDIDATES) + 8;
     let mut terms = tokenizer::query_terms(&of.embedding_text());
     let mut seen = std::collections::HashSet::new();
     terms.retain(|t| seen.insert(t.clone()));
