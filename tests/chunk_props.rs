@@ -271,3 +271,29 @@ proptest! {
         check(&text, kind, &semantic_default())?;
     }
 }
+
+/// A heading of one enormous line: every chunk of its section repeats the heading path, so
+/// what a header carries must be capped, or the output grows with the square of the input.
+#[test]
+fn an_enormous_heading_line_gives_output_proportional_to_the_input() {
+    let words: Vec<String> = (0..40_000).map(|i| format!("word{i}")).collect();
+    let text = format!("# {}\n\nbody text\n", words.join(" "));
+    for strategy in [ChunkStrategy::Section, ChunkStrategy::Fixed, ChunkStrategy::Semantic] {
+        let config = ChunkConfig { strategy, ..ChunkConfig::default() };
+        let doc = chunk_document_with("doc", &text, DocKind::Markdown, &config, &hashed_vectors);
+        assert!(doc.chunks.len() > 10, "{strategy:?}: the heading line is cut into many chunks");
+        assert!(doc.title.chars().count() <= situate::chunk::MAX_LABEL_CHARS + 1, "{strategy:?}");
+        let carried: usize =
+            doc.chunks.iter().map(|c| c.heading_path.iter().map(String::len).sum::<usize>()).sum();
+        assert!(
+            carried <= text.len(),
+            "{strategy:?}: headers carry {carried} bytes for a {}-byte file",
+            text.len()
+        );
+        for chunk in &doc.chunks {
+            assert!(
+                chunk.heading_path.iter().all(|h| h.chars().count() <= situate::chunk::MAX_LABEL_CHARS + 1)
+            );
+        }
+    }
+}

@@ -164,7 +164,7 @@ fn block_kind(tag: &Tag<'_>) -> BlockKind {
 
 /// Trims and collapses runs of whitespace into single spaces.
 fn collapse_whitespace(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    super::label(&text.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
 #[cfg(test)]

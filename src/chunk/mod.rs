@@ -154,7 +154,8 @@ pub fn chunk_document_with(
         DocKind::Markdown => markdown::parse(text, body.clone()),
         DocKind::Text => text::parse(text, body.clone()),
     };
-    let title = front_title.or_else(|| outline.first_h1.clone()).unwrap_or_else(|| file_name.to_string());
+    let title =
+        label(&front_title.or_else(|| outline.first_h1.clone()).unwrap_or_else(|| file_name.to_string()));
 
     let raw_chunks: Vec<(RawChunk, Vec<String>)> = match config.strategy {
         ChunkStrategy::Section => {
@@ -200,4 +201,17 @@ pub fn chunk_document_with(
         .collect();
 
     ChunkedDocument { title, chunks, warnings }
+}
+/// The most characters a title or a heading carries into a chunk's header. Every chunk of a
+/// section repeats its heading path, so an unbounded heading (a 1 MB line after a `#`) would
+/// cost its length once per chunk: quadratic in the file's size. A real heading is far
+/// shorter.
+pub const MAX_LABEL_CHARS: usize = 200;
+
+/// `text` cut to [`MAX_LABEL_CHARS`] characters, with `…` where it was cut.
+pub fn label(text: &str) -> String {
+    match text.char_indices().nth(MAX_LABEL_CHARS) {
+        None => text.to_string(),
+        Some((end, _)) => format!("{}…", text[..end].trim_end()),
+    }
 }
