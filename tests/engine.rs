@@ -703,13 +703,18 @@ fn a_slow_embedder_gets_the_texts_committed_first_and_its_vectors_filled_in_afte
     reconcile(&mut engine);
     let chunks = engine.index().manifest().chunk_count();
     assert_eq!(engine.pending_vectors(), chunks);
-    // The words are searchable already; the vector arm has nothing yet.
+    // The words are searchable already, and the vector arm through the quick vectors that
+    // stand in for the pending ones.
     let view = engine.view();
     assert_eq!(
         view.search(&request("backup retention", SearchMode::Bm25)).unwrap()[0].chunk.path,
         "ops/backup.md"
     );
-    assert!(view.search(&request("backup retention", SearchMode::Vector)).unwrap().is_empty());
+    assert_eq!(view.snapshot().quick_count(), chunks);
+    assert_eq!(
+        view.search(&request("backup retention", SearchMode::Vector)).unwrap()[0].chunk.path,
+        "ops/backup.md"
+    );
 
     // Part of the vectors, then a restart: the rest are found missing and filled in.
     assert_eq!(engine.fill_pending_vectors(3).unwrap(), 3);
@@ -783,4 +788,66 @@ fn a_huge_limit_is_clamped_never_allocated() {
     let of = engine.chunks_at("ops/backup.md", Some(10)).unwrap().remove(0);
     let similar = engine.view().similar(&of, usize::MAX).unwrap();
     assert!(similar.len() < chunks);
+}
+
+#[test]
+fn quick_vectors_cover_every_pending_chunk_through_fills_restarts_and_readers() {
+    let f = Fixture::standard();
+    let slow = Counting::slow();
+    let mut engine = f.engine(slow.clone());
+    engine.fill_pending_vectors_later(true);
+    reconcile(&mut engine);
+    let chunks = engine.index().manifest().chunk_count();
+    assert_eq!(slow.count(), 0, "the slow model has embedded nothing yet");
+    // The paths of the vector arm's top 5.
+    let found = |engine: &Engine| {
+        let hits = engine.search(&request("sourdough starter dough", SearchMode::Vector)).unwrap();
+        assert_eq!(hits.len(), 5, "{:?}", top_paths(&hits));
+        hits.iter().map(|h| h.chunk.path.clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(found(&engine)[0], "kitchen/bread.md");
+
+    // Half filled: each chunk has its own vector or a quick one, never both, never none.
+    let half = chunks / 2;
+    assert_eq!(engine.fill_pending_vectors(half).unwrap(), half);
+    let snapshot = engine.view().snapshot().clone();
+    assert_eq!(snapshot.quick_count(), chunks - half);
+    let covered = engine
+        .index()
+        .chunk_ids()
+        .into_iter()
+        .filter(|id| engine.index().has_vector(*id) != snapshot.quick_vector_of(*id).is_some())
+        .count();
+    assert_eq!(covered, chunks);
+    // Two models' similarities are not comparable, so the order may move while half the
+    // vectors are in; the answer stays among the first.
+    assert!(found(&engine).contains(&"kitchen/bread.md".to_string()));
+
+    // A second process reads the same index: its searches cover the pending chunks too.
+    let reader = f.engine(Counting::slow());
+    assert!(reader.is_read_only());
+    assert_eq!(reader.view().snapshot().quick_count(), chunks - half);
+    assert_eq!(found(&reader), found(&engine));
+    drop(reader);
+
+    // A restart: the quick vectors are made again from the stored texts.
+    drop(engine);
+    let mut engine = f.engine(Counting::slow());
+    engine.fill_pending_vectors_later(true);
+    assert_eq!(engine.view().snapshot().quick_count(), chunks - half);
+    reconcile(&mut engine);
+    assert_eq!(engine.pending_vectors(), chunks - half);
+    while engine.pending_vectors() > 0 {
+        engine.fill_pending_vectors(4).unwrap();
+    }
+    assert_eq!(engine.view().snapshot().quick_count(), 0);
+    assert_eq!(found(&engine)[0], "kitchen/bread.md");
+
+    // A deleted file takes its quick vectors with it.
+    f.write("ops/pager.md", "# Pager\n\nThe zebra rota changes every Tuesday.\n");
+    engine.update(&["ops/pager.md".to_string()]).unwrap();
+    assert_eq!(engine.view().snapshot().quick_count(), 1);
+    std::fs::remove_file(f.root().join("ops/pager.md")).unwrap();
+    engine.update(&["ops/pager.md".to_string()]).unwrap();
+    assert_eq!(engine.view().snapshot().quick_count(), 0);
 }

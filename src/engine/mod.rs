@@ -65,6 +65,9 @@ struct Setup {
     config: Config,
     config_problems: Vec<ConfigProblem>,
     embedder: Arc<dyn Embedder>,
+    /// The built-in model, whose quick vectors stand in for pending ones when `embedder` is
+    /// slow.
+    quick: Option<Arc<dyn Embedder>>,
     /// The snippet model, when snippets are on.
     snippets: Option<SnippetSetup>,
 }
@@ -102,6 +105,14 @@ fn pipeline_fingerprint(chunk: &ChunkConfig, config: &Config, embedder: &Embedde
             .push_str(&format!(":k={}:{}/{}", chunk.semantic_threshold, embedder.provider, embedder.model));
     }
     fingerprint
+}
+
+/// The built-in static model, when `embedder` is slow enough to leave vectors pending.
+fn quick_model_for(embedder: &dyn Embedder) -> Result<Option<Arc<dyn Embedder>>, EngineError> {
+    if embedder.embeds_fast() {
+        return Ok(None);
+    }
+    Ok(Some(Arc::new(crate::providers::static_model::StaticEmbedder::builtin()?)))
 }
 
 impl Engine {
@@ -142,7 +153,7 @@ impl Engine {
         };
         let identity = embedder.identity();
         let pipeline = pipeline_fingerprint(&config.chunk, &config, &identity);
-        let index = match Index::open(&index_dir, &identity, &pipeline, mode)? {
+        let mut index = match Index::open(&index_dir, &identity, &pipeline, mode)? {
             Some(index) => index,
             None => {
                 tracing::warn!(index = %index_dir.display(), "another process is writing this index; opening it read-only");
@@ -150,6 +161,10 @@ impl Engine {
                     .ok_or(IndexError::ReadOnly)?
             }
         };
+        // A slow model's vectors come late; the built-in model's stand in for them meanwhile.
+        let quick = quick_model_for(embedder.as_ref())?;
+        index.set_quick_embedder(quick.clone());
+        index.stand_in_for_vectorless()?;
         let mut snippets = match &config.snippets {
             Some(c) => match SnippetSetup::from_config(c) {
                 Ok(setup) => Some(setup),
@@ -174,7 +189,7 @@ impl Engine {
                 }
             }
         }
-        let setup = Arc::new(Setup { root, config, config_problems, embedder, snippets });
+        let setup = Arc::new(Setup { root, config, config_problems, embedder, quick, snippets });
         Ok(Engine {
             setup,
             index,

@@ -73,12 +73,13 @@ impl View {
         request: &SearchRequest,
     ) -> Result<Vec<Hit>, EngineError> {
         let embedder = self.setup.embedder.as_ref();
+        let quick = self.setup.quick.as_deref();
         if request.expand == Expand::None {
-            return Ok(search::search(&self.snapshot, embedder, config, request)?);
+            return Ok(search::search(&self.snapshot, embedder, quick, config, request)?);
         }
         let limit = request.limit.clamp(1, search::MAX_LIMIT);
         let pool = SearchRequest { limit: expand::pool_size(limit), ..request.clone() };
-        let hits = search::search(&self.snapshot, embedder, config, &pool)?;
+        let hits = search::search(&self.snapshot, embedder, quick, config, &pool)?;
         let mut files = expand::FileSource::new(&self.snapshot, &self.setup.root);
         let settings = config.expand_settings(request.expand);
         Ok(expand::expand(hits, limit, &settings, &mut files)?)

@@ -32,6 +32,7 @@ impl Index {
             return Ok(());
         }
         for id in std::mem::take(&mut self.pending_removals) {
+            write(&self.quick).remove(id);
             write(&self.vectors).remove(id)?;
             self.pending_ops.push(VectorOp::Remove(id));
         }

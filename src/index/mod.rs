@@ -9,7 +9,9 @@
 //! stored texts), so a crash at any point costs work, never correctness.
 //!
 //! The [`Index`] handle is opened in [`open`], changed in [`write`] and [`pending`], made
-//! durable in [`commit`]; [`Snapshot`]s of its commits are read from any thread.
+//! durable in [`commit`]; [`Snapshot`]s of its commits are read from any thread. While a
+//! slow model's vectors are pending, [`quick`] vectors from the built-in model stand in for
+//! them.
 
 mod commit;
 pub mod files;
@@ -18,6 +20,7 @@ pub mod lock;
 pub mod manifest;
 mod open;
 mod pending;
+mod quick;
 mod record;
 mod schema;
 mod snapshot;
@@ -35,7 +38,6 @@ pub use record::{
 };
 pub use snapshot::Snapshot;
 pub use vectors::VectorError;
-use vectors::VectorIndex;
 
 use crate::providers::EmbedError;
 
@@ -95,10 +97,10 @@ pub struct WeightedTerm {
     pub weight: f32,
 }
 
-fn read(vectors: &RwLock<VectorIndex>) -> RwLockReadGuard<'_, VectorIndex> {
-    vectors.read().unwrap_or_else(PoisonError::into_inner)
+fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn write(vectors: &RwLock<VectorIndex>) -> RwLockWriteGuard<'_, VectorIndex> {
-    vectors.write().unwrap_or_else(PoisonError::into_inner)
+fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(PoisonError::into_inner)
 }

@@ -12,11 +12,12 @@ use super::files::{self, CommitPayload, FORMAT_VERSION, FormatRecord, IndexLayou
 use super::journal::{self, Journal, VectorOp};
 use super::lock::WriterLock;
 use super::manifest::{ChunkRef, FileEntry, Manifest};
+use super::quick::QuickVectors;
 use super::schema::{self, Fields};
 use super::snapshot::Snapshot;
 use super::vectors::VectorIndex;
 use super::{IndexError, OpenMode, io_err, read, store_err, tokenizer, write};
-use crate::providers::EmbedderIdentity;
+use crate::providers::{Embedder, EmbedderIdentity};
 
 /// Memory the tantivy writer may use before it flushes a segment.
 const WRITER_HEAP_BYTES: usize = 64 * 1024 * 1024;
@@ -52,6 +53,10 @@ pub struct Index {
     /// Chunks written without a vector, to embed after their text is committed (a slow
     /// embedder must not hold back BM25).
     pub(super) pending_vectors: Vec<u64>,
+    /// The quick model whose vectors stand in for pending ones (`None`: no stand-ins).
+    pub(super) quick_embedder: Option<Arc<dyn Embedder>>,
+    /// Stand-in vectors of the chunks whose vectors are pending, shared with snapshots.
+    pub(super) quick: Arc<RwLock<QuickVectors>>,
     /// Why parts of the index were rebuilt or repaired while opening.
     pub(super) notes: Vec<String>,
     /// Another process held the writer lock when this one opened the index.
@@ -200,6 +205,8 @@ impl Index {
             journal: None,
             vectors_unchecked: false,
             pending_vectors: Vec::new(),
+            quick_embedder: None,
+            quick: Arc::default(),
             notes,
             other_writer: false,
             _lock: lock,
@@ -409,6 +416,7 @@ impl Index {
             searcher: self.reader.searcher(),
             fields: self.fields,
             vectors: Arc::clone(&self.vectors),
+            quick: Arc::clone(&self.quick),
             manifest: Arc::clone(&self.committed_manifest),
             store_dir: self.layout.tantivy(),
         }

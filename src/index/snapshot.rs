@@ -10,6 +10,7 @@ use tantivy::schema::IndexRecordOption;
 use tantivy::{DocAddress, Searcher, TantivyDocument, Term};
 
 use super::manifest::Manifest;
+use super::quick::QuickVectors;
 use super::record::{ChunkRecord, StoredFileMeta, record_of, u64_of};
 use super::schema::Fields;
 use super::vectors::VectorIndex;
@@ -23,6 +24,7 @@ pub struct Snapshot {
     pub(super) searcher: Searcher,
     pub(super) fields: Fields,
     pub(super) vectors: Arc<RwLock<VectorIndex>>,
+    pub(super) quick: Arc<RwLock<QuickVectors>>,
     pub(super) manifest: Arc<Manifest>,
     pub(super) store_dir: PathBuf,
 }
@@ -89,6 +91,22 @@ impl Snapshot {
     /// The `limit` chunks nearest to `query`, with cosine distances.
     pub fn nearest(&self, query: &[f32], limit: usize) -> Result<Vec<(u64, f32)>, IndexError> {
         Ok(read(&self.vectors).search(query, limit)?)
+    }
+
+    /// Chunks whose vectors are pending that have a quick vector standing in.
+    pub fn quick_count(&self) -> usize {
+        read(&self.quick).len()
+    }
+
+    /// The quick vector standing in for a chunk's pending one.
+    pub fn quick_vector_of(&self, id: u64) -> Option<Vec<f32>> {
+        read(&self.quick).vectors_of(id)
+    }
+
+    /// Among the chunks whose vectors are pending, the `limit` nearest to `query` (a vector
+    /// of the quick model), with cosine similarities.
+    pub fn nearest_quick(&self, query: &[f32], limit: usize) -> Vec<(u64, f32)> {
+        read(&self.quick).nearest(query, limit)
     }
 
     fn id_at(&self, address: DocAddress) -> Option<u64> {

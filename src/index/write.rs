@@ -81,6 +81,7 @@ impl Index {
             staged.push((file, refs));
         }
         if timing == VectorTiming::Later && !to_embed.is_empty() {
+            self.stand_in(&to_embed)?;
             self.pending_vectors.extend(to_embed.drain(..).map(|(id, _)| id));
         }
         let embedded = embed_texts(embedder, &to_embed)?;
@@ -122,10 +123,22 @@ impl Index {
         Ok(stats)
     }
 
-    /// Puts a chunk's vector in the shared index and queues it for the next commit.
+    /// Puts a chunk's vector in the shared index and queues it for the next commit; a quick
+    /// vector that stood in for it is no longer needed.
     pub(super) fn stage_vector(&mut self, id: u64, vector: Vec<f32>) -> Result<(), IndexError> {
         write(&self.vectors).add(id, &vector)?;
         self.pending_ops.push(VectorOp::Add(id, vector));
+        write(&self.quick).remove(id);
+        Ok(())
+    }
+
+    /// Gives chunks whose vectors will be pending a quick vector to stand in meanwhile (when
+    /// there is a quick model: the quick model embeds thousands of texts a second).
+    pub(super) fn stand_in(&mut self, items: &[(u64, String)]) -> Result<(), IndexError> {
+        let Some(quick) = self.quick_embedder.clone() else { return Ok(()) };
+        for (id, v) in embed_texts(quick.as_ref(), items)? {
+            write(&self.quick).insert(id, v);
+        }
         Ok(())
     }
 
@@ -179,6 +192,7 @@ impl Index {
             staged.push((record, file));
         }
         if timing == VectorTiming::Later {
+            self.stand_in(&to_embed)?;
             self.pending_vectors.extend(to_embed.drain(..).map(|(id, _)| id));
         }
         for (id, v) in embed_texts(embedder, &to_embed)? {

@@ -191,10 +191,13 @@ pub struct Hit {
     pub expanded: Option<Expansion>,
 }
 
-/// Runs a search on one committed snapshot of the index.
+/// Runs a search on one committed snapshot of the index. `embedder` made the index's
+/// vectors; `quick`, when given, made the quick vectors that stand in for pending ones (see
+/// [`crate::index`]), searched as an arm of their own while any are left.
 pub fn search(
     index: &Snapshot,
     embedder: &dyn Embedder,
+    quick: Option<&dyn Embedder>,
     config: &SearchConfig,
     request: &SearchRequest,
 ) -> Result<Vec<Hit>, SearchError> {
@@ -204,36 +207,42 @@ pub fn search(
         .max(limit)
         .min(MAX_CANDIDATES);
     let use_bm25 = request.mode != SearchMode::Vector;
-    let use_vector = request.mode != SearchMode::Bm25;
+    let use_vector = request.mode != SearchMode::Bm25 && !request.query.trim().is_empty();
 
-    // Both arms always take part, in this order; an arm left out is empty and changes
+    // All arms always take part, in this order; an arm left out is empty and changes
     // nothing in the fusion.
-    let mut words = Ranked { weight: config.bm25_weight, ids: Vec::new() };
-    let mut vector = Ranked { weight: config.vector_weight, ids: Vec::new() };
+    let mut arms = Arms::new(config, index);
     if use_bm25 {
         let terms = tokenizer::query_terms(&request.query);
-        words.ids = bm25(index, &terms, config.boosts(), candidates)?;
+        arms.words.ids = bm25(index, &terms, config.boosts(), candidates)?;
     }
-    if use_vector && !request.query.trim().is_empty() {
-        let query_vector = embedder
-            .embed(&[request.query.as_str()])
-            .map_err(|e| SearchError::Index(e.into()))?
-            .pop()
-            .unwrap_or_default();
+    if use_vector {
         // A query of only unknown tokens embeds to nothing useful: leave the arm out.
-        if query_vector.iter().any(|x| *x != 0.0) {
-            vector.ids =
-                index.nearest(&query_vector, candidates)?.into_iter().map(|(id, d)| (id, 1.0 - d)).collect();
+        if let Some(v) = embed_query(embedder, &request.query)? {
+            arms.vector.ids =
+                index.nearest(&v, candidates)?.into_iter().map(|(id, d)| (id, 1.0 - d)).collect();
+        }
+        if let Some(quick) = quick.filter(|_| index.quick_count() > 0)
+            && let Some(v) = embed_query(quick, &request.query)?
+        {
+            arms.quick.ids = index.nearest_quick(&v, candidates);
         }
     }
     let keep = |record: &ChunkRecord| {
         request.paths.is_empty() || request.paths.iter().any(|p| under(&record.path, p))
     };
-    hits_of(index, [words, vector], config, limit, keep)
+    hits_of(index, arms, config, limit, keep)
 }
 
-/// The chunks most related to `of`: its stored vector and its words as the two arms,
-/// without the chunks `exclude` rejects (itself, its neighbours).
+/// The query's vector, or `None` when it embeds to nothing (only unknown tokens).
+fn embed_query(embedder: &dyn Embedder, query: &str) -> Result<Option<Vec<f32>>, SearchError> {
+    let v = embedder.embed(&[query]).map_err(|e| SearchError::Index(e.into()))?.pop().unwrap_or_default();
+    Ok(v.iter().any(|x| *x != 0.0).then_some(v))
+}
+
+/// The chunks most related to `of`: its stored vector (or the quick vector standing in for
+/// it) and its words as the arms, without the chunks `exclude` rejects (itself, its
+/// neighbours).
 pub fn similar(
     index: &Snapshot,
     config: &SearchConfig,
@@ -247,24 +256,55 @@ pub fn similar(
     let mut terms = tokenizer::query_terms(&of.embedding_text());
     let mut seen = std::collections::HashSet::new();
     terms.retain(|t| seen.insert(t.clone()));
-    let words = Ranked { weight: config.bm25_weight, ids: bm25(index, &terms, config.boosts(), candidates)? };
-    let mut vector = Ranked { weight: config.vector_weight, ids: Vec::new() };
+    let mut arms = Arms::new(config, index);
+    arms.words.ids = bm25(index, &terms, config.boosts(), candidates)?;
     if let Some(v) = index.vector_of(of.id) {
-        vector.ids = index.nearest(&v, candidates)?.into_iter().map(|(id, d)| (id, 1.0 - d)).collect();
+        arms.vector.ids = index.nearest(&v, candidates)?.into_iter().map(|(id, d)| (id, 1.0 - d)).collect();
+    } else if let Some(v) = index.quick_vector_of(of.id) {
+        arms.quick.ids = index.nearest_quick(&v, candidates);
     }
-    hits_of(index, [words, vector], config, limit, |r| r.id != of.id && !exclude(r))
+    hits_of(index, arms, config, limit, |r| r.id != of.id && !exclude(r))
 }
 
-/// Fuses the BM25 and vector arms and loads the best `limit` chunks that `keep` accepts.
+/// The arms of one search: BM25, the index's vectors, and the quick vectors standing in
+/// for pending ones.
+struct Arms {
+    words: Ranked,
+    vector: Ranked,
+    quick: Ranked,
+}
+
+impl Arms {
+    /// The two vector arms share the vector weight by how many chunks each covers. The
+    /// similarities of two models are not comparable, and each arm's best candidate scores
+    /// its arm's full weight: shared this way, the few chunks of a file saved a moment ago
+    /// cannot outrank the best match among thousands of vectors, while on a first index,
+    /// before any vector of the slow model exists, the quick arm has the whole weight.
+    fn new(config: &SearchConfig, index: &Snapshot) -> Arms {
+        let quick_share = match index.num_docs() {
+            0 => 0.0,
+            n => (index.quick_count() as f32 / n as f32).min(1.0),
+        };
+        Arms {
+            words: Ranked { weight: config.bm25_weight, ids: Vec::new() },
+            vector: Ranked { weight: config.vector_weight * (1.0 - quick_share), ids: Vec::new() },
+            quick: Ranked { weight: config.vector_weight * quick_share, ids: Vec::new() },
+        }
+    }
+}
+
+/// Fuses the arms and loads the best `limit` chunks that `keep` accepts.
 fn hits_of(
     index: &Snapshot,
-    arms: [Ranked; 2],
+    arms: Arms,
     config: &SearchConfig,
     limit: usize,
     keep: impl Fn(&ChunkRecord) -> bool,
 ) -> Result<Vec<Hit>, SearchError> {
+    let arms = [arms.words, arms.vector, arms.quick];
     let fused = fuse(&arms, config.fusion, config.rrf_k);
-    let [bm25_scores, vector_scores] = arms.map(|a| a.ids.into_iter().collect::<HashMap<u64, f32>>());
+    let [bm25_scores, vector_scores, quick_scores] =
+        arms.map(|a| a.ids.into_iter().collect::<HashMap<u64, f32>>());
 
     // Load records best-first until enough pass the filter.
     let mut hits = Vec::with_capacity(limit);
@@ -281,9 +321,10 @@ fn hits_of(
                 chunk: record.clone(),
                 score: f.score,
                 bm25_rank: f.ranks[0],
-                vector_rank: f.ranks[1],
+                // A chunk has its own vector or a quick one standing in, never both.
+                vector_rank: f.ranks[1].or(f.ranks[2]),
                 bm25_score: bm25_scores.get(&f.id).copied(),
-                vector_similarity: vector_scores.get(&f.id).copied(),
+                vector_similarity: vector_scores.get(&f.id).or(quick_scores.get(&f.id)).copied(),
                 expanded: None,
             };
             hits.push(hit);
