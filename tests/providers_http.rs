@@ -660,3 +660,55 @@ fn the_language_server_reports_a_dead_embedding_server_once_and_keeps_answering(
     assert_eq!(shown, 1, "the failure is shown once");
     assert!(client.shutdown().success());
 }
+
+/// Runs the real binary in the fixture; stdout and stderr of a run that must succeed.
+fn situate_ok(f: &Fixture, args: &[&str]) -> (String, String) {
+    let out = situate(f, args);
+    let (stdout, stderr) = (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap());
+    assert!(out.status.success(), "{args:?} failed\nstdout: {stdout}\nstderr: {stderr}");
+    (stdout, stderr)
+}
+
+#[test]
+fn the_cli_stops_at_the_quick_tier_on_request_and_searches_never_wait_for_a_slow_model() {
+    let f = Fixture::standard();
+    let server = TestServer::start();
+    f.write(
+        "situate.toml",
+        format!(
+            "[embedding]\nprovider = \"openai\"\nmodel = \"mini\"\nbase_url = \"{}\"\nmax_retries = 0\ndimensions = {}\n",
+            server.openai_url(),
+            dimensions()
+        ),
+    );
+    let status = |f: &Fixture| -> serde_json::Value {
+        serde_json::from_str(&situate_ok(f, &["status", "--json"]).0).unwrap()
+    };
+
+    // The quick tier only: texts and static vectors, no remote vector yet.
+    let (out, _) = situate_ok(&f, &["index", "--quick"]);
+    let chunks = status(&f)["chunks"].as_u64().unwrap();
+    assert!(out.contains(&format!("openai vectors: 0 of {chunks}")), "{out}");
+    assert_eq!(status(&f)["vectors_pending"], chunks);
+    let embedded_before = server.embedding_batches().iter().map(Vec::len).sum::<usize>();
+
+    // A search answers at once, by meaning too, and says what is still to come.
+    let (out, err) = situate_ok(&f, &["search", "sourdough starter", "--mode", "vector", "--json"]);
+    let hits: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    assert_eq!(hits[0]["path"], "kitchen/bread.md");
+    assert!(err.contains("`situate index` computes them"), "{err}");
+    let embedded_after = server.embedding_batches().iter().map(Vec::len).sum::<usize>();
+    assert_eq!(embedded_after - embedded_before, 1, "only the query went to the server");
+
+    // `situate index` fills the rest, and measures how fast.
+    situate_ok(&f, &["index"]);
+    let s = status(&f);
+    assert_eq!((s["vectors_pending"].as_u64(), s["vectors"].as_u64()), (Some(0), Some(chunks)));
+
+    // A later change stopped at the quick tier comes with an estimate of the time left.
+    f.write("kitchen/tea.md", "# Tea\n\nSteep green tea for two minutes at eighty degrees.\n");
+    situate_ok(&f, &["index", "--quick"]);
+    let s = status(&f);
+    assert_eq!(s["vectors_pending"], 1);
+    assert!(s["vectors_eta_secs"].as_u64().is_some(), "{s}");
+}

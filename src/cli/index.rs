@@ -24,6 +24,12 @@ pub struct IndexArgs {
     /// within the configured budget; shows progress and the tokens spent.
     #[arg(long)]
     pub snippets: bool,
+    /// Stop at the quick tier: commit the texts with vectors of the built-in static model
+    /// and leave the vectors of a slower model (the built-in transformer, a remote server)
+    /// for a later `situate index` or the language server. Interrupting `situate index`
+    /// while it computes them is safe too: what is done is kept.
+    #[arg(long)]
+    pub quick: bool,
 }
 
 pub fn run(args: IndexArgs, config: Option<&Path>, out: &mut impl Write) -> Result<()> {
@@ -46,6 +52,7 @@ pub fn run(args: IndexArgs, config: Option<&Path>, out: &mut impl Write) -> Resu
         }
         bail!("snippets are off: {}", why.join("; "));
     }
+    engine.fill_pending_vectors_later(args.quick);
     let report = reconcile(&mut engine, true)?;
     let run = if args.snippets { Some(write_snippets(&mut engine, args.json)?) } else { None };
     if args.json {

@@ -27,7 +27,9 @@ impl Bar {
         let (done, total, what) = match *progress {
             Progress::Scanned { .. } => return,
             Progress::Indexing { done, total } => (done, total, "indexing {pos}/{len} files"),
-            Progress::Embedding { done, total } => (done, total, "embedding {pos}/{len} chunks"),
+            Progress::Embedding { done, total } => {
+                (done, total, "vectors {pos}/{len} (safe to interrupt: done ones are kept)")
+            }
         };
         if self.phase != what {
             if let Some(bar) = self.bar.take() {

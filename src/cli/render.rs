@@ -5,6 +5,7 @@ use std::io::{Result, Write};
 use crate::engine::{ChunkRecord, Engine, ReconcileReport, SnippetRun, Status};
 use crate::eval::{EvalReport, Metrics};
 use crate::search::Hit;
+use crate::snippets::estimate::grouped;
 use crate::snippets::generator::RunEnd;
 
 /// Characters of chunk text shown under a hit.
@@ -30,6 +31,9 @@ pub fn index_summary(out: &mut impl Write, engine: &Engine, r: &ReconcileReport)
     if r.vectors_refilled > 0 {
         writeln!(out, "{} vectors re-embedded from stored texts", r.vectors_refilled)?;
     }
+    if status.vectors_pending > 0 {
+        writeln!(out, "{}", pending_vectors_line(&status))?;
+    }
     writeln!(out, "index: {}", status.index_dir)?;
     for path in &r.lossy {
         writeln!(out, "warning: {path} is not valid UTF-8; decoded with replacement characters")?;
@@ -41,6 +45,30 @@ pub fn index_summary(out: &mut impl Write, engine: &Engine, r: &ReconcileReport)
         }
     }
     Ok(())
+}
+
+/// "strong vectors: 1,240 of 5,285, about 9 min left; the quick model stands in for the rest".
+pub fn pending_vectors_line(s: &Status) -> String {
+    let done = s.chunks.saturating_sub(s.vectors_pending);
+    let left = match s.vectors_eta_secs {
+        Some(secs) => format!(", about {} left", duration(secs)),
+        None => String::new(),
+    };
+    format!(
+        "{} vectors: {} of {}{left}; the built-in static model stands in for the rest",
+        s.embedder.provider,
+        grouped(done as u64),
+        grouped(s.chunks as u64)
+    )
+}
+
+/// Seconds as a person reads them: "40 s", "9 min", "2 h 5 min".
+fn duration(secs: u64) -> String {
+    match secs {
+        0..=59 => format!("{secs} s"),
+        60..=3599 => format!("{} min", secs.div_ceil(60)),
+        _ => format!("{} h {} min", secs / 3600, (secs % 3600) / 60),
+    }
 }
 
 /// The outcome of `situate index --snippets`.
@@ -143,6 +171,9 @@ pub fn status(out: &mut impl Write, s: &Status) -> Result<()> {
     )?;
     writeln!(out, "files:     {}", s.files)?;
     writeln!(out, "chunks:    {} ({} with vectors)", s.chunks, s.vectors)?;
+    if s.vectors_pending > 0 {
+        writeln!(out, "           {}", pending_vectors_line(s))?;
+    }
     writeln!(
         out,
         "embedder:  {} {} ({} dimensions)",

@@ -55,8 +55,15 @@ pub fn run(args: SearchArgs, config: Option<&Path>, out: &mut impl Write) -> Res
         if engine.is_read_only() {
             eprintln!("situate: another process is updating the index; searching it as it is");
         } else {
+            // A search never waits for a slow model's vectors: the texts are committed and
+            // searched at once, with the built-in static model standing in.
+            engine.fill_pending_vectors_later(true);
             warn_skips(&reconcile(&mut engine, false)?);
         }
+    }
+    let status = engine.status();
+    if status.vectors_pending > 0 {
+        eprintln!("situate: {}; `situate index` computes them", render::pending_vectors_line(&status));
     }
     let options = SearchOptions {
         limit: args.limit,

@@ -61,6 +61,11 @@ pub struct Status {
     pub files: usize,
     pub chunks: usize,
     pub vectors: usize,
+    /// Chunks still waiting for a vector of the index's model (a slow one fills them in
+    /// after their texts are committed); quick vectors stand in for them meanwhile.
+    pub vectors_pending: usize,
+    /// Seconds until the pending vectors are filled, at the rate last measured.
+    pub vectors_eta_secs: Option<u64>,
     pub embedder: EmbedderIdentity,
     /// Unix seconds of the last commit (0: never).
     pub last_commit: u64,

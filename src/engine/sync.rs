@@ -43,7 +43,9 @@ impl Engine {
     /// Embeds up to `max` of the chunks committed without a vector and commits them.
     /// Returns how many were embedded.
     pub fn fill_pending_vectors(&mut self, max: usize) -> Result<usize, EngineError> {
+        let started = Instant::now();
         let embedded = self.index.fill_pending_vectors(self.setup.embedder.as_ref(), max)?;
+        self.index.note_fill_rate(embedded, started.elapsed().as_secs_f64());
         self.index.commit()?;
         Ok(embedded)
     }
@@ -146,7 +148,9 @@ impl Engine {
         let mut done = 0;
         let mut last_commit = Instant::now();
         while self.index.pending_vector_count() > 0 {
+            let batch_started = Instant::now();
             let embedded = self.index.fill_pending_vectors(self.setup.embedder.as_ref(), FILL_BATCH)?;
+            self.index.note_fill_rate(embedded, batch_started.elapsed().as_secs_f64());
             report.vectors_embedded += embedded;
             done = (total - self.index.pending_vector_count()).max(done);
             progress(Progress::Embedding { done, total });

@@ -118,14 +118,23 @@ impl View {
     /// Files, chunks, model and health of the index.
     pub fn status(&self) -> Status {
         let manifest = self.snapshot.manifest();
+        let chunks = manifest.chunk_count();
+        let vectors = self.snapshot.vector_count();
+        let vectors_pending = if manifest.vectors_pending { chunks.saturating_sub(vectors) } else { 0 };
+        let vectors_eta_secs = manifest
+            .fill_rate
+            .filter(|rate| *rate > 0.0 && vectors_pending > 0)
+            .map(|rate| (vectors_pending as f32 / rate).ceil() as u64);
         Status {
             workspace: self.setup.root.display().to_string(),
             index_dir: self.index_dir.display().to_string(),
             read_only: self.read_only,
             other_writer: self.other_writer,
             files: manifest.files.len(),
-            chunks: manifest.chunk_count(),
-            vectors: self.snapshot.vector_count(),
+            chunks,
+            vectors,
+            vectors_pending,
+            vectors_eta_secs,
             embedder: self.setup.embedder.identity(),
             last_commit: manifest.committed_at,
             generation: manifest.generation,

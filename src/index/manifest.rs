@@ -48,7 +48,7 @@ pub fn is_racy(mtime_ns: u64) -> bool {
 }
 
 /// The manifest of one index.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
     /// Matches the tantivy commit and the vector file it was written with.
     pub generation: u64,
@@ -63,6 +63,10 @@ pub struct Manifest {
     /// Some committed chunks have no vector yet (their vectors are pending).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub vectors_pending: bool,
+    /// Chunks a second that the index's model embedded when it last filled pending
+    /// vectors, to tell how long the rest will take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fill_rate: Option<f32>,
     /// The snippet settings (model, prompt) every chunk's snippet was last checked against;
     /// empty when snippets were off. When they differ from the settings in force, every
     /// chunk is checked again.

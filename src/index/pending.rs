@@ -78,6 +78,21 @@ impl Index {
         self.stand_in(&texts)
     }
 
+    /// Records how fast the index's model filled pending vectors (`chunks` in `seconds`),
+    /// smoothed over fills, for an estimate of the time the rest will take.
+    pub fn note_fill_rate(&mut self, chunks: usize, seconds: f64) {
+        if chunks == 0 || seconds <= 0.0 {
+            return;
+        }
+        let rate = (chunks as f64 / seconds) as f32;
+        let smoothed = match self.manifest.fill_rate {
+            Some(old) => 0.7 * old + 0.3 * rate,
+            None => rate,
+        };
+        self.manifest.fill_rate = Some(smoothed);
+        self.manifest_dirty = true;
+    }
+
     /// Chunks written without a vector and not embedded yet.
     pub fn pending_vector_count(&self) -> usize {
         self.pending_vectors.len()

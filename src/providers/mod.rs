@@ -10,7 +10,7 @@ pub mod static_model;
 pub mod transformer;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -50,6 +50,12 @@ pub trait Embedder: Send + Sync {
     /// One vector per text, in order, each of `identity().dimensions` floats, L2-normalised.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
 
+    /// The vector of a search query. Models trained with instructions (e5's `query: ` and
+    /// `passage: `) embed a query differently from a passage; others as any text.
+    fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
+        Ok(self.embed(&[query])?.pop().unwrap_or_default())
+    }
+
     /// Whether embedding keeps up with reading files (thousands of texts a second). A
     /// slower embedder (a transformer on the CPU, a remote model) has its vectors filled in
     /// after the texts are committed, so that BM25 search is not held back by it.
@@ -76,6 +82,25 @@ pub enum EmbeddingConfig {
     },
     /// A server that speaks OpenAI's `/embeddings` API.
     OpenAi(openai::OpenAiEmbeddingConfig),
+}
+
+/// The built-in transformer model's file as the binary carries it.
+static BUILTIN_MODEL: OnceLock<&'static [u8]> = OnceLock::new();
+
+/// Hands the library the built-in model that the `situate` binary carries (see `main.rs`).
+pub fn provide_builtin_model(bytes: &'static [u8]) {
+    let _ = BUILTIN_MODEL.set(bytes);
+}
+
+/// The built-in transformer model's file, or `None` when this build has none (it could not
+/// be fetched at build time). Without the binary's copy — in the crate's own tests and
+/// benchmarks — it is read once from where the build put it.
+pub fn builtin_model() -> Option<&'static [u8]> {
+    let bytes = *BUILTIN_MODEL.get_or_init(|| match std::fs::read(env!("SITUATE_E5_MODEL_FILE")) {
+        Ok(bytes) => Box::leak(bytes.into_boxed_slice()),
+        Err(_) => &[],
+    });
+    (!bytes.is_empty()).then_some(bytes)
 }
 
 /// Whether this binary can run `provider = "transformer"`.

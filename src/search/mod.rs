@@ -236,7 +236,7 @@ pub fn search(
 
 /// The query's vector, or `None` when it embeds to nothing (only unknown tokens).
 fn embed_query(embedder: &dyn Embedder, query: &str) -> Result<Option<Vec<f32>>, SearchError> {
-    let v = embedder.embed(&[query]).map_err(|e| SearchError::Index(e.into()))?.pop().unwrap_or_default();
+    let v = embedder.embed_query(query).map_err(|e| SearchError::Index(e.into()))?;
     Ok(v.iter().any(|x| *x != 0.0).then_some(v))
 }
 

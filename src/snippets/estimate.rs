@@ -103,7 +103,7 @@ impl fmt::Display for Estimate {
 }
 
 /// `n` with thousands separators: "2,139".
-fn grouped(n: u64) -> String {
+pub fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, digit) in digits.chars().enumerate() {

@@ -18,6 +18,12 @@ pub struct StatusJson {
     pub files: usize,
     pub chunks: usize,
     pub vectors: usize,
+    /// Chunks still waiting for a vector of the index's model (searched meanwhile through
+    /// a vector of the built-in static model).
+    pub vectors_pending: usize,
+    /// Seconds until they are filled, at the rate last measured (absent when unknown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vectors_eta_secs: Option<u64>,
     pub embedder: EmbedderJson,
     pub last_commit: u64,
     pub generation: u64,
@@ -100,6 +106,8 @@ impl From<&Status> for StatusJson {
             files: s.files,
             chunks: s.chunks,
             vectors: s.vectors,
+            vectors_pending: s.vectors_pending,
+            vectors_eta_secs: s.vectors_eta_secs,
             embedder: EmbedderJson::from(&s.embedder),
             last_commit: s.last_commit,
             generation: s.generation,

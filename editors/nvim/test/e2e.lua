@@ -285,6 +285,16 @@ local function test_describe_snippets()
     stopped:find("\n  snippets stopped: the model keeps failing %(HTTP 503%) %(next try at %d%d:%d%d:%d%d, or now with :Situate reindex%)") ~= nil, stopped)
   local off = table.concat(describe(folder({ state = "idle", done = 2, total = 2, totals = totals }, true)), "\n")
   check("no snippets line when they are off", off:find("snippets", 1, true) == nil, off)
+  check("no vectors line when none are pending", off:find("vectors:", 1, true) == nil, off)
+
+  local filling = folder({ state = "idle", done = 0, total = 0, totals = totals }, true)
+  filling.index.chunks = 5285
+  filling.index.vectors_pending = 4045
+  filling.index.vectors_eta_secs = 505
+  filling.index.embedder = { provider = "e5", model = "multilingual-e5-small-q4" }
+  local text = table.concat(describe(filling), "\n")
+  check("a slow model's vectors being filled, with the time left", text:find(
+    "\n  e5 vectors: 1240 of 5285, about 9 min left; the built-in static model stands in for the rest", 1, true) ~= nil, text)
 end
 
 -- An OpenAI-compatible /v1/chat/completions on 127.0.0.1 that writes one sentence per

@@ -1,6 +1,6 @@
 // The situate server's commands and the shapes of their answers (docs/lsp.md), as plain types.
 // Kept in step with src/lsp/ext.rs and src/wire/ (checked by tests/house.rs):
-// wire shapes hash: 5e1c451cf70af465
+// wire shapes hash: f4c35f6f8def3afd
 
 /** Names of the server's `workspace/executeCommand` commands. */
 export const ServerCommand = {
@@ -93,6 +93,10 @@ export interface IndexStatus {
   files: number;
   chunks: number;
   vectors: number;
+  /** Chunks still waiting for a vector of the index's model; the built-in static model stands in. */
+  vectors_pending: number;
+  /** Seconds until those are filled, at the rate last measured (absent when unknown). */
+  vectors_eta_secs?: number;
   embedder: { provider: string; model: string; dimensions: number };
   last_commit: number;
   generation: number;

@@ -1,5 +1,13 @@
 // Words for the index's state: the status-bar text, the status report and the reindex summary (vscode-free).
-import type { FolderStatus, ReconcileReport, ReindexAnswer, SnippetQueueStatus, SnippetTotals, StatusAnswer } from "./protocol";
+import type {
+  FolderStatus,
+  IndexStatus,
+  ReconcileReport,
+  ReindexAnswer,
+  SnippetQueueStatus,
+  SnippetTotals,
+  StatusAnswer,
+} from "./protocol";
 
 export interface StatusBarText {
   text: string;
@@ -92,6 +100,24 @@ export function statusReport(status: StatusAnswer, now: Date = new Date()): stri
   return lines.join("\n");
 }
 
+/** "e5 vectors: 1,240 of 5,285, about 9 min left; the built-in static model stands in for the rest". */
+export function pendingVectorsText(index: IndexStatus): string {
+  const done = Math.max(0, index.chunks - index.vectors_pending);
+  const left = index.vectors_eta_secs === undefined ? "" : `, about ${duration(index.vectors_eta_secs)} left`;
+  return `${index.embedder.provider} vectors: ${count(done)} of ${count(index.chunks)}${left}; the built-in static model stands in for the rest`;
+}
+
+/** Seconds as a person reads them: "40 s", "9 min", "2 h 5 min". */
+function duration(secs: number): string {
+  if (secs < 60) {
+    return `${secs} s`;
+  }
+  if (secs < 3600) {
+    return `${Math.ceil(secs / 60)} min`;
+  }
+  return `${Math.floor(secs / 3600)} h ${Math.floor((secs % 3600) / 60)} min`;
+}
+
 function folderReport(folder: FolderStatus): string[] {
   const lines = [`## ${folder.root}`, ""];
   let phase = folder.phase as string;
@@ -112,7 +138,9 @@ function folderReport(folder: FolderStatus): string[] {
   } else {
     lines.push("- The index is not open yet.");
   }
-  if (folder.vectors_pending) {
+  if (index && index.vectors_pending > 0) {
+    lines.push(`- ${pendingVectorsText(index)}`);
+  } else if (folder.vectors_pending) {
     lines.push(`- Vectors pending: ${count(folder.vectors_pending)} chunks, searchable by their words meanwhile`);
   }
   lines.push(...snippetLines(folder));

@@ -213,6 +213,30 @@ function M.describe_snippets(folder)
   return lines
 end
 
+--- "e5 vectors: 1240 of 5285, about 9 min left; ...": a slow model's vectors still being filled.
+function M.pending_vectors(index)
+  local done = math.max(0, (index.chunks or 0) - index.vectors_pending)
+  local left = ""
+  local eta = index.vectors_eta_secs
+  if type(eta) == "number" then
+    if eta < 60 then
+      left = string.format(", about %d s left", eta)
+    elseif eta < 3600 then
+      left = string.format(", about %d min left", math.ceil(eta / 60))
+    else
+      left = string.format(", about %d h %d min left", math.floor(eta / 3600), math.floor((eta % 3600) / 60))
+    end
+  end
+  local provider = index.embedder and index.embedder.provider or "model"
+  return string.format(
+    "%s vectors: %d of %d%s; the built-in static model stands in for the rest",
+    provider,
+    done,
+    index.chunks or 0,
+    left
+  )
+end
+
 --- Lines describing one folder of a situate.status answer; `with_errors` adds its errors.
 function M.describe_folder(folder, with_errors)
   local phase = folder.phase
@@ -225,6 +249,9 @@ function M.describe_folder(folder, with_errors)
     local model = index.embedder and index.embedder.model or "?"
     table.insert(lines, string.format("  %d files, %d chunks, model %s", index.files or 0, index.chunks or 0, model))
     table.insert(lines, "  index: " .. tostring(index.index_dir))
+    if (index.vectors_pending or 0) > 0 then
+      table.insert(lines, "  " .. M.pending_vectors(index))
+    end
     for _, problem in ipairs(index.config_problems or {}) do
       table.insert(lines, "  config: " .. (type(problem) == "string" and problem or vim.inspect(problem)))
     end

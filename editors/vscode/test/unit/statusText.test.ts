@@ -3,7 +3,14 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ProgressTracker } from "../../src/progressTracker";
 import type { FolderStatus, IndexStatus, SnippetIndexStatus, SnippetQueueStatus, StatusAnswer } from "../../src/protocol";
-import { formatBytes, reindexSummary, snippetLines, statusBarText, statusReport } from "../../src/statusText";
+import {
+  formatBytes,
+  pendingVectorsText,
+  reindexSummary,
+  snippetLines,
+  statusBarText,
+  statusReport,
+} from "../../src/statusText";
 
 const index: IndexStatus = {
   workspace: "/home/me/notes",
@@ -13,6 +20,7 @@ const index: IndexStatus = {
   files: 171,
   chunks: 2139,
   vectors: 2139,
+  vectors_pending: 0,
   embedder: { provider: "static", model: "builtin:minilm-l6-v2-distilled-256-int8", dimensions: 256 },
   last_commit: 1795232400,
   generation: 12,
@@ -212,4 +220,22 @@ test("progress: the mean of the running runs, cleared by their ends", () => {
   assert.equal(tracker.percentage(), 10, "a report of an unknown run is ignored");
   tracker.update("b", { kind: "end" });
   assert.equal(tracker.percentage(), undefined);
+});
+
+test("vectors of a slow model still being filled: how many, and how long the rest will take", () => {
+  const filling: IndexStatus = {
+    ...index,
+    chunks: 5285,
+    vectors: 1240,
+    vectors_pending: 4045,
+    vectors_eta_secs: 505,
+    embedder: { provider: "e5", model: "multilingual-e5-small-q4", dimensions: 384 },
+  };
+  assert.equal(
+    pendingVectorsText(filling),
+    "e5 vectors: 1,240 of 5,285, about 9 min left; the built-in static model stands in for the rest",
+  );
+  assert.equal(pendingVectorsText({ ...filling, vectors_eta_secs: undefined }).includes("left"), false);
+  const report = statusReport(one(folder({ index: filling, vectors_pending: 4045 })));
+  assert.match(report, /e5 vectors: 1,240 of 5,285, about 9 min left/);
 });
