@@ -851,3 +851,148 @@ fn quick_vectors_cover_every_pending_chunk_through_fills_restarts_and_readers() 
     engine.update(&["ops/pager.md".to_string()]).unwrap();
     assert_eq!(engine.view().snapshot().quick_count(), 0);
 }
+
+/// Every way a chunk-store file can be damaged: cut in half, zeroed, emptied, removed, or
+/// one byte changed in the middle.
+fn damage(path: &std::path::Path, how: usize) {
+    let bytes = std::fs::read(path).unwrap();
+    match how {
+        0 => std::fs::write(path, &bytes[..bytes.len() / 2]).unwrap(),
+        1 => std::fs::write(path, vec![0u8; bytes.len()]).unwrap(),
+        2 => std::fs::write(path, b"").unwrap(),
+        3 => std::fs::remove_file(path).unwrap(),
+        _ => {
+            let mut bytes = bytes;
+            let middle = bytes.len() / 2;
+            bytes[middle] ^= 0x5a;
+            std::fs::write(path, bytes).unwrap();
+        }
+    }
+}
+
+#[test]
+fn any_damaged_chunk_store_file_is_set_aside_and_rebuilt_keeping_the_snippet_cache() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    // An edit leaves deleted documents behind, so the segments have a `.del` file too.
+    f.write("ops/backup.md", "# Backups\n\nSnapshots are kept for ninety days.\n");
+    reconcile(&mut engine);
+    let chunks = engine.index().manifest().chunk_count();
+    drop(engine);
+    let cache = f.index_dir().join("snippets.jsonl");
+    std::fs::write(&cache, "{\"written\": \"by an earlier run\"}\n").unwrap();
+    let pristine = tempfile::tempdir().unwrap();
+    common::copy_dir(&f.index_dir(), pristine.path());
+
+    let mut kinds: Vec<String> = std::fs::read_dir(f.index_dir().join("tantivy"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.path().extension().map(|x| x.to_string_lossy().into_owned()))
+        .filter(|x| x != "json" && x != "lock")
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    for kind in ["idx", "term", "store", "fast", "fieldnorm", "del", "pos"] {
+        assert!(kinds.contains(&kind.to_string()), "no .{kind} file among {kinds:?}");
+    }
+    // The commit's own records, whose loss tantivy itself notices, recover as well.
+    kinds.extend(["meta.json".to_string(), ".managed.json".to_string()]);
+    for kind in &kinds {
+        for how in 0..5 {
+            // Back to the undamaged index, then damage every file of this kind.
+            std::fs::remove_dir_all(f.index_dir()).unwrap();
+            common::copy_dir(pristine.path(), &f.index_dir());
+            for entry in std::fs::read_dir(f.index_dir().join("tantivy")).unwrap().flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name == *kind || entry.path().extension().is_some_and(|x| x == kind.as_str()) {
+                    damage(&entry.path(), how);
+                }
+            }
+            let record = kind.ends_with(".json");
+            // A reader cannot repair: it says the index is damaged (or not there at all).
+            let opened =
+                Engine::open_with(f.root(), f.config(), Vec::new(), Counting::new(), OpenMode::ReadOnly);
+            if let Err(e) = opened {
+                let err = e.to_string();
+                assert!(
+                    err.contains("chunk store") || err.contains("no index"),
+                    "{kind} damaged {how}: {err}"
+                );
+            } else {
+                assert!(record, "{kind} damaged {how}: a reader opened a damaged store");
+            }
+
+            let mut engine = f.engine(Counting::new());
+            let notes = engine.index().notes().to_vec();
+            // A lost `.managed.json` costs nothing: tantivy only uses it to collect garbage.
+            assert!(
+                notes.iter().any(|n| n.contains("rebuilt")) || kind == ".managed.json",
+                "{kind} damaged {how}: {notes:?}"
+            );
+            let report = reconcile(&mut engine);
+            if !record {
+                assert_eq!(report.files_indexed, 4, ".{kind} damaged {how}");
+            }
+            assert_eq!(engine.index().manifest().chunk_count(), chunks, "{kind} damaged {how}");
+            assert_eq!(engine.index().vector_count(), chunks, "{kind} damaged {how}: {notes:?}");
+            let hits = engine.search(&request("ninety days", SearchMode::Hybrid)).unwrap();
+            assert_eq!(hits[0].chunk.path, "ops/backup.md", ".{kind} damaged {how}");
+            drop(engine);
+            assert_eq!(
+                std::fs::read_to_string(&cache).unwrap(),
+                "{\"written\": \"by an earlier run\"}\n",
+                "the snippet cache survives"
+            );
+            assert!(record || f.index_dir().join("tantivy.damaged").is_dir());
+        }
+    }
+}
+
+#[test]
+fn a_damaged_vector_journal_never_leaves_stale_vectors() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    // Several commits of additions and removals, all in the journal.
+    for round in 0..4 {
+        f.write("ops/backup.md", format!("# Backups\n\nSnapshots are kept for {round} weeks.\n"));
+        f.write(&format!("ops/extra{round}.md"), format!("# Extra {round}\n\nA note about round {round}.\n"));
+        if round > 0 {
+            std::fs::remove_file(f.root().join(format!("ops/extra{}.md", round - 1))).unwrap();
+        }
+        reconcile(&mut engine);
+    }
+    let chunks = engine.index().manifest().chunk_count();
+    drop(engine);
+    let journal = f.index_dir().join("vectors.journal");
+    let pristine = std::fs::read(&journal).unwrap();
+    assert!(pristine.len() > 64, "the journal holds the changes");
+    let backup = tempfile::tempdir().unwrap();
+    common::copy_dir(&f.index_dir(), backup.path());
+
+    let cuts = [1, 8, 20, pristine.len() / 3, pristine.len() / 2, pristine.len() - 5, pristine.len() - 1];
+    for (trial, &at) in cuts.iter().enumerate() {
+        for how in 0..4 {
+            std::fs::remove_dir_all(f.index_dir()).unwrap();
+            common::copy_dir(backup.path(), &f.index_dir());
+            let mut bytes = pristine.clone();
+            match how {
+                0 => bytes.truncate(at),
+                1 => bytes[at..].iter_mut().for_each(|b| *b = 0),
+                2 => bytes[at] ^= 0xff,
+                _ => drop(bytes.splice(at..at, *b"garbage")),
+            };
+            std::fs::write(&journal, &bytes).unwrap();
+            let mut engine = f.engine(Counting::new());
+            reconcile(&mut engine);
+            let index = engine.index();
+            assert_eq!(index.vector_count(), chunks, "trial {trial}/{how}: {:?}", index.notes());
+            assert!(index.chunk_ids().iter().all(|id| index.has_vector(*id)), "trial {trial}/{how}");
+            drop(engine);
+            // And the repaired state is durable: a second open finds nothing to repair.
+            let engine = f.engine(Counting::new());
+            assert_eq!(engine.index().vector_count(), chunks, "trial {trial}/{how}, reopened");
+        }
+    }
+}

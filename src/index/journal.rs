@@ -3,16 +3,20 @@
 //! the index.
 //!
 //! Layout: a header (`MAGIC`, dimensions as u32), then records, little-endian: `1` id
-//! vector (add), `2` id (remove), `3` generation (commit). Replay applies records up to the
-//! last commit marker; a torn tail (a crash mid-append) is ignored and cut off by the next
-//! writer. Replaying is idempotent — ids are never reused — so a log that outlived a full
+//! vector (add), `2` id (remove), `3` generation checksum (commit). The checksum (xxh3) covers
+//! every byte of the commit's records and its generation, so that damage anywhere (a changed
+//! id, a zeroed run, bytes inserted) ends the replay at the last intact commit instead of
+//! misapplying a record. Replay applies records up to the last intact commit marker; a torn
+//! tail (a crash mid-append) is ignored and cut off by the next writer. Replaying is idempotent — ids are never reused — so a log that outlived a full
 //! rewrite of the vector file (a crash between the two) does no harm.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-const MAGIC: &[u8; 8] = b"SITVJNL1";
+use xxhash_rust::xxh3::xxh3_64;
+
+const MAGIC: &[u8; 8] = b"SITVJNL2";
 const HEADER_LEN: u64 = 12;
 const ADD: u8 = 1;
 const REMOVE: u8 = 2;
@@ -72,6 +76,8 @@ impl Journal {
         let mut replay = Replay { committed_len: HEADER_LEN, ..Replay::default() };
         let mut pending = Vec::new();
         let mut at = HEADER_LEN as usize;
+        // Where the records of the commit being read begin.
+        let mut group = at;
         let take_u64 =
             |at: usize| bytes.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()));
         while let Some(&tag) = bytes.get(at) {
@@ -93,8 +99,14 @@ impl Journal {
                     at += 9;
                 }
                 COMMIT => {
-                    let Some(generation) = take_u64(at + 1) else { break };
-                    at += 9;
+                    let (Some(generation), Some(checksum)) = (take_u64(at + 1), take_u64(at + 9)) else {
+                        break;
+                    };
+                    if xxh3_64(&bytes[group..at + 9]) != checksum {
+                        break;
+                    }
+                    at += 17;
+                    group = at;
                     replay.ops.append(&mut pending);
                     replay.generation = Some(generation);
                     replay.committed_len = at as u64;
@@ -138,38 +150,40 @@ impl Journal {
 
     /// Appends `ops` and a commit marker for `generation`, and makes them durable.
     pub fn append(&mut self, ops: &[VectorOp], generation: u64) -> std::io::Result<()> {
-        let mut f = OpenOptions::new().write(true).open(&self.path)?;
-        f.seek(SeekFrom::Start(HEADER_LEN + self.len))?;
-        let mut w = BufWriter::new(&mut f);
-        let mut written = 0u64;
+        let mut group = Vec::new();
+        let mut adds = 0;
         for op in ops {
             match op {
                 VectorOp::Add(id, v) => {
                     if v.len() != self.dimensions {
                         return Err(journal_err(&self.path, "vector of the wrong dimension"));
                     }
-                    w.write_all(&[ADD])?;
-                    w.write_all(&id.to_le_bytes())?;
+                    group.push(ADD);
+                    group.extend_from_slice(&id.to_le_bytes());
                     for x in v {
-                        w.write_all(&x.to_le_bytes())?;
+                        group.extend_from_slice(&x.to_le_bytes());
                     }
-                    written += 9 + 4 * v.len() as u64;
-                    self.adds += 1;
+                    adds += 1;
                 }
                 VectorOp::Remove(id) => {
-                    w.write_all(&[REMOVE])?;
-                    w.write_all(&id.to_le_bytes())?;
-                    written += 9;
+                    group.push(REMOVE);
+                    group.extend_from_slice(&id.to_le_bytes());
                 }
             }
         }
-        w.write_all(&[COMMIT])?;
-        w.write_all(&generation.to_le_bytes())?;
-        written += 9;
+        group.push(COMMIT);
+        group.extend_from_slice(&generation.to_le_bytes());
+        let checksum = xxh3_64(&group);
+        group.extend_from_slice(&checksum.to_le_bytes());
+        let mut f = OpenOptions::new().write(true).open(&self.path)?;
+        f.seek(SeekFrom::Start(HEADER_LEN + self.len))?;
+        let mut w = BufWriter::new(&mut f);
+        w.write_all(&group)?;
         w.flush()?;
         drop(w);
         f.sync_data()?;
-        self.len += written;
+        self.len += group.len() as u64;
+        self.adds += adds;
         Ok(())
     }
 }
@@ -217,6 +231,31 @@ mod tests {
         assert_eq!(r.generation, Some(9));
         assert_eq!(r.ops.last(), Some(&VectorOp::Remove(2)));
         assert_eq!(r.ops.len(), 4);
+    }
+
+    #[test]
+    fn a_changed_byte_ends_the_replay_at_the_last_intact_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v.log");
+        let mut j = Journal::reset(&p, 2).unwrap();
+        j.append(&[VectorOp::Add(1, vec![1.0, 0.0])], 7).unwrap();
+        let first = std::fs::read(&p).unwrap().len();
+        j.append(&[VectorOp::Remove(1), VectorOp::Add(2, vec![0.0, 1.0])], 8).unwrap();
+        let full = std::fs::read(&p).unwrap();
+        // An id in the second commit turned into another: the record is well formed, only
+        // the checksum can tell.
+        let mut damaged = full.clone();
+        damaged[first + 1] ^= 0x04;
+        std::fs::write(&p, &damaged).unwrap();
+        let r = Journal::replay(&p, 2).unwrap();
+        assert_eq!((r.generation, r.ops.len()), (Some(7), 1));
+        assert_eq!(r.committed_len, first as u64);
+        // The same in the first commit leaves nothing to replay.
+        let mut damaged = full;
+        damaged[HEADER_LEN as usize + 3] ^= 0x01;
+        std::fs::write(&p, &damaged).unwrap();
+        let r = Journal::replay(&p, 2).unwrap();
+        assert_eq!((r.generation, r.ops.len()), (None, 0));
     }
 
     #[test]

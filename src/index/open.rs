@@ -125,10 +125,18 @@ impl Index {
             reset_index_files(&layout)?;
         }
 
-        let (store, fields) = match open_store(&layout, true) {
+        // The index is derived data: a chunk store that cannot be read whole is set aside
+        // and rebuilt from the files (the snippet cache, which cost money, stays).
+        let (store, fields) = match open_store(&layout, true).and_then(|(store, fields)| {
+            check_store(&store, &layout.tantivy())?;
+            Ok((store, fields))
+        }) {
             Ok(s) => s,
             Err(e) => {
-                notes.push(format!("chunk store unreadable ({e}): rebuilt"));
+                let aside = set_aside(&layout);
+                notes.push(format!(
+                    "the chunk store is damaged ({e}); {aside}, and the index is rebuilt from the files"
+                ));
                 reset_index_files(&layout)?;
                 open_store(&layout, true)?
             }
@@ -163,6 +171,7 @@ impl Index {
         // Only asked, not kept: a reader must not stop a writer from starting.
         let other_writer = matches!(WriterLock::try_acquire(&layout.lock()), Ok(None));
         let (store, fields) = open_store(&layout, false)?;
+        check_store(&store, &layout.tantivy())?;
         let (mut index, _) = Index::assemble(layout, &store, fields, embedder, pipeline, None, Vec::new())?;
         index.other_writer = other_writer;
         Ok(index)
@@ -262,6 +271,7 @@ impl Index {
                 match VectorIndex::open(&path, dims, in_memory) {
                     Ok(v) => {
                         *write(&self.vectors) = v;
+                        let mut prune = false;
                         let mut generation = m.generation;
                         let mut replayed = journal::Replay::default();
                         match replay {
@@ -279,6 +289,8 @@ impl Index {
                                 self.notes
                                     .push(format!("{e}: vectors since the last full write are re-embedded"));
                                 self.vectors_unchecked = expected > 0;
+                                // Removals since the full write are lost with the journal.
+                                prune = true;
                             }
                         }
                         if generation != self.committed_generation {
@@ -287,12 +299,16 @@ impl Index {
                                 self.committed_generation
                             ));
                             self.vectors_unchecked = true;
+                            prune = true;
                         }
                         if writable {
                             self.journal = Some(
                                 Journal::open(&journal_path, dims, &replayed)
                                     .map_err(io_err(&journal_path))?,
                             );
+                        }
+                        if prune {
+                            self.keep_only_live_vectors(writable)?;
                         }
                     }
                     Err(e) => {
@@ -320,6 +336,26 @@ impl Index {
                         .push("vector record missing: vectors are re-embedded from stored texts".to_string());
                     self.vectors_unchecked = true;
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops the vectors of chunks that are not in the chunk store (vectors that outlived a
+    /// repair), so that none is ever counted, searched, or taken for a later chunk's. A
+    /// writer then writes the vector file whole at its next commit.
+    fn keep_only_live_vectors(&mut self, writable: bool) -> Result<(), IndexError> {
+        let live: Vec<u64> =
+            self.manifest.files.values().flat_map(|f| f.chunks.iter().map(|c| c.id)).collect();
+        let before = read(&self.vectors).len();
+        let fresh = read(&self.vectors).compacted(live)?;
+        let dropped = before.saturating_sub(fresh.len());
+        *write(&self.vectors) = fresh;
+        if dropped > 0 {
+            self.notes.push(format!("{dropped} vectors of chunks no longer in the chunk store were dropped"));
+            if writable {
+                self.journal = None;
+                self.manifest_dirty = true;
             }
         }
         Ok(())
@@ -456,6 +492,50 @@ fn open_store(layout: &IndexLayout, create: bool) -> Result<(tantivy::Index, Fie
     }
     tokenizer::register(&store);
     Ok((store, fields))
+}
+
+/// Reads every file of every segment of the last commit whole and checks it against the
+/// checksum in its footer, so that a truncated, emptied, zeroed, missing or altered file is
+/// found at open rather than in the middle of a search.
+fn check_store(store: &tantivy::Index, dir: &Path) -> Result<(), IndexError> {
+    use tantivy::index::SegmentComponent as C;
+    let damaged = |what: String| IndexError::Store {
+        path: dir.display().to_string(),
+        source: tantivy::TantivyError::InvalidArgument(what),
+    };
+    let metas = store.load_metas().map_err(store_err(dir))?;
+    let managed = store.directory().list_managed_files();
+    for segment in &metas.segments {
+        let mut components = vec![C::Postings, C::Terms, C::Store, C::FastFields, C::FieldNorms];
+        if segment.has_deletes() {
+            components.push(C::Delete);
+        }
+        // Positions are written only for fields that keep them; the managed list says
+        // whether this segment has a file for them.
+        if managed.contains(&segment.relative_path(C::Positions)) {
+            components.push(C::Positions);
+        }
+        for component in components {
+            let path = segment.relative_path(component);
+            match store.directory().validate_checksum(&path) {
+                Ok(true) => {}
+                Ok(false) => return Err(damaged(format!("{} fails its checksum", path.display()))),
+                Err(e) => return Err(damaged(format!("{}: {e}", path.display()))),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Moves a damaged chunk store out of the way (replacing one set aside before), for a look
+/// afterwards; says where it went, or that it was removed.
+fn set_aside(layout: &IndexLayout) -> String {
+    let (from, to) = (layout.tantivy(), layout.dir.join("tantivy.damaged"));
+    let _ = std::fs::remove_dir_all(&to);
+    match std::fs::rename(&from, &to) {
+        Ok(()) => format!("it is set aside in {}", to.display()),
+        Err(_) => "it is removed".to_string(),
+    }
 }
 
 fn read_payload(store: &tantivy::Index) -> CommitPayload {
