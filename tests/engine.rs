@@ -996,3 +996,69 @@ fn a_damaged_vector_journal_never_leaves_stale_vectors() {
         }
     }
 }
+
+#[test]
+fn the_same_files_give_the_same_answers_whatever_the_index_history() {
+    let words = [
+        "retry",
+        "timeout",
+        "backup",
+        "snapshot",
+        "proxy",
+        "router",
+        "certificate",
+        "cache",
+        "limit",
+        "header",
+    ];
+    let note = |i: usize, round: usize| {
+        let w = |k: usize| words[(i * 7 + k * 3 + round) % words.len()];
+        format!(
+            "# Note {i}\n\n## {} and {}\n\nThe {} of the {} keeps the {} when the {} fails.\n\n## More\n\n{} {} {}\n",
+            w(0),
+            w(1),
+            w(2),
+            w(3),
+            w(4),
+            w(5),
+            w(6),
+            w(7),
+            w(8)
+        )
+    };
+    // History A: an index built, then edited three times over (deleted documents stay in
+    // their segments until a merge).
+    let a = Fixture::empty();
+    for i in 0..60 {
+        a.write(&format!("notes/n{i:02}.md"), note(i, 0));
+    }
+    let mut engine_a = a.engine(Counting::new());
+    reconcile(&mut engine_a);
+    for round in 1..4 {
+        for i in (round..60).step_by(5) {
+            a.write(&format!("notes/n{i:02}.md"), note(i, round));
+        }
+        reconcile(&mut engine_a);
+    }
+    // History B: the same final files, indexed once.
+    let b = Fixture::empty();
+    common::copy_dir(a.root(), b.root());
+    let mut engine_b = b.engine(Counting::new());
+    reconcile(&mut engine_b);
+
+    for query in
+        ["retry timeout", "backup snapshot keeps", "proxy certificate", "cache limit header", "router"]
+    {
+        for mode in [SearchMode::Bm25, SearchMode::Vector, SearchMode::Hybrid] {
+            let request = SearchRequest { limit: 10, ..request(query, mode) };
+            let (ha, hb) = (engine_a.search(&request).unwrap(), engine_b.search(&request).unwrap());
+            let key = |hits: &[Hit]| {
+                hits.iter().map(|h| (h.chunk.path.clone(), h.chunk.start_line)).collect::<Vec<_>>()
+            };
+            assert_eq!(key(&ha), key(&hb), "{mode} {query:?}");
+            for (x, y) in ha.iter().zip(&hb) {
+                assert!((x.score - y.score).abs() < 1e-5, "{mode} {query:?}: {} vs {}", x.score, y.score);
+            }
+        }
+    }
+}

@@ -455,6 +455,7 @@ impl Index {
             quick: Arc::clone(&self.quick),
             manifest: Arc::clone(&self.committed_manifest),
             store_dir: self.layout.tantivy(),
+            tokens: Arc::default(),
         }
     }
 

@@ -2,12 +2,12 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use tantivy::collector::TopDocs;
-use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
-use tantivy::schema::IndexRecordOption;
-use tantivy::{DocAddress, Searcher, TantivyDocument, Term};
+use tantivy::query::{Bm25StatisticsProvider, BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::schema::{Field, IndexRecordOption};
+use tantivy::{DocAddress, DocSet, Searcher, TERMINATED, TantivyDocument, Term};
 
 use super::manifest::Manifest;
 use super::quick::QuickVectors;
@@ -27,6 +27,8 @@ pub struct Snapshot {
     pub(super) quick: Arc<RwLock<QuickVectors>>,
     pub(super) manifest: Arc<Manifest>,
     pub(super) store_dir: PathBuf,
+    /// Tokens per field over the live chunks, counted once per commit on first use.
+    pub(super) tokens: Arc<Mutex<HashMap<Field, u64>>>,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -55,9 +57,13 @@ impl Snapshot {
         self.searcher.num_docs()
     }
 
-    /// In how many chunks an analysed term occurs in a searched field.
+    /// In how many live chunks an analysed term occurs in a searched field.
     pub fn doc_freq(&self, field: TextField, term: &str) -> u64 {
-        self.searcher.doc_freq(&Term::from_field_text(self.fields.searched(field), term)).unwrap_or(0)
+        self.live_stats().doc_freq(&Term::from_field_text(self.fields.searched(field), term)).unwrap_or(0)
+    }
+
+    fn live_stats(&self) -> LiveStats<'_> {
+        LiveStats { searcher: &self.searcher, tokens: &self.tokens }
     }
 
     /// Runs a disjunction of weighted term queries (BM25 per field, each scaled by its
@@ -77,7 +83,11 @@ impl Snapshot {
         let query = BooleanQuery::new(clauses);
         let top = self
             .searcher
-            .search(&query, &TopDocs::with_limit(limit).order_by_score())
+            .search_with_statistics_provider(
+                &query,
+                &TopDocs::with_limit(limit).order_by_score(),
+                &self.live_stats(),
+            )
             .map_err(store_err(&self.store_dir))?;
         let mut out = Vec::with_capacity(top.len());
         for (score, address) in top {
@@ -172,5 +182,56 @@ impl Snapshot {
             }
         }
         Ok(out)
+    }
+}
+
+/// BM25 statistics over the live chunks only. Tantivy's own count the documents an edit
+/// deleted until their segment is merged, so the same files would score differently after
+/// an incremental update than after indexing from scratch. Token totals are summed from the
+/// stored field norms (as tantivy scores each document), the same way whatever the index's
+/// history; document frequencies count postings of live documents where a segment has
+/// deletions, and take the term dictionary's count where it has none.
+struct LiveStats<'a> {
+    searcher: &'a Searcher,
+    tokens: &'a Mutex<HashMap<Field, u64>>,
+}
+
+impl Bm25StatisticsProvider for LiveStats<'_> {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        let mut cache = self.tokens.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(total) = cache.get(&field) {
+            return Ok(*total);
+        }
+        let mut total = 0u64;
+        for segment in self.searcher.segment_readers() {
+            let norms = segment.get_fieldnorms_reader(field)?;
+            total += segment.doc_ids_alive().map(|doc| u64::from(norms.fieldnorm(doc))).sum::<u64>();
+        }
+        cache.insert(field, total);
+        Ok(total)
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Ok(self.searcher.num_docs())
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        let mut total = 0u64;
+        for segment in self.searcher.segment_readers() {
+            let inverted = segment.inverted_index(term.field())?;
+            let Some(alive) = segment.alive_bitset() else {
+                total += u64::from(inverted.doc_freq(term)?);
+                continue;
+            };
+            let Some(mut postings) = inverted.read_postings(term, IndexRecordOption::Basic)? else {
+                continue;
+            };
+            let mut doc = postings.doc();
+            while doc != TERMINATED {
+                total += u64::from(alive.is_alive(doc));
+                doc = postings.advance();
+            }
+        }
+        Ok(total)
     }
 }

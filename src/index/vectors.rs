@@ -7,9 +7,11 @@ use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 
 use super::files;
 
-/// Below this many vectors a search scans them all: exact, and about a millisecond at the
-/// limit (1.4 ms measured for 30,000 vectors of 256 dimensions).
-const EXACT_SEARCH_LIMIT: usize = 20_000;
+/// Below this many vectors a search scans them all: exact, so that the same vectors give the
+/// same neighbours whatever order they were added in (an approximate graph depends on it),
+/// at a few milliseconds at the limit (1.4 ms measured for 30,000 vectors of 256
+/// dimensions).
+const EXACT_SEARCH_LIMIT: usize = 200_000;
 /// Candidates examined when a vector is inserted into the graph. usearch's default (128)
 /// costs about three times as much per insert; 40 keeps cold indexing fast, and the graph
 /// only serves indexes over `EXACT_SEARCH_LIMIT` vectors.

@@ -302,7 +302,8 @@ fn hits_of(
     keep: impl Fn(&ChunkRecord) -> bool,
 ) -> Result<Vec<Hit>, SearchError> {
     let arms = [arms.words, arms.vector, arms.quick];
-    let fused = fuse(&arms, config.fusion, config.rrf_k);
+    let mut fused = fuse(&arms, config.fusion, config.rrf_k);
+    order_ties(index, &mut fused, limit)?;
     let [bm25_scores, vector_scores, quick_scores] =
         arms.map(|a| a.ids.into_iter().collect::<HashMap<u64, f32>>());
 
@@ -334,6 +335,29 @@ fn hits_of(
         }
     }
     Ok(hits)
+}
+
+/// Puts candidates with equal fused scores (duplicated passages, which score alike) in the
+/// order of their place in the workspace, path then line. Without it their order would
+/// follow the index's segments and chunk ids, so the same files could answer differently
+/// after an incremental update than after indexing from scratch. Only the runs of ties
+/// that can reach the answer are looked at.
+fn order_ties(index: &Snapshot, fused: &mut [Fused], limit: usize) -> Result<(), SearchError> {
+    // Filters (paths, expansion neighbours) may pass over some candidates: look further.
+    let reach = fused.len().min(limit.saturating_mul(4).saturating_add(16));
+    let mut start = 0;
+    while start < reach {
+        let score = fused[start].score;
+        let end = start + fused[start..].iter().take_while(|f| f.score == score).count();
+        if end - start > 1 {
+            let ids: Vec<u64> = fused[start..end].iter().map(|f| f.id).collect();
+            let records = index.records(&ids)?;
+            let place = |f: &Fused| records.get(&f.id).map(|r| (r.path.clone(), r.start_line));
+            fused[start..end].sort_by_cached_key(|f| (place(f).is_none(), place(f), f.id));
+        }
+        start = end;
+    }
+    Ok(())
 }
 
 /// Merges the hits of several indexes (a multi-folder workspace) into one ranking: fused
