@@ -2,9 +2,10 @@
 //!
 //! Modules are layered (ARCHITECTURE.md, "Layers"), each importing only from below:
 //! `chunk`, `context`, `providers` → `workspace`, `snippets` → `index` → `search` →
-//! `config` → `engine` → `eval` → `compare`, `service` → `wire` → `lsp` → `cli`. The
-//! engine speaks plain data; `cli` is the only module that prints, and `lsp` the only one
-//! that knows the Language Server Protocol.
+//! `config` → `engine` → `eval` → `compare`, `service` → `wire` → `lsp`, `mcp` → `cli`.
+//! The engine speaks plain data; `cli` is the only module that prints, `lsp` the only one
+//! that knows the Language Server Protocol and `mcp` the only one that knows the Model
+//! Context Protocol.
 
 pub mod chunk;
 pub mod cli;
@@ -15,6 +16,7 @@ pub mod engine;
 pub mod eval;
 pub mod index;
 pub mod lsp;
+pub mod mcp;
 pub mod providers;
 pub mod search;
 pub mod service;

@@ -1,8 +1,8 @@
 //! House rules that code review would otherwise have to remember: every Rust file says what
 //! it holds in a `//!` line; no module is a catch-all; modules import only downwards in the
-//! layer table of ARCHITECTURE.md and never in a circle; only `src/lsp/` names the protocol
-//! crate and only `src/cli/` prints; no source file grows past a screenful of concerns; and
-//! the protocol docs name the hash of the wire shapes they describe.
+//! layer table of ARCHITECTURE.md and never in a circle; only `src/lsp/` and `src/mcp/` name
+//! their protocol crates and only `src/cli/` prints; no source file grows past a screenful
+//! of concerns; and the protocol docs name the hash of the wire shapes they describe.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -98,18 +98,20 @@ const LAYERS: &[(&str, u32)] = &[
     ("service", 7),
     ("wire", 8),
     ("lsp", 9),
+    ("mcp", 9),
     ("cli", 10),
 ];
 
 /// Imports that the layers would allow but the architecture forbids: above the engine,
-/// nothing reaches into the index, and the protocol front ends see only what the service,
-/// the engine, search and the wire shapes give them.
+/// nothing reaches into the index, and the protocol front ends (LSP, MCP) see only what the
+/// service, the engine, search and the wire shapes give them.
 const FORBIDDEN: &[(&str, &[&str])] = &[
     ("eval", &["index"]),
     ("compare", &["index"]),
     ("service", &["index"]),
     ("wire", &["index", "config"]),
     ("lsp", &["index", "workspace", "snippets", "chunk", "context", "providers", "eval", "compare"]),
+    ("mcp", &["index", "workspace", "snippets", "chunk", "context", "providers", "eval", "compare"]),
     ("cli", &["index"]),
 ];
 
@@ -269,7 +271,7 @@ fn no_module_imports_in_a_circle() {
 }
 
 #[test]
-fn only_the_language_server_names_the_protocol_crate_and_only_the_cli_prints() {
+fn only_the_protocol_servers_name_their_protocol_crates_and_only_the_cli_prints() {
     let mut wrong = Vec::new();
     for path in source_files() {
         let module = module_of(&path);
@@ -277,6 +279,9 @@ fn only_the_language_server_names_the_protocol_crate_and_only_the_cli_prints() {
         let top = module.first().map(String::as_str).unwrap_or("");
         if top != "lsp" && code.contains("tower_lsp_server") {
             wrong.push(format!("{}: names tower_lsp_server", path.display()));
+        }
+        if top != "mcp" && code.contains("rmcp::") {
+            wrong.push(format!("{}: names rmcp", path.display()));
         }
         let prints =
             ["println!", "print!(", "eprintln!", "eprint!(", "dbg!("].iter().any(|m| code.contains(m));
@@ -338,6 +343,7 @@ fn only_wire_modules_and_storage_formats_derive_serialize() {
     // plain data converted at the edge.
     let allowed = [
         "src/lsp/ext.rs",
+        "src/mcp/shapes.rs",
         "src/wire/",
         "src/chunk/mod.rs",
         "src/index/files.rs",

@@ -1,10 +1,11 @@
-//! The command line: `situate index|search|show|status|eval|lsp`. The only module that prints.
+//! The command line: `situate index|search|show|status|eval|lsp|mcp`. The only module that prints.
 //!
 //! stdout carries the data (results, summaries, JSON); progress, warnings and logs go to
 //! stderr, so that `situate search … --json | jq` always works.
 
 mod eval;
 mod index;
+mod mcp;
 mod progress;
 mod render;
 mod search;
@@ -50,6 +51,8 @@ enum Command {
     },
     /// Show what the index holds and its health.
     Status(status::StatusArgs),
+    /// Serve search to AI agents over the Model Context Protocol on stdin/stdout.
+    Mcp(mcp::McpArgs),
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -95,6 +98,8 @@ pub fn main() -> ExitCode {
             Ok(code) => return code,
             Err(e) => Err(anyhow::Error::new(e).context("cannot start the language server")),
         },
+        // stdout carries the protocol: nothing else may write to it.
+        Command::Mcp(args) => mcp::run(args, cli.config.as_deref()),
         command => run(command, cli.config.as_deref()),
     };
     match result {
@@ -148,7 +153,7 @@ fn run(command: Command, config: Option<&Path>) -> Result<()> {
         Command::Eval(args) => eval::run(args, config, &mut out)?,
         Command::Status(args) => status::run(args, config, &mut out)?,
         // Served by `main` before any command runs.
-        Command::Lsp { .. } => {}
+        Command::Lsp { .. } | Command::Mcp(_) => {}
     }
     out.flush()?;
     Ok(())

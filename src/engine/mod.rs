@@ -25,7 +25,7 @@ use crate::snippets::cache::SnippetCache;
 use crate::snippets::estimate::Estimate;
 use crate::workspace;
 pub use report::{
-    Progress, ReconcileReport, SnippetProgress, SnippetRun, SnippetStatus, SnippetsApplied, Status,
+    Progress, ReconcileReport, SnippetProgress, SnippetRun, SnippetStatus, SnippetsApplied, Stale, Status,
 };
 pub use snippets::SnippetRunner;
 pub use view::{Freshness, View};

@@ -80,6 +80,26 @@ pub struct Status {
     pub snippets: Option<SnippetStatus>,
 }
 
+/// Files whose index differs from the disk, by size and modification time: what the next
+/// reconcile would read again, add or remove. Paths are workspace-relative and sorted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stale {
+    /// Indexed, and changed on disk since.
+    pub changed: Vec<String>,
+    /// Selected by the settings and on disk, never indexed (files left out for a reason, such
+    /// as their size, are not counted: they are listed as skipped).
+    pub unindexed: Vec<String>,
+    /// Indexed, and gone from disk (or no longer selected) since.
+    pub removed: Vec<String>,
+}
+
+impl Stale {
+    /// Nothing differs.
+    pub fn is_empty(&self) -> bool {
+        self.changed.is_empty() && self.unindexed.is_empty() && self.removed.is_empty()
+    }
+}
+
 /// Snippets in an index, for `status`.
 #[derive(Debug, Clone)]
 pub struct SnippetStatus {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::snippets::chunk_input;
-use super::{EngineError, Setup, SnippetStatus, Status, relative_to};
+use super::{EngineError, Setup, SnippetStatus, Stale, Status, relative_to};
 use crate::config::Config;
 use crate::index::{ChunkRecord, Snapshot};
 use crate::search::{self, Expand, Hit, SearchConfig, SearchRequest, expand};
@@ -199,6 +199,33 @@ impl View {
             (Err(_), Some(_)) => Freshness::Removed,
             (Err(_), None) => Freshness::Absent,
         }
+    }
+
+    /// Walks the workspace and compares each file with what this view indexed, as a
+    /// reconcile would, without reading any file: what is stale in this commit.
+    pub fn stale_files(&self) -> Stale {
+        let walked = workspace::walk(&self.setup.root, &self.setup.config.walk, Some(&self.index_dir));
+        let manifest = self.snapshot.manifest();
+        let skipped: std::collections::HashSet<&str> =
+            manifest.skipped.iter().map(|s| s.path.as_str()).collect();
+        let mut stale = Stale::default();
+        for file in &walked.files {
+            match manifest.files.get(&file.rel_path) {
+                Some(e) if e.size == file.size && e.mtime_ns == file.mtime_ns => {}
+                Some(_) => stale.changed.push(file.rel_path.clone()),
+                None if skipped.contains(file.rel_path.as_str()) => {}
+                None => stale.unindexed.push(file.rel_path.clone()),
+            }
+        }
+        let seen: std::collections::HashSet<&str> =
+            walked.files.iter().map(|f| f.rel_path.as_str()).collect();
+        stale.removed = manifest.files.keys().filter(|p| !seen.contains(p.as_str())).cloned().collect();
+        stale
+    }
+
+    /// The workspace-relative paths of the indexed files, sorted.
+    pub fn indexed_paths(&self) -> impl Iterator<Item = &str> {
+        self.snapshot.manifest().files.keys().map(String::as_str)
     }
 
     /// Chunks of the indexed file at `rel` (0 when it is not indexed).

@@ -392,8 +392,9 @@ pub fn merge(lists: Vec<Vec<Hit>>, config: &SearchConfig, limit: usize) -> Vec<(
         .collect()
 }
 
-/// Whether `path` lies under the prefix `prefix` (a folder or a file).
-fn under(path: &str, prefix: &str) -> bool {
+/// Whether `path` lies under the prefix `prefix` (a folder or a file), as the path filter of a
+/// [`SearchRequest`] reads it.
+pub fn under(path: &str, prefix: &str) -> bool {
     let prefix = prefix.trim_end_matches('/');
     prefix.is_empty() || path == prefix || path.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('/'))
 }

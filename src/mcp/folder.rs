@@ -1,0 +1,133 @@
+//! The one workspace an MCP server answers for: its engine, opened on first use under the
+//! writer lock when it is free and read-only otherwise, and brought up to date before every
+//! tool call: a reconcile when this server writes (a walk and a stat per file when nothing
+//! changed), a reload of the other writer's last commit when it reads, and a takeover when
+//! the other writer lets go.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::engine::{CommitStamp, Engine, OpenMode, View};
+
+/// A workspace and its engine, shared by the tool calls of one server.
+pub struct Folder {
+    dir: PathBuf,
+    config: Option<PathBuf>,
+    slot: Mutex<Slot>,
+    /// The open engine's interrupt flag, kept apart from the slot so that [`Folder::stop`]
+    /// reaches it while a reconcile holds the slot.
+    interrupt: Mutex<Option<Arc<AtomicBool>>>,
+    /// Set when the server stops.
+    stopping: AtomicBool,
+}
+
+#[derive(Default)]
+struct Slot {
+    engine: Option<Engine>,
+    /// The last commit on disk when the engine was opened: a read-only engine that sees it
+    /// change reopens to read the new commit.
+    seen: CommitStamp,
+}
+
+/// The index as a tool call reads it: brought up to date just before.
+pub struct Fresh {
+    pub view: View,
+    /// This server writes the index (else another process does, and this one reads).
+    pub writer: bool,
+    /// What the answer must say about the index, e.g. that it could not be updated.
+    pub notice: Option<String>,
+}
+
+impl Folder {
+    pub fn new(dir: &Path, config: Option<&Path>) -> Folder {
+        Folder {
+            dir: dir.to_path_buf(),
+            config: config.map(Path::to_path_buf),
+            slot: Mutex::default(),
+            interrupt: Mutex::default(),
+            stopping: AtomicBool::new(false),
+        }
+    }
+
+    /// Brings the index up to date and returns a view of it. Blocks on disk and index work,
+    /// and on another call doing the same: run it off the async threads.
+    pub fn fresh(&self) -> Result<Fresh, String> {
+        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        // While another process writes: take over when it lets go, read its new commits.
+        if let Some(engine) = &slot.engine
+            && engine.is_read_only()
+            && (engine.writer_free() || engine.commit_stamp() != slot.seen)
+        {
+            slot.engine = None;
+        }
+        if self.stopping.load(Ordering::Relaxed) {
+            return Err("the server is stopping".to_string());
+        }
+        let engine = match slot.engine.take() {
+            Some(engine) => engine,
+            None => {
+                let engine = self.open()?;
+                slot.seen = engine.commit_stamp();
+                *self.interrupt.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Some(engine.interrupt_flag());
+                engine
+            }
+        };
+        let engine = slot.engine.insert(engine);
+        let mut notice = None;
+        if engine.is_read_only() {
+            notice = Some(
+                "another process (an editor or a second server) is writing this index: answers come \
+                 from its last commit, which may miss the latest changes to files"
+                    .to_string(),
+            );
+        } else {
+            match engine.reconcile(&mut |_| {}) {
+                Ok(report) if report.files_indexed + report.files_removed > 0 => tracing::info!(
+                    indexed = report.files_indexed,
+                    removed = report.files_removed,
+                    seconds = report.seconds,
+                    "index brought up to date"
+                ),
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!("cannot update the index: {e}");
+                    notice = Some(format!(
+                        "the index could not be brought up to date ({e}): answers come from its last commit"
+                    ));
+                }
+            }
+        }
+        Ok(Fresh { view: engine.view(), writer: !engine.is_read_only(), notice })
+    }
+
+    /// Opens the engine, under the writer lock when it is free.
+    fn open(&self) -> Result<Engine, String> {
+        let engine = Engine::open(&self.dir, self.config.as_deref(), OpenMode::Write).map_err(|e| {
+            if e.is_missing_index() {
+                "another process is building this workspace's index and has not committed it yet: \
+                 try again in a moment"
+                    .to_string()
+            } else {
+                format!("cannot open the index of {}: {e}", self.dir.display())
+            }
+        })?;
+        for problem in engine.config_problems() {
+            tracing::warn!("{problem} (using the default)");
+        }
+        for note in engine.notes() {
+            tracing::info!("{note}");
+        }
+        Ok(engine)
+    }
+
+    /// Makes a reconcile under way commit what it has done and return, and later calls fail
+    /// at once: the server is stopping.
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::Relaxed);
+        if let Some(flag) = self.interrupt.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            flag.store(true, Ordering::Relaxed);
+        }
+    }
+}

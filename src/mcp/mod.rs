@@ -1,0 +1,67 @@
+//! The Model Context Protocol server (`situate mcp`): the tools `search`, `show`, `similar`
+//! and `status` over one workspace, on stdin/stdout, for AI agents and their clients.
+//!
+//! It runs on the same engine and index as the command line and the language server: the
+//! index of the workspace is opened under the writer lock when it is free, read-only when
+//! another process writes it, and brought up to date before each tool call ([`folder`]).
+//! [`server`] speaks the protocol through the official SDK (`rmcp`); [`tools`] does the
+//! work on the blocking pool and fits answers to a token budget ([`budget`]); [`shapes`]
+//! holds the arguments and results with their JSON schemas. Logs go to stderr (or
+//! `SITUATE_LOG_FILE`): stdout carries protocol messages only.
+
+mod budget;
+mod folder;
+mod server;
+mod shapes;
+mod tools;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+
+/// How long a stopping server waits for a reconcile under way to commit what it has done.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// A failure that keeps the server from serving.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    #[error("{path} is not a folder")]
+    NotAFolder { path: String },
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("the client did not complete the handshake: {0}")]
+    Handshake(String),
+}
+
+/// Serves the workspace at `dir` (with `config` instead of its `situate.toml`, if given) on
+/// stdin/stdout until the client closes the stream. The index is brought up to date in the
+/// background from the start, so that the first tool call finds it ready.
+pub fn serve_stdio(dir: &Path, config: Option<&Path>) -> Result<(), McpError> {
+    if !dir.is_dir() {
+        return Err(McpError::NotAFolder { path: dir.display().to_string() });
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let folder = Arc::new(folder::Folder::new(dir, config));
+    let result = runtime.block_on(async {
+        let warm = Arc::clone(&folder);
+        tokio::task::spawn_blocking(move || {
+            if let Err(e) = warm.fresh() {
+                tracing::warn!("{e}");
+            }
+        });
+        let running = server::Server::new(Arc::clone(&folder))
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| McpError::Handshake(e.to_string()))?;
+        let reason = running.waiting().await;
+        tracing::debug!(?reason, "the client closed the connection");
+        Ok(())
+    });
+    // A reconcile under way commits and returns; the stdin reader may be blocked in a read
+    // that never returns, so nothing else is waited for.
+    folder.stop();
+    runtime.shutdown_timeout(STOP_GRACE);
+    result
+}

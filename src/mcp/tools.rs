@@ -1,0 +1,363 @@
+//! What each tool does, on an index just brought up to date: its arguments checked (every
+//! size bounded), one read of the view, the answer converted to its shape and fitted to the
+//! token budget. A mistake in the arguments is a [`ToolError`] whose message tells the model
+//! how to put it right.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::RangeInclusive;
+
+use super::budget::{self, Cut, Fitted};
+use super::folder::Fresh;
+use super::shapes::{
+    FolderCount, LineRange, Passage, PassageRef, Pending, SearchArgs, SearchResult, ShowArgs, ShowResult,
+    ShownChunk, SimilarArgs, SimilarResult, SkippedFile, StaleFiles, StatusResult,
+};
+use crate::engine::{ChunkRecord, EngineError, Freshness, View};
+use crate::search::{self, Hit, SearchOptions, SearchRequest};
+
+/// Passages a search or similar returns at most.
+const MAX_K: u32 = 100;
+/// The token budget of an answer when the caller gives none, and its bounds.
+const DEFAULT_MAX_TOKENS: u32 = 4_000;
+const MAX_TOKENS: RangeInclusive<u32> = 100..=50_000;
+/// Longest query, in bytes: a paragraph pasted to find its like is welcome, a file is not.
+const MAX_QUERY_BYTES: usize = 4_096;
+/// Path filters in one search.
+const MAX_PATHS: usize = 64;
+/// Paths listed per kind of staleness, and folders listed, in a status.
+const MAX_LISTED: usize = 25;
+const MAX_FOLDERS: usize = 100;
+
+/// A tool call that could not be answered, with a message for the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError(pub String);
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<EngineError> for ToolError {
+    fn from(e: EngineError) -> Self {
+        ToolError(e.to_string())
+    }
+}
+
+fn error<T>(message: impl Into<String>) -> Result<T, ToolError> {
+    Err(ToolError(message.into()))
+}
+
+/// `search`: passages that answer a query.
+pub fn search(fresh: &Fresh, args: SearchArgs) -> Result<SearchResult, ToolError> {
+    let view = &fresh.view;
+    let query = args.query.trim();
+    if query.is_empty() {
+        return error("`query` is empty: say what to look for, in plain words");
+    }
+    if query.len() > MAX_QUERY_BYTES {
+        return error(format!("`query` is {} bytes long; at most {MAX_QUERY_BYTES} are read", query.len()));
+    }
+    let k = bounded("k", args.k, 1..=MAX_K, default_k(view))?;
+    let max_tokens = bounded("max_tokens", args.max_tokens, MAX_TOKENS, DEFAULT_MAX_TOKENS)?;
+    let paths = path_filter(view, &args.paths)?;
+    let options = SearchOptions {
+        limit: Some(k as usize),
+        mode: args.mode.map(Into::into),
+        expand: args.expand.map(Into::into),
+        paths,
+    };
+    let hits = view.search(&SearchRequest::with_defaults(query, options, &view.config().search))?;
+    let empty = hits.is_empty();
+    let fitted = budget::fit(hits.iter().map(passage).collect(), max_tokens as usize);
+    let mut notes = vec![fresh.notice.clone(), fitted.note(max_tokens as usize)];
+    if empty {
+        notes.push(Some(if view.indexed_paths().next().is_none() {
+            "the index holds no files: the workspace has no markdown or text file that its settings select"
+                .to_string()
+        } else {
+            "nothing matched: try other words, or mode `vector` to match by meaning alone".to_string()
+        }));
+    }
+    Ok(SearchResult { results: fitted.kept, omitted: fitted.omitted, note: join(notes) })
+}
+
+/// `show`: the chunks of a file, or the one at a line, as they were indexed.
+pub fn show(fresh: &Fresh, args: ShowArgs) -> Result<ShowResult, ToolError> {
+    let view = &fresh.view;
+    let max_tokens = bounded("max_tokens", args.max_tokens, MAX_TOKENS, DEFAULT_MAX_TOKENS)?;
+    let (rel, line) = target(view, &args.path, args.line)?;
+    let records = records_at(view, &rel, line)?;
+    let title = records.first().map(|r| r.title.clone()).unwrap_or_default();
+    let chunks: Vec<ShownChunk> = records.iter().map(shown_chunk).collect();
+    let fitted = budget::fit(chunks, max_tokens as usize);
+    let freshness = view.freshness(&rel);
+    Ok(ShowResult {
+        passages_in_file: view.chunk_count(&rel),
+        changed_on_disk: freshness == Freshness::Changed || freshness == Freshness::Removed,
+        path: rel,
+        title,
+        note: join(vec![fresh.notice.clone(), fitted.note(max_tokens as usize)]),
+        omitted: fitted.omitted,
+        chunks: fitted.kept,
+    })
+}
+
+/// `similar`: the passages most related to the one at a line.
+pub fn similar(fresh: &Fresh, args: SimilarArgs) -> Result<SimilarResult, ToolError> {
+    let view = &fresh.view;
+    let k = bounded("k", args.k, 1..=MAX_K, default_k(view))?;
+    let max_tokens = bounded("max_tokens", args.max_tokens, MAX_TOKENS, DEFAULT_MAX_TOKENS)?;
+    let (rel, line) = target(view, &args.path, args.line)?;
+    let Some(of) = records_at(view, &rel, Some(line.unwrap_or(1)))?.into_iter().next() else {
+        return error(format!("`{rel}` has no passages: it is empty"));
+    };
+    let hits = view.similar(&of, k as usize)?;
+    let fitted: Fitted<Passage> = budget::fit(hits.iter().map(passage).collect(), max_tokens as usize);
+    Ok(SimilarResult {
+        of: PassageRef {
+            path: of.path.clone(),
+            start_line: of.start_line,
+            end_line: of.end_line,
+            heading_path: of.heading_path.clone(),
+        },
+        note: join(vec![fresh.notice.clone(), fitted.note(max_tokens as usize)]),
+        omitted: fitted.omitted,
+        results: fitted.kept,
+    })
+}
+
+/// `status`: what the index holds, what is stale and what is pending.
+pub fn status(fresh: &Fresh) -> StatusResult {
+    let view = &fresh.view;
+    let status = view.status();
+    let stale = view.stale_files();
+    let pending = Pending {
+        vectors: status.chunks.saturating_sub(status.vectors),
+        snippets: status.snippets.as_ref().map(|s| s.pending),
+    };
+    let mut folders: BTreeMap<&str, usize> = BTreeMap::new();
+    for path in view.indexed_paths() {
+        *folders.entry(path.split_once('/').map_or(".", |(top, _)| top)).or_default() += 1;
+    }
+    let listed = |paths: &[String]| paths.iter().take(MAX_LISTED).cloned().collect::<Vec<_>>();
+    StatusResult {
+        workspace: status.workspace.clone(),
+        writer: fresh.writer,
+        fresh: stale.is_empty() && pending.vectors == 0,
+        files: status.files,
+        chunks: status.chunks,
+        folders: folders
+            .into_iter()
+            .take(MAX_FOLDERS)
+            .map(|(path, files)| FolderCount { path: path.to_string(), files })
+            .collect(),
+        last_commit: status.last_commit,
+        stale: StaleFiles {
+            count: stale.changed.len() + stale.unindexed.len() + stale.removed.len(),
+            changed: listed(&stale.changed),
+            unindexed: listed(&stale.unindexed),
+            removed: listed(&stale.removed),
+        },
+        pending,
+        skipped: status
+            .skipped
+            .iter()
+            .map(|s| SkippedFile { path: s.path.clone(), reason: s.reason.to_string() })
+            .collect(),
+        model: format!("{}/{}", status.embedder.provider, status.embedder.model),
+        index_dir: status.index_dir.clone(),
+        problems: status.config_problems.iter().chain(&status.notes).cloned().collect(),
+        note: fresh.notice.clone(),
+    }
+}
+
+/// The configured number of hits, within the bounds of `k`.
+fn default_k(view: &View) -> u32 {
+    u32::try_from(view.config().search.limit).unwrap_or(MAX_K)
+}
+
+/// A size-like argument within its bounds, or its default.
+fn bounded(
+    name: &str,
+    value: Option<u32>,
+    range: RangeInclusive<u32>,
+    default: u32,
+) -> Result<u32, ToolError> {
+    match value {
+        None => Ok(default.clamp(*range.start(), *range.end())),
+        Some(v) if range.contains(&v) => Ok(v),
+        Some(v) => error(format!("`{name}` must be between {} and {} (got {v})", range.start(), range.end())),
+    }
+}
+
+/// The path filter of a search, workspace-relative; each prefix must hold an indexed file, so
+/// that a misspelt folder is an error rather than an empty answer.
+fn path_filter(view: &View, paths: &[String]) -> Result<Vec<String>, ToolError> {
+    if paths.len() > MAX_PATHS {
+        return error(format!("`paths` holds {} entries; at most {MAX_PATHS} are read", paths.len()));
+    }
+    let mut out = Vec::with_capacity(paths.len());
+    for path in paths {
+        let Some(rel) = view.relative(path.trim()) else {
+            return error(format!("`paths`: `{path}` lies outside the workspace"));
+        };
+        if !view.indexed_paths().any(|p| search::under(p, &rel)) {
+            return error(format!("`paths`: no indexed file lies under `{rel}`{}", top_folders(view)));
+        }
+        out.push(rel);
+    }
+    Ok(out)
+}
+
+/// A file argument (with an optional `:LINE` suffix when `line` is not given), checked to be
+/// an indexed file: the workspace-relative path and the line.
+fn target(view: &View, path: &str, line: Option<u32>) -> Result<(String, Option<u32>), ToolError> {
+    let path = path.trim();
+    let (file, line) = match (line, path.rsplit_once(':')) {
+        (None, Some((file, n))) if !file.is_empty() && n.parse::<u32>().is_ok() => (file, n.parse().ok()),
+        _ => (path, line),
+    };
+    if line == Some(0) {
+        return error("lines are numbered from 1");
+    }
+    if file.is_empty() {
+        return error("`path` is empty: name a file, e.g. one from a search result");
+    }
+    let Some(rel) = view.relative(file) else {
+        return error(format!("`{file}` lies outside the workspace"));
+    };
+    if view.indexed_paths().any(|p| p == rel) {
+        return Ok((rel, line));
+    }
+    let prefix = format!("{}/", rel.trim_end_matches('/'));
+    if let Some(inside) = view.indexed_paths().find(|p| p.starts_with(&prefix)) {
+        return error(format!("`{rel}` is a folder: name a file in it, e.g. `{inside}`"));
+    }
+    match view.freshness(&rel) {
+        Freshness::Unindexed => error(format!(
+            "`{rel}` is not indexed: only markdown and text files that the settings select are \
+             (`status` lists the files left out and why)"
+        )),
+        _ => error(format!("no file `{rel}` in the workspace{}", same_name(view, &rel))),
+    }
+}
+
+/// The chunks of an indexed file, or the one holding `line`.
+fn records_at(view: &View, rel: &str, line: Option<u32>) -> Result<Vec<ChunkRecord>, ToolError> {
+    let records = view.chunks_at(rel, line)?;
+    if let Some(line) = line
+        && records.is_empty()
+    {
+        let last = view.chunks_at(rel, None)?.last().map_or(0, |r| r.end_line);
+        return error(format!("line {line} is past the last passage of `{rel}`, which ends at line {last}"));
+    }
+    Ok(records)
+}
+
+/// Indexed files with the same name as `rel`, as a suggestion (empty when there are none).
+fn same_name(view: &View, rel: &str) -> String {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    let found: Vec<String> = view
+        .indexed_paths()
+        .filter(|p| p.rsplit('/').next() == Some(name))
+        .take(3)
+        .map(|p| format!("`{p}`"))
+        .collect();
+    if found.is_empty() { String::new() } else { format!("; did you mean {}?", found.join(" or ")) }
+}
+
+/// The top-level folders of the index, as a suggestion (empty when there are none).
+fn top_folders(view: &View) -> String {
+    // Sorted paths keep each folder's files together.
+    let mut tops: Vec<&str> =
+        view.indexed_paths().filter_map(|p| p.split_once('/').map(|(t, _)| t)).collect();
+    tops.dedup();
+    if tops.is_empty() {
+        return String::new();
+    }
+    let listed: Vec<String> = tops.iter().take(20).map(|t| format!("`{t}`")).collect();
+    format!("; top-level folders: {}", listed.join(", "))
+}
+
+/// Notes joined into one, or none.
+fn join(notes: Vec<Option<String>>) -> Option<String> {
+    let notes: Vec<String> = notes.into_iter().flatten().collect();
+    (!notes.is_empty()).then(|| notes.join(". "))
+}
+
+/// A hit as a passage: the widened passage when the search expanded it.
+fn passage(hit: &Hit) -> Passage {
+    let c = &hit.chunk;
+    let snippet = c.snippet.as_ref().map(|s| s.text.clone()).filter(|t| !t.is_empty());
+    // Three decimals tell passages apart; more would only cost tokens.
+    let score = (f64::from(hit.score) * 1000.0).round() / 1000.0;
+    match &hit.expanded {
+        Some(e) => Passage {
+            path: c.path.clone(),
+            start_line: e.start_line,
+            end_line: e.end_line,
+            title: c.title.clone(),
+            heading_path: e.heading_path.clone(),
+            score,
+            text: e.text.clone(),
+            truncated: false,
+            best_match: Some(LineRange { start_line: c.start_line, end_line: c.end_line }),
+            snippet,
+        },
+        None => Passage {
+            path: c.path.clone(),
+            start_line: c.start_line,
+            end_line: c.end_line,
+            title: c.title.clone(),
+            heading_path: c.heading_path.clone(),
+            score,
+            text: c.text.clone(),
+            truncated: false,
+            best_match: None,
+            snippet,
+        },
+    }
+}
+
+fn shown_chunk(c: &ChunkRecord) -> ShownChunk {
+    ShownChunk {
+        start_line: c.start_line,
+        end_line: c.end_line,
+        heading_path: c.heading_path.clone(),
+        context: c.context.clone(),
+        snippet: c.snippet.as_ref().map(|s| s.text.clone()).filter(|t| !t.is_empty()),
+        token_count: c.token_count,
+        text: c.text.clone(),
+        truncated: false,
+    }
+}
+
+impl Cut for Passage {
+    fn text(&self) -> &str {
+        &self.text
+    }
+    fn start_line(&self) -> u32 {
+        self.start_line
+    }
+    fn cut(&mut self, text: String, end_line: u32) {
+        self.text = text;
+        self.end_line = end_line;
+        self.truncated = true;
+    }
+}
+
+impl Cut for ShownChunk {
+    fn text(&self) -> &str {
+        &self.text
+    }
+    fn start_line(&self) -> u32 {
+        self.start_line
+    }
+    fn cut(&mut self, text: String, end_line: u32) {
+        self.text = text;
+        self.end_line = end_line;
+        self.truncated = true;
+    }
+}

@@ -1,0 +1,208 @@
+//! `situate mcp` end to end: the official MCP Python SDK (PyPI `mcp`) drives the real binary
+//! over stdio on a copy of the fixture workspace (`tests/mcp_client.py`), and this test checks
+//! what each step answered. Without Python or the SDK it says it skipped and passes; CI
+//! installs the SDK (`.ci/run`), so there it always runs.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::Fixture;
+use serde_json::Value;
+
+/// The scenario starts two servers and indexes the fixture a few times; a hang is a failure.
+const DEADLINE: Duration = Duration::from_secs(240);
+
+fn sdk_missing() -> Option<String> {
+    match Command::new("python3").args(["-c", "import mcp"]).output() {
+        Ok(out) if out.status.success() => None,
+        Ok(out) => Some(String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("").to_string()),
+        Err(e) => Some(format!("python3: {e}")),
+    }
+}
+
+/// Runs the client script and returns what it recorded, step by step.
+fn transcript(fixture: &Fixture) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
+    let mut child = Command::new("python3")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_situate"))
+        .arg(fixture.root())
+        .env("XDG_CACHE_HOME", fixture.index.path())
+        .env("SITUATE_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 starts");
+    let started = Instant::now();
+    while child.try_wait().expect("wait for the client").is_none() {
+        if started.elapsed() > DEADLINE {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("client output");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the client failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\nstderr:\n{stderr}"))
+}
+
+/// A step's structured answer, checked to be a success.
+fn ok<'a>(t: &'a Value, step: &str) -> &'a Value {
+    let a = &t[step];
+    assert_eq!(a["is_error"], false, "{step}: {a:#}");
+    // The text content is the same JSON, for clients that read only text.
+    let text: Value = serde_json::from_str(a["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text, a["structured"], "{step}");
+    &a["structured"]
+}
+
+/// A step's error message, checked to be a tool error (not a protocol error).
+fn tool_error<'a>(t: &'a Value, step: &str) -> &'a str {
+    let a = &t[step];
+    assert_eq!(a["is_error"], true, "{step} should be a tool error: {a:#}");
+    a["text"].as_str().unwrap()
+}
+
+fn located(results: &Value) -> Vec<String> {
+    results
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| format!("{}:{}-{}", r["path"].as_str().unwrap(), r["start_line"], r["end_line"]))
+        .collect()
+}
+
+#[test]
+fn an_mcp_client_lists_and_calls_every_tool_and_a_second_server_reads_then_takes_over() {
+    if let Some(why) = sdk_missing() {
+        println!("skipped: the MCP Python SDK is not installed (pip install mcp): {why}");
+        return;
+    }
+    let fixture = Fixture::standard();
+    let t = transcript(&fixture);
+
+    // The handshake and the tool list, each tool with a description and both schemas.
+    assert_eq!(t["initialize"]["server"], "situate");
+    assert_eq!(t["initialize"]["tools_capability"], true);
+    assert!(t["initialize"]["instructions"].as_str().unwrap().contains("search"));
+    let tools = t["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["search", "show", "similar", "status"]);
+    for tool in tools {
+        assert!(tool["description"].as_str().unwrap().len() > 100, "{tool:#}");
+        assert_eq!(tool["input_schema"]["type"], "object", "{tool:#}");
+        assert_eq!(tool["output_schema"]["type"], "object", "{tool:#}");
+        assert_eq!(tool["read_only"], true);
+    }
+    let search_args = &tools[0]["input_schema"];
+    assert_eq!(search_args["required"], serde_json::json!(["query"]));
+    for arg in ["query", "k", "mode", "paths", "expand", "max_tokens"] {
+        let description = search_args["properties"][arg]["description"].as_str().unwrap_or("");
+        assert!(!description.is_empty(), "`{arg}` has no description: {search_args:#}");
+    }
+
+    // search: the answer never says "backup"; its title and headings do.
+    let search = ok(&t, "search");
+    let hits = located(&search["results"]);
+    assert!(hits[..2].contains(&"ops/backup.md:10-13".to_string()), "{search:#}");
+    let retention = &search["results"].as_array().unwrap().iter().find(|r| r["start_line"] == 10).unwrap();
+    assert_eq!(retention["heading_path"], serde_json::json!(["Backups", "Retention"]));
+    assert_eq!(retention["title"], "Backup policy");
+    assert!(retention["text"].as_str().unwrap().starts_with("## Retention"), "{retention:#}");
+    assert_eq!(search["omitted"], 0);
+
+    // A path filter keeps hits in its folder.
+    let in_kitchen = located(&ok(&t, "search_paths")["results"]);
+    assert!(!in_kitchen.is_empty() && in_kitchen.iter().all(|h| h.starts_with("kitchen/")), "{in_kitchen:?}");
+
+    // Words only, widened to the neighbouring chunks: the whole deploy page.
+    let window = ok(&t, "search_bm25_window");
+    let r = &window["results"][0];
+    assert_eq!(
+        (r["path"].as_str(), r["start_line"].as_u64(), r["end_line"].as_u64()),
+        (Some("ops/deploy.md"), Some(1), Some(9))
+    );
+    assert_eq!(r["best_match"], serde_json::json!({"start_line": 6, "end_line": 9}));
+
+    // A budget too small for the hits: fewer hits, and a note that says why.
+    let small = ok(&t, "search_small_budget");
+    assert!(small["omitted"].as_u64().unwrap() > 0, "{small:#}");
+    assert!(small["note"].as_str().unwrap().contains("max_tokens"), "{small:#}");
+    assert!(t["search_small_budget"]["text"].as_str().unwrap().len() <= 100 * 4 + 50, "{small:#}");
+
+    // show: the chunk at a line, and a whole file.
+    let shown = ok(&t, "show_line");
+    assert_eq!(shown["path"], "ops/backup.md");
+    assert_eq!(shown["title"], "Backup policy");
+    assert_eq!(shown["passages_in_file"], 3);
+    let chunk = &shown["chunks"][0];
+    assert_eq!((chunk["start_line"].as_u64(), chunk["end_line"].as_u64()), (Some(10), Some(13)));
+    assert_eq!(chunk["context"], "Document: Backup policy > Backups > Retention");
+    assert!(chunk["token_count"].as_u64().unwrap() > 10);
+    assert_eq!(shown["chunks"].as_array().unwrap().len(), 1);
+    let file = ok(&t, "show_file");
+    let lines: Vec<(u64, u64)> = file["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["start_line"].as_u64().unwrap(), c["end_line"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(lines, [(5, 8), (10, 13), (15, 18)]);
+
+    // similar: related passages elsewhere, not the passage itself or its neighbours.
+    let similar = ok(&t, "similar");
+    assert_eq!(similar["of"]["path"], "ops/deploy.md");
+    assert_eq!(similar["of"]["heading_path"], serde_json::json!(["Deployment", "Rollback"]));
+    let related = located(&similar["results"]);
+    assert!(!related.is_empty() && related.len() <= 3, "{similar:#}");
+    assert!(related.iter().all(|h| !h.starts_with("ops/deploy.md")), "{related:?}");
+
+    // status: what is indexed, and nothing stale once the call brought it up to date.
+    let status = ok(&t, "status");
+    assert_eq!(status["writer"], true);
+    assert_eq!(status["fresh"], true, "{status:#}");
+    assert_eq!((status["files"].as_u64(), status["stale"]["count"].as_u64()), (Some(4), Some(0)));
+    assert_eq!(status["pending"]["vectors"], 0);
+    assert_eq!(
+        status["folders"],
+        serde_json::json!([{"path": "journal", "files": 1}, {"path": "kitchen", "files": 1}, {"path": "ops", "files": 2}])
+    );
+
+    // Mistakes come back as tool errors that say what to do, and the server goes on.
+    assert!(tool_error(&t, "error_empty_query").contains("`query` is empty"));
+    assert_eq!(tool_error(&t, "error_k"), "`k` must be between 1 and 100 (got 500)");
+    assert_eq!(tool_error(&t, "error_budget"), "`max_tokens` must be between 100 and 50000 (got 1000000)");
+    assert!(tool_error(&t, "error_unknown_argument").contains("unknown field `limit`"));
+    assert!(tool_error(&t, "error_wrong_type").contains("invalid type"));
+    let e = tool_error(&t, "error_path_filter");
+    assert!(e.contains("no indexed file lies under `opz`") && e.contains("`ops`"), "{e}");
+    let e = tool_error(&t, "error_missing_file");
+    assert!(e.contains("no file `backup.md`") && e.contains("did you mean `ops/backup.md`?"), "{e}");
+    assert!(tool_error(&t, "error_outside").contains("outside the workspace"));
+    assert!(tool_error(&t, "error_folder").contains("`ops` is a folder"));
+    assert!(tool_error(&t, "error_line").contains("line 400 is past the last passage"));
+    let unknown = t["error_unknown_tool"]["protocol_error"].as_str().unwrap_or("");
+    assert!(unknown.contains("no tool named `reindex`"), "{:#}", t["error_unknown_tool"]);
+    assert_eq!(located(&ok(&t, "after_errors")["results"]), ["kitchen/bread.md:1-5"]);
+
+    // Each call brings the index up to date first.
+    assert_eq!(ok(&t, "search_new_file")["results"][0]["path"], "ops/oncall.md");
+
+    // A second server on the same folder reads the first one's index, and says so.
+    let second = ok(&t, "second_status");
+    assert_eq!(second["writer"], false, "{second:#}");
+    assert!(second["note"].as_str().unwrap().contains("another process"), "{second:#}");
+    let second_search = ok(&t, "second_search");
+    assert!(located(&second_search["results"]).contains(&"ops/backup.md:10-13".to_string()));
+    assert_eq!(ok(&t, "first_sees_tea")["results"][0]["path"], "kitchen/tea.md");
+    assert_eq!(ok(&t, "second_sees_tea")["results"][0]["path"], "kitchen/tea.md");
+    // When the first exits, the second takes over the writing.
+    let took_over = ok(&t, "second_status_after_first_exits");
+    assert_eq!(took_over["writer"], true, "{took_over:#}");
+    assert_eq!(ok(&t, "second_sees_coffee")["results"][0]["path"], "kitchen/coffee.md");
+}
