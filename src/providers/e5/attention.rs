@@ -25,7 +25,7 @@ struct Scratch {
     keys: Vec<f32>,
     /// Values: `[token][dimension]`.
     values: Vec<f32>,
-    /// `QUERIES` queries, scaled by 1/√d.
+    /// `QUERIES` queries (already scaled by 1/√d, see `model.rs`).
     queries: Vec<f32>,
     /// `QUERIES` rows of scores, then of probabilities (`[query][padded token]`).
     scores: Vec<f32>,
@@ -38,8 +38,9 @@ pub(super) fn supports_head_dim(d: usize) -> bool {
     d > 0 && d.is_multiple_of(LANES) && d <= 256
 }
 
-/// `ctx[t][h·d ..+d] = softmax(q_t · K_hᵀ / √d) · V_h` for every token `t` of every span in
-/// `texts`, where `qkv` holds each token's query, key and value (`3 × hidden` floats).
+/// `ctx[t][h·d ..+d] = softmax(q_t · K_hᵀ) · V_h` for every token `t` of every span in
+/// `texts`, where `qkv` holds each token's query, key and value (`3 × hidden` floats), the
+/// query already divided by √d.
 pub(super) fn attention(
     isa: Isa,
     qkv: &[f32],
@@ -72,7 +73,6 @@ fn attend(
     let stride = 3 * hidden;
     let len = text.len();
     let padded = len.next_multiple_of(LANES);
-    let scale = 1.0 / (d as f32).sqrt();
     let row = |t: usize, part: usize| &qkv[(text.start + t) * stride + part * hidden + head * d..][..d];
 
     s.keys.clear();
@@ -94,9 +94,7 @@ fn attend(
     for first in (0..len).step_by(QUERIES) {
         let rows = (len - first).min(QUERIES);
         for r in 0..rows {
-            for (q, &v) in s.queries[r * d..][..d].iter_mut().zip(row(first + r, 0)) {
-                *q = v * scale;
-            }
+            s.queries[r * d..][..d].copy_from_slice(row(first + r, 0));
         }
         s.queries[rows * d..].fill(0.0);
         scores(isa, &s.keys, padded, &s.queries, d, &mut s.scores);
@@ -245,7 +243,7 @@ mod tests {
             for i in text.clone() {
                 let scores: Vec<f64> = text
                     .clone()
-                    .map(|j| (0..d).map(|e| at(i, 0, h, e) * at(j, 1, h, e)).sum::<f64>() / (d as f64).sqrt())
+                    .map(|j| (0..d).map(|e| at(i, 0, h, e) * at(j, 1, h, e)).sum::<f64>())
                     .collect();
                 let m = scores.iter().cloned().fold(f64::MIN, f64::max);
                 let total: f64 = scores.iter().map(|s| (s - m).exp()).sum();

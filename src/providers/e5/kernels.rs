@@ -57,28 +57,43 @@ impl PackedMatrix {
             .collect();
         let mut quants = vec![0u8; rows * cols];
         let mut scales = vec![0f32; rows * blocks];
-        for (g, (gq, gs)) in
-            quants.chunks_exact_mut(GROUP * cols).zip(scales.chunks_exact_mut(GROUP * blocks)).enumerate()
-        {
-            for b in 0..blocks {
-                for r in 0..GROUP {
-                    let block = &source[g * GROUP + r][b * Q4_BLOCK_BYTES..][..Q4_BLOCK_BYTES];
-                    gs[b * GROUP + r] = f16_to_f32(u16::from_le_bytes([block[0], block[1]]));
-                    let nibbles = &block[2..];
-                    for k in 0..QK {
-                        // Q4_0: byte j holds value j in its low half and value j + 16 in its high.
-                        let v = if k < QK / 2 { nibbles[k] & 0x0f } else { nibbles[k - QK / 2] >> 4 };
-                        gq[((b * STEPS + k / 4) * GROUP + r) * 4 + k % 4] = v;
+        quants
+            .par_chunks_exact_mut(GROUP * cols)
+            .zip(scales.par_chunks_exact_mut(GROUP * blocks))
+            .enumerate()
+            .for_each(|(g, (gq, gs))| {
+                for b in 0..blocks {
+                    for r in 0..GROUP {
+                        let block = &source[g * GROUP + r][b * Q4_BLOCK_BYTES..][..Q4_BLOCK_BYTES];
+                        gs[b * GROUP + r] = f16_to_f32(u16::from_le_bytes([block[0], block[1]]));
+                        let nibbles = &block[2..];
+                        for k in 0..QK {
+                            // Q4_0: byte j holds value j in its low half and value j + 16 in its high.
+                            let v = if k < QK / 2 { nibbles[k] & 0x0f } else { nibbles[k - QK / 2] >> 4 };
+                            gq[((b * STEPS + k / 4) * GROUP + r) * 4 + k % 4] = v;
+                        }
                     }
                 }
-            }
-        }
+            });
         let bias = parts.iter().flat_map(|(_, bias)| bias.iter().copied()).collect();
         PackedMatrix { rows, cols, quants, scales, bias }
     }
 
     pub fn blocks(&self) -> usize {
         self.cols / QK
+    }
+
+    /// Multiplies rows `rows` by `factor` (their block scales and biases), exactly for a
+    /// power of two.
+    pub fn scale_rows(&mut self, rows: Range<usize>, factor: f32) {
+        let blocks = self.blocks();
+        for r in rows {
+            let (g, i) = (r / GROUP, r % GROUP);
+            for b in 0..blocks {
+                self.scales[(g * blocks + b) * GROUP + i] *= factor;
+            }
+            self.bias[r] *= factor;
+        }
     }
 }
 
@@ -147,8 +162,8 @@ fn quantize_block(x: &[f32; QK], q: &mut [i8; QK]) -> (f32, i32) {
         }
         width /= 2;
     }
-    let d = m[0] / 127.0;
-    let inv = if d > 0.0 { 1.0 / d } else { 0.0 };
+    let d = m[0] * (1.0 / 127.0);
+    let inv = if m[0] > 0.0 { 127.0 / m[0] } else { 0.0 };
     let mut sum = 0i32;
     for (q, &v) in q.iter_mut().zip(x) {
         // `v × inv + ROUND` lies in ROUND ± 127 (|v × inv| ≤ 127 up to rounding), where the
