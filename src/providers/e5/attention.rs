@@ -12,11 +12,11 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::Isa;
-use super::kernels::OutPtr;
+use super::packed::OutPtr;
 use super::rowwise::{LANES, exp, fmadd, max, reduce};
 
 /// Queries handled together.
-pub(super) const QUERIES: usize = 4;
+const QUERIES: usize = 4;
 
 /// Per-thread buffers, grown to the longest text and kept.
 #[derive(Default)]
@@ -118,10 +118,14 @@ fn scores(isa: Isa, keys: &[f32], padded: usize, queries: &[f32], d: usize, scor
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the CPU has AVX-512F (checked when `isa` was made) and the lengths were
         // checked above.
-        Isa::Avx512Vnni => unsafe { super::attention_x86::scores_avx512(keys, padded, queries, d, scores) },
+        Isa::Avx512Vnni => unsafe {
+            super::attention_x86::scores_avx512::<QUERIES>(keys, padded, queries, d, scores)
+        },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the CPU has AVX2 and FMA; lengths as above.
-        Isa::Avx2 => unsafe { super::attention_x86::scores_avx2(keys, padded, queries, d, scores) },
+        Isa::Avx2 => unsafe {
+            super::attention_x86::scores_avx2::<QUERIES>(keys, padded, queries, d, scores)
+        },
         _ => scores_portable(keys, padded, queries, d, scores),
     }
 }
@@ -161,11 +165,13 @@ fn weighted_values(
         // SAFETY: the CPU has AVX-512F (checked when `isa` was made) and the lengths were
         // checked above.
         Isa::Avx512Vnni => unsafe {
-            super::attention_x86::weighted_avx512(values, d, probs, padded, len, outputs)
+            super::attention_x86::weighted_avx512::<QUERIES>(values, d, probs, padded, len, outputs)
         },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the CPU has AVX2 and FMA; lengths as above.
-        Isa::Avx2 => unsafe { super::attention_x86::weighted_avx2(values, d, probs, padded, len, outputs) },
+        Isa::Avx2 => unsafe {
+            super::attention_x86::weighted_avx2::<QUERIES>(values, d, probs, padded, len, outputs)
+        },
         _ => weighted_portable(values, d, probs, padded, len, outputs),
     }
 }

@@ -1,19 +1,17 @@
 //! The x86-64 kernels of attention's two products (contracts in `attention.rs`): scores of
-//! four queries against 32 (AVX-512) or 16 (AVX2) keys per pass, and the four queries'
+//! `QUERIES` (four) queries against 32 (AVX-512) or 16 (AVX2) keys per pass, and the four queries'
 //! weighted values 32 or 16 dimensions per pass. Each pass keeps eight independent
 //! accumulators, enough to hide the latency of the multiply-adds.
 
 use std::arch::x86_64::*;
 
-use super::attention::QUERIES;
-
 /// `scores[r][t] = queries[r] · keys[·][t]`.
 ///
 /// # Safety
-/// The CPU must have AVX-512F. `keys` holds `d × padded` floats, `queries` `4 × d`, `scores`
-/// `4 × padded`; `padded` is a multiple of 16.
+/// The CPU must have AVX-512F. `keys` holds `d × padded` floats, `queries` `QUERIES × d`,
+/// `scores` `QUERIES × padded`; `padded` is a multiple of 16.
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn scores_avx512(
+pub(super) unsafe fn scores_avx512<const QUERIES: usize>(
     keys: &[f32],
     padded: usize,
     queries: &[f32],
@@ -60,10 +58,10 @@ pub(super) unsafe fn scores_avx512(
 /// `outputs[r] = Σ_{t < len} probs[r][t] · values[t]`.
 ///
 /// # Safety
-/// The CPU must have AVX-512F. `values` holds `len × d` floats, `probs` `4 × padded` with
-/// `len ≤ padded`, `outputs` `4 × d`; `d` is a multiple of 16.
+/// The CPU must have AVX-512F. `values` holds `len × d` floats, `probs` `QUERIES × padded`
+/// with `len ≤ padded`, `outputs` `QUERIES × d`; `d` is a multiple of 16.
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn weighted_avx512(
+pub(super) unsafe fn weighted_avx512<const QUERIES: usize>(
     values: &[f32],
     d: usize,
     probs: &[f32],
@@ -113,7 +111,13 @@ pub(super) unsafe fn weighted_avx512(
 /// # Safety
 /// The CPU must have AVX2 and FMA; buffers as for [`scores_avx512`].
 #[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn scores_avx2(keys: &[f32], padded: usize, queries: &[f32], d: usize, scores: &mut [f32]) {
+pub(super) unsafe fn scores_avx2<const QUERIES: usize>(
+    keys: &[f32],
+    padded: usize,
+    queries: &[f32],
+    d: usize,
+    scores: &mut [f32],
+) {
     let (k, q, s) = (keys.as_ptr(), queries.as_ptr(), scores.as_mut_ptr());
     // SAFETY: as in `scores_avx512`; `padded` is a multiple of 16.
     unsafe {
@@ -141,7 +145,7 @@ pub(super) unsafe fn scores_avx2(keys: &[f32], padded: usize, queries: &[f32], d
 /// # Safety
 /// The CPU must have AVX2 and FMA; buffers as for [`weighted_avx512`].
 #[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn weighted_avx2(
+pub(super) unsafe fn weighted_avx2<const QUERIES: usize>(
     values: &[f32],
     d: usize,
     probs: &[f32],

@@ -1,4 +1,5 @@
-//! The x86-64 kernels of the quantised product (layout and contract in `kernels.rs`):
+//! The x86-64 kernels of the quantised product (layout in `packed.rs`, contract in
+//! `kernels.rs`):
 //! AVX-512 VNNI (`vpdpbusd`, 32 rows × 6 tokens per inner loop) and AVX2 (`vpmaddubsw`, 16
 //! rows × 3 tokens). Both keep a block's integer sums in registers, then scale them into
 //! float accumulators once per block; the token counts are what fits the register file
@@ -8,7 +9,7 @@ use std::arch::x86_64::*;
 use std::ops::Range;
 
 use super::format::QK;
-use super::kernels::{GROUP, Int8Rows, OutPtr, PANEL, PackedMatrix, STEPS};
+use super::packed::{GROUP, Int8Rows, OutPtr, PANEL, PackedMatrix, STEPS};
 
 /// Bytes of one step: 4 values of each of the 16 rows of a group.
 const STEP_BYTES: usize = GROUP * 4;

@@ -3,7 +3,8 @@
 //! mean-pooled, L2-normalised 384-dimensional vectors.
 //!
 //! `format` reads and checks the file, `tokenizer` turns text into piece ids, `model` runs
-//! the layers over a batch, `kernels` (with `kernels_x86`) holds the quantised products,
+//! the layers over a batch, `packed` holds the quantised layouts and `kernels` (with
+//! `kernels_x86`) the products over them,
 //! `attention` and `rowwise` the float steps between them. The instruction set is chosen
 //! once per model, at load: AVX-512 VNNI, else AVX2, else portable code that every SIMD path
 //! is tested against.
@@ -50,6 +51,7 @@ mod kernels;
 #[cfg(target_arch = "x86_64")]
 mod kernels_x86;
 mod model;
+mod packed;
 mod rowwise;
 mod tokenizer;
 

@@ -9,7 +9,8 @@ use rayon::prelude::*;
 
 use super::attention::{attention, supports_head_dim};
 use super::format::{Config, DType, ModelFile, Q4_BLOCK_BYTES, QK, f16_to_f32};
-use super::kernels::{Int8Rows, PANEL, PackedMatrix, matmul};
+use super::kernels::matmul;
+use super::packed::{Int8Rows, PANEL, PackedMatrix};
 use super::rowwise::{add_norm_quantize, gelu_quantize, quantize};
 use super::{E5Error, Isa};
 

@@ -5,7 +5,7 @@
 
 use super::Isa;
 use super::format::QK;
-use super::kernels::quantize_row;
+use super::packed::quantize_row;
 
 /// Floats per partial-sum lane set: one AVX-512 register, two AVX2 ones.
 pub(super) const LANES: usize = 16;
