@@ -119,6 +119,14 @@ enum Isa {
 }
 
 impl Isa {
+    fn name(self) -> &'static str {
+        match self {
+            Isa::Avx512Vnni => "avx512-vnni",
+            Isa::Avx2 => "avx2",
+            Isa::Scalar => "portable",
+        }
+    }
+
     /// The fastest instruction set this CPU has.
     fn detect() -> Isa {
         Isa::available().into_iter().last().unwrap_or(Isa::Scalar)
@@ -239,14 +247,23 @@ impl E5Model {
         &self.fingerprint
     }
 
-    /// The instruction set the kernels run with on this CPU: `avx512-vnni`, `avx2` or
-    /// `portable`.
+    /// The instruction set the kernels run with: `avx512-vnni`, `avx2` or `portable`.
     pub fn instruction_set(&self) -> &'static str {
-        match self.options.isa {
-            Isa::Avx512Vnni => "avx512-vnni",
-            Isa::Avx2 => "avx2",
-            Isa::Scalar => "portable",
-        }
+        self.options.isa.name()
+    }
+
+    /// The instruction sets this CPU can run the kernels with, slowest first; the last is
+    /// the one a model uses unless told otherwise.
+    pub fn instruction_sets() -> Vec<&'static str> {
+        Isa::available().into_iter().map(Isa::name).collect()
+    }
+
+    /// Runs the kernels with the instruction set `name` (one of
+    /// [`E5Model::instruction_sets`]), to compare them or to rule one out; `None` when this
+    /// CPU cannot.
+    pub fn with_instruction_set(mut self, name: &str) -> Option<Self> {
+        self.options.isa = Isa::available().into_iter().find(|isa| isa.name() == name)?;
+        Some(self)
     }
 
     /// The ids of `text`'s pieces: no prefix, no `<s>` or `</s>`, no truncation.
