@@ -123,7 +123,7 @@ fn scores(isa: Isa, keys: &[f32], padded: usize, queries: &[f32], d: usize, scor
         },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the CPU has AVX2 and FMA; lengths as above.
-        Isa::Avx2 => unsafe {
+        Isa::Avx2 | Isa::AvxVnni => unsafe {
             super::attention_x86::scores_avx2::<QUERIES>(keys, padded, queries, d, scores)
         },
         _ => scores_portable(keys, padded, queries, d, scores),
@@ -169,7 +169,7 @@ fn weighted_values(
         },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the CPU has AVX2 and FMA; lengths as above.
-        Isa::Avx2 => unsafe {
+        Isa::Avx2 | Isa::AvxVnni => unsafe {
             super::attention_x86::weighted_avx2::<QUERIES>(values, d, probs, padded, len, outputs)
         },
         _ => weighted_portable(values, d, probs, padded, len, outputs),

@@ -60,6 +60,9 @@ unsafe fn tile_product(
         // enables; the caller upholds the output contract.
         Isa::Avx512Vnni => unsafe { super::kernels_x86::tile_avx512_vnni(w, x, tok, rows, out) },
         #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above, for AVX2, FMA and AVX-VNNI.
+        Isa::AvxVnni => unsafe { super::kernels_x86::tile_avx_vnni(w, x, tok, rows, out) },
+        #[cfg(target_arch = "x86_64")]
         // SAFETY: as above, for AVX2 and FMA.
         Isa::Avx2 => unsafe { super::kernels_x86::tile_avx2(w, x, tok, rows, out) },
         // SAFETY: the caller upholds the output contract.

@@ -1,7 +1,8 @@
 //! The x86-64 kernels of the quantised product (layout in `packed.rs`, contract in
 //! `kernels.rs`):
-//! AVX-512 VNNI (`vpdpbusd`, 32 rows × 6 tokens per inner loop) and AVX2 (`vpmaddubsw`, 16
-//! rows × 3 tokens). Both keep a block's integer sums in registers, then scale them into
+//! AVX-512 VNNI (`vpdpbusd`, 32 rows × 6 tokens per inner loop), AVX-VNNI (the same
+//! instruction on 256 bits, for CPUs with VNNI but not AVX-512; 16 rows × 3 tokens) and AVX2
+//! (`vpmaddubsw`, 16 rows × 3 tokens). Both keep a block's integer sums in registers, then scale them into
 //! float accumulators once per block; the token counts are what fits the register file
 //! (32 registers for AVX-512, 16 for AVX2) so that each weight load serves several tokens.
 
@@ -178,6 +179,95 @@ unsafe fn group_avx2<const M: usize>(w: &PackedMatrix, x: &Int8Rows, group: usiz
                 let i1 = _mm256_add_epi32(_mm256_madd_epi16(dot[m][1], ones), offset);
                 acc[m][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i0), _mm256_mul_ps(scale0, da), acc[m][0]);
                 acc[m][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(scale1, da), acc[m][1]);
+            }
+        }
+        let bias = w.bias.as_ptr().add(group * GROUP);
+        for (m, acc) in acc.iter().enumerate() {
+            let o = out.ptr.add((t0 + m) * out.stride + group * GROUP);
+            _mm256_storeu_ps(o, _mm256_add_ps(acc[0], _mm256_loadu_ps(bias)));
+            _mm256_storeu_ps(o.add(8), _mm256_add_ps(acc[1], _mm256_loadu_ps(bias.add(8))));
+        }
+    }
+}
+
+/// One tile of the product with AVX-VNNI.
+///
+/// # Safety
+/// The CPU must support AVX2, FMA and AVX-VNNI; otherwise as for [`tile_avx512_vnni`].
+#[target_feature(enable = "avx2,fma,avxvnni")]
+pub(super) unsafe fn tile_avx_vnni(
+    w: &PackedMatrix,
+    x: &Int8Rows,
+    tok: Range<usize>,
+    rows: Range<usize>,
+    out: OutPtr,
+) {
+    for group in rows.start / GROUP..rows.end / GROUP {
+        let mut t = tok.start;
+        while t < tok.end {
+            let m = (tok.end - t).min(3);
+            // SAFETY: tokens t..t + m and the group's 16 rows lie inside the caller's rectangle.
+            unsafe {
+                match m {
+                    3 => group_avx_vnni::<3>(w, x, group, t, out),
+                    2 => group_avx_vnni::<2>(w, x, group, t, out),
+                    _ => group_avx_vnni::<1>(w, x, group, t, out),
+                }
+            }
+            t += m;
+        }
+    }
+}
+
+/// Rows `16·group ..+16` for tokens `t0 ..+M`, as [`group_avx2`] with `vpdpbusd` in place
+/// of `maddubs` and the 16-bit sums: one instruction per step and token instead of two.
+///
+/// # Safety
+/// As for [`tile_avx_vnni`], for that rectangle.
+#[target_feature(enable = "avx2,fma,avxvnni")]
+#[inline]
+unsafe fn group_avx_vnni<const M: usize>(
+    w: &PackedMatrix,
+    x: &Int8Rows,
+    group: usize,
+    t0: usize,
+    out: OutPtr,
+) {
+    let (cols, blocks) = (w.cols, w.blocks());
+    // SAFETY: as in `panel_vnni`: every read stays inside the packed matrix's group and the
+    // activations' rows `t0 ..+M`, every write inside the caller's rectangle.
+    unsafe {
+        let q = w.quants.as_ptr().add(group * GROUP * cols);
+        let sc = w.scales.as_ptr().add(group * GROUP * blocks);
+        let xv = x.values.as_ptr().add(t0 * cols);
+        let xs = x.scales.as_ptr().add(t0 * blocks);
+        let xo = x.offsets.as_ptr().add(t0 * blocks);
+        let mut acc = [[_mm256_setzero_ps(); 2]; M];
+        for b in 0..blocks {
+            let mut dot = [[_mm256_setzero_si256(); 2]; M];
+            for (m, dot) in dot.iter_mut().enumerate() {
+                let offset = _mm256_set1_epi32(*xo.add(m * blocks + b));
+                *dot = [offset, offset];
+            }
+            for s in 0..STEPS {
+                let at = (b * STEPS + s) * STEP_BYTES;
+                let w0 = _mm256_loadu_si256(q.add(at).cast());
+                let w1 = _mm256_loadu_si256(q.add(at + 32).cast());
+                for (m, dot) in dot.iter_mut().enumerate() {
+                    let a =
+                        _mm256_set1_epi32(xv.add(m * cols + b * QK + s * 4).cast::<i32>().read_unaligned());
+                    dot[0] = _mm256_dpbusd_avx_epi32(dot[0], w0, a);
+                    dot[1] = _mm256_dpbusd_avx_epi32(dot[1], w1, a);
+                }
+            }
+            let scale0 = _mm256_loadu_ps(sc.add(b * GROUP));
+            let scale1 = _mm256_loadu_ps(sc.add(b * GROUP + 8));
+            for m in 0..M {
+                let da = _mm256_set1_ps(*xs.add(m * blocks + b));
+                acc[m][0] =
+                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[m][0]), _mm256_mul_ps(scale0, da), acc[m][0]);
+                acc[m][1] =
+                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[m][1]), _mm256_mul_ps(scale1, da), acc[m][1]);
             }
         }
         let bias = w.bias.as_ptr().add(group * GROUP);

@@ -6,8 +6,8 @@
 //! the layers over a batch, `packed` holds the quantised layouts and `kernels` (with
 //! `kernels_x86`) the products over them,
 //! `attention` and `rowwise` the float steps between them. The instruction set is chosen
-//! once per model, at load: AVX-512 VNNI, else AVX2, else portable code that every SIMD path
-//! is tested against.
+//! once per model, at load: AVX-512 VNNI, else AVX-VNNI, else AVX2, else portable code that
+//! every SIMD path is tested against.
 
 /// Defines `fn $name(isa: Isa, args…)` that runs the plain-Rust `$body::<FMA>(args…)`
 /// compiled for the instruction set `isa` names: the body is `#[inline(always)]`, so each
@@ -33,7 +33,7 @@ macro_rules! multiversion {
                     // `Isa::available`, after checking that the CPU has its features.
                     Isa::Avx512Vnni => return unsafe { wide($($arg),*) },
                     // SAFETY: as above.
-                    Isa::Avx2 => return unsafe { narrow($($arg),*) },
+                    Isa::Avx2 | Isa::AvxVnni => return unsafe { narrow($($arg),*) },
                     Isa::Scalar => {}
                 }
             }
@@ -114,6 +114,8 @@ enum Isa {
     Scalar,
     /// AVX2 with FMA (x86-64 since 2013–2015).
     Avx2,
+    /// AVX2 with VNNI on 256 bits (Intel since Alder Lake, without AVX-512).
+    AvxVnni,
     /// AVX-512 F, BW and VNNI (Intel since Ice Lake, AMD since Zen 4).
     Avx512Vnni,
 }
@@ -122,6 +124,7 @@ impl Isa {
     fn name(self) -> &'static str {
         match self {
             Isa::Avx512Vnni => "avx512-vnni",
+            Isa::AvxVnni => "avx-vnni",
             Isa::Avx2 => "avx2",
             Isa::Scalar => "portable",
         }
@@ -140,6 +143,9 @@ impl Isa {
         {
             if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
                 isas.push(Isa::Avx2);
+                if is_x86_feature_detected!("avxvnni") {
+                    isas.push(Isa::AvxVnni);
+                }
                 if is_x86_feature_detected!("avx512f")
                     && is_x86_feature_detected!("avx512bw")
                     && is_x86_feature_detected!("avx512vnni")
@@ -247,7 +253,8 @@ impl E5Model {
         &self.fingerprint
     }
 
-    /// The instruction set the kernels run with: `avx512-vnni`, `avx2` or `portable`.
+    /// The instruction set the kernels run with: `avx512-vnni`, `avx-vnni`, `avx2` or
+    /// `portable`.
     pub fn instruction_set(&self) -> &'static str {
         self.options.isa.name()
     }
