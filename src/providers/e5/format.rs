@@ -278,7 +278,7 @@ fn read_directory<'a>(r: &mut Reader<'a>, data: &'a [u8]) -> Result<Vec<TensorEn
         let len = r.u64("a tensor length")?;
         let expected = match dtype {
             DType::F32 => elements as u64 * 4,
-            DType::Q4_0 if elements % QK == 0 => (elements / QK * Q4_BLOCK_BYTES) as u64,
+            DType::Q4_0 if elements.is_multiple_of(QK) => (elements / QK * Q4_BLOCK_BYTES) as u64,
             DType::Q4_0 => return Err(corrupt(format!("tensor {name} is not whole blocks"))),
         };
         if len != expected {

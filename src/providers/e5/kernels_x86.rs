@@ -163,11 +163,11 @@ unsafe fn group_avx2<const M: usize>(w: &PackedMatrix, x: &Int8Rows, group: usiz
                 let at = (b * STEPS + s) * STEP_BYTES;
                 let w0 = _mm256_loadu_si256(q.add(at).cast());
                 let w1 = _mm256_loadu_si256(q.add(at + 32).cast());
-                for m in 0..M {
+                for (m, dot) in dot.iter_mut().enumerate() {
                     let a =
                         _mm256_set1_epi32(xv.add(m * cols + b * QK + s * 4).cast::<i32>().read_unaligned());
-                    dot[m][0] = _mm256_add_epi16(dot[m][0], _mm256_maddubs_epi16(w0, a));
-                    dot[m][1] = _mm256_add_epi16(dot[m][1], _mm256_maddubs_epi16(w1, a));
+                    dot[0] = _mm256_add_epi16(dot[0], _mm256_maddubs_epi16(w0, a));
+                    dot[1] = _mm256_add_epi16(dot[1], _mm256_maddubs_epi16(w1, a));
                 }
             }
             let scale0 = _mm256_loadu_ps(sc.add(b * GROUP));

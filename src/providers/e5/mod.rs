@@ -15,6 +15,7 @@
 macro_rules! multiversion {
     ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) => $body:ident) => {
         $(#[$meta])*
+        #[allow(clippy::too_many_arguments)]
         $vis fn $name(isa: Isa, $($arg: $ty),*) {
             #[cfg(target_arch = "x86_64")]
             {

@@ -65,7 +65,10 @@ pub(super) struct Batch {
 impl Encoder {
     pub fn load(file: &ModelFile<'_>, data_start: usize) -> Result<Self, E5Error> {
         let c = file.config;
-        if !supports_head_dim(c.hidden / c.heads) || c.hidden % PANEL != 0 || c.intermediate % PANEL != 0 {
+        if !supports_head_dim(c.hidden / c.heads)
+            || !c.hidden.is_multiple_of(PANEL)
+            || !c.intermediate.is_multiple_of(PANEL)
+        {
             return Err(E5Error::Corrupt(format!(
                 "hidden size {}, {} heads and intermediate size {} are not supported",
                 c.hidden, c.heads, c.intermediate
