@@ -264,6 +264,24 @@ fn the_tiny_model_matches_a_plain_transformer_on_every_instruction_set() {
 }
 
 #[test]
+fn a_model_is_shared_across_threads() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<E5Model>();
+    let model = load(&tiny_model().bytes).unwrap();
+    let alone = model.embed(&["ab a", "b"], Kind::Passage);
+    let together: Vec<Vec<Vec<f32>>> = std::thread::scope(|s| {
+        (0..4)
+            .map(|_| s.spawn(|| model.embed(&["ab a", "b"], Kind::Passage)))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect()
+    });
+    assert!(together.iter().all(|v| *v == alone));
+    assert!(model.embed(&[], Kind::Query).is_empty());
+}
+
+#[test]
 fn texts_are_cut_to_the_token_limit_keeping_both_ends() {
     let model = load(&tiny_model().bytes).unwrap().with_max_tokens(8);
     let long = "a b a b a b a b a b a b";
