@@ -190,7 +190,8 @@ pub struct E5Model {
     workspace: Mutex<Workspace>,
 }
 
-/// How texts are run: chosen at load and by [`E5Model::with_max_tokens`]; tests vary them.
+/// How texts are run: chosen at load, by [`E5Model::with_max_tokens`] and by
+/// [`E5Model::with_instruction_set`]; tests vary them per call.
 #[derive(Debug, Clone, Copy)]
 struct Options {
     isa: Isa,
