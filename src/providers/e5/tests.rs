@@ -294,6 +294,18 @@ fn texts_are_cut_to_the_token_limit_keeping_both_ends() {
 }
 
 #[test]
+fn a_model_in_static_memory_and_one_read_from_a_file_agree() {
+    let bytes = tiny_model().bytes;
+    let path = std::env::temp_dir().join(format!("situate-e5-tiny-{}.bin", std::process::id()));
+    std::fs::write(&path, &bytes).unwrap();
+    let from_file = E5Model::from_file(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let from_bytes = E5Model::from_bytes(Box::leak(bytes.into_boxed_slice())).unwrap();
+    assert_eq!(from_file.fingerprint(), from_bytes.fingerprint());
+    assert_eq!(from_file.embed(&["ab b"], Kind::Query), from_bytes.embed(&["ab b"], Kind::Query));
+}
+
+#[test]
 fn a_truncated_file_is_an_error_at_every_length() {
     let bytes = tiny_model().bytes;
     let lengths = (0..700).chain((700..bytes.len()).step_by(331)).chain([bytes.len() - 1]);
