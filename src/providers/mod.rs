@@ -3,6 +3,7 @@
 
 pub mod anthropic;
 pub mod chat;
+pub mod e5;
 pub mod http;
 pub mod openai;
 pub mod static_model;

