@@ -98,7 +98,10 @@ async def scenario(binary, workspace):
         for t in tools.tools
     ]
 
-    out["search"] = await call(s1, "search", {"query": "how long are backups kept?", "k": 3})
+    # Optional arguments may be given as null.
+    out["search"] = await call(
+        s1, "search", {"query": "how long are backups kept?", "k": 3, "paths": None, "mode": None}
+    )
     out["search_paths"] = await call(s1, "search", {"query": "traffic", "paths": ["kitchen"]})
     out["search_bm25_window"] = await call(
         s1, "search", {"query": "rollback", "mode": "bm25", "expand": "window", "k": 1}

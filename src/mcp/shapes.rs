@@ -24,8 +24,7 @@ pub struct SearchArgs {
     pub mode: Option<ModeArg>,
     /// Only passages in these workspace-relative folders or files, e.g. ["docs/ops",
     /// "README.md"]. Default: the whole workspace.
-    #[serde(default)]
-    pub paths: Vec<String>,
+    pub paths: Option<Vec<String>>,
     /// Widen each passage with its context: `window` adds the passages just before and after
     /// it, `merge` returns whole sections where several of their passages match. Default:
     /// `none`.

@@ -61,7 +61,7 @@ pub fn search(fresh: &Fresh, args: SearchArgs) -> Result<SearchResult, ToolError
     }
     let k = bounded("k", args.k, 1..=MAX_K, default_k(view))?;
     let max_tokens = bounded("max_tokens", args.max_tokens, MAX_TOKENS, DEFAULT_MAX_TOKENS)?;
-    let paths = path_filter(view, &args.paths)?;
+    let paths = path_filter(view, args.paths.as_deref().unwrap_or_default())?;
     let options = SearchOptions {
         limit: Some(k as usize),
         mode: args.mode.map(Into::into),
