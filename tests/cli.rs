@@ -104,7 +104,8 @@ fn show_prints_context_and_status_reports_the_index() {
     let s: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(s["files"], 4);
     assert_eq!(s["chunks"], s["vectors"]);
-    assert_eq!(s["embedder"]["provider"], "static");
+    let model = if situate::providers::has_builtin_e5() { "e5" } else { "static" };
+    assert_eq!(s["embedder"]["provider"], model);
     let (out, _) = cli.ok(&["status"]);
     assert!(out.contains("files:     4"), "{out}");
 }

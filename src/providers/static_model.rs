@@ -23,6 +23,9 @@ pub const BUILTIN_MODEL_NAME: &str = "minilm-l6-v2-distilled-256-int8";
 
 /// The value of [`EmbedderIdentity::provider`] for static models.
 pub const PROVIDER: &str = "static";
+/// This model's weight in score fusion by default (BM25's is 1); also the weight of its
+/// quick vectors while a slower model's are pending.
+pub const VECTOR_WEIGHT: f32 = 0.3;
 
 const MODEL_FILE: &str = "model.safetensors";
 const TOKENIZER_FILE: &str = "tokenizer.json";

@@ -26,6 +26,9 @@ pub const MAX_LIMIT: usize = 1000;
 
 /// The most candidates an arm takes before fusion.
 pub const MAX_CANDIDATES: usize = 10_000;
+/// The weight of the quick vectors (the built-in static model's) that stand in for a slow
+/// model's pending ones: the static model's own fusion weight, whatever the slow model's.
+const QUICK_WEIGHT: f32 = crate::providers::static_model::VECTOR_WEIGHT;
 
 /// Which retrieval arms a search uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -87,11 +90,13 @@ impl Default for SearchConfig {
             // contextual-retrieval set together (README, "How the defaults were chosen"):
             // with the built-in static model, score fusion at a vector weight of 0.2 to 0.4
             // is at least as good as BM25 alone on all three in R@5 and MRR@10, where rank
-            // fusion lost R@5 on Traefik. `rrf_k` applies to `fusion = "rrf"` only.
+            // fusion lost R@5 on Traefik. `rrf_k` applies to `fusion = "rrf"` only. A
+            // configuration's vector weight defaults to its model's
+            // (`EmbeddingConfig::default_vector_weight`); this is the static model's.
             fusion: Fusion::Score,
             rrf_k: 10.0,
             bm25_weight: 1.0,
-            vector_weight: 0.3,
+            vector_weight: crate::providers::static_model::VECTOR_WEIGHT,
             title_boost: 2.0,
             headings_boost: 1.0,
             path_boost: 1.0,
@@ -275,9 +280,9 @@ struct Arms {
 }
 
 impl Arms {
-    /// The two vector arms share the vector weight by how many chunks each covers. The
+    /// Each vector arm has its model's weight scaled by the share of chunks it covers. The
     /// similarities of two models are not comparable, and each arm's best candidate scores
-    /// its arm's full weight: shared this way, the few chunks of a file saved a moment ago
+    /// its arm's full weight: scaled this way, the few chunks of a file saved a moment ago
     /// cannot outrank the best match among thousands of vectors, while on a first index,
     /// before any vector of the slow model exists, the quick arm has the whole weight.
     fn new(config: &SearchConfig, index: &Snapshot) -> Arms {
@@ -288,7 +293,7 @@ impl Arms {
         Arms {
             words: Ranked { weight: config.bm25_weight, ids: Vec::new() },
             vector: Ranked { weight: config.vector_weight * (1.0 - quick_share), ids: Vec::new() },
-            quick: Ranked { weight: config.vector_weight * quick_share, ids: Vec::new() },
+            quick: Ranked { weight: QUICK_WEIGHT * quick_share, ids: Vec::new() },
         }
     }
 }

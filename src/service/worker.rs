@@ -244,12 +244,13 @@ impl Worker {
         if let Some(token) = self.snippet_token.take() {
             let _ = self.notices.send(Notice::ProgressEnd { token, message: ended.summary });
         }
+        // The state first: a client that reads status on the message sees the stop in it.
+        self.publish_snippets();
         match ended.reason {
             Some(reason) if ended.tell => self.error(format!("{}: {reason}", self.folder.name())),
             Some(reason) => tracing::warn!(folder = %self.folder.root.display(), "{reason}"),
             None => {}
         }
-        self.publish_snippets();
     }
 
     /// Puts the snippet queue's state in the folder's state.

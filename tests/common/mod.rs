@@ -45,8 +45,13 @@ impl Fixture {
         std::fs::write(p, contents).unwrap();
     }
 
+    /// The default settings for the static model, which is what these tests embed with
+    /// (the default model, e5, is tested through the binary and in `tests/e5.rs`).
     pub fn config(&self) -> Config {
-        Config { index_dir: Some(self.index_dir()), ..Config::default() }
+        let mut config = Config { index_dir: Some(self.index_dir()), ..Config::default() };
+        config.embedding = situate::providers::EmbeddingConfig::Static { model_path: None };
+        config.search.vector_weight = config.embedding.default_vector_weight();
+        config
     }
 
     /// An engine with the default configuration and the given embedder.

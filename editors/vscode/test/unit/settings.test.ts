@@ -263,7 +263,7 @@ test("the snippet settings carry the server's defaults, ranges and choices", () 
     "snippets.documentBudget": { type: "integer", default: 6000, minimum: 256, maximum: 200000 },
     "search.snippetBoost": { type: "number", default: 1 },
     "embedding.dimensions": { type: ["integer", "null"], default: null, minimum: 1 },
-    "embedding.provider": { type: "string", default: "static", enum: ["static", "transformer", "openai"] },
+    "embedding.provider": { type: "string", default: "e5", enum: ["e5", "static", "transformer", "openai"] },
   };
   for (const [key, want] of Object.entries(expected)) {
     const property = properties[`situate.${key}`];

