@@ -277,3 +277,41 @@ fn logs_carry_no_colour_codes_off_a_terminal() {
         assert!(!err.contains('\x1b'), "colour codes on a pipe: {err:?}");
     }
 }
+
+#[test]
+fn completions_and_man_pages_come_from_the_command_line_definition() {
+    let cli = Cli::new();
+    let (bash, _) = cli.ok(&["completions", "bash"]);
+    assert!(bash.contains("_situate()") && bash.contains("--mode"), "{bash}");
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let (script, _) = cli.ok(&["completions", shell]);
+        assert!(script.contains("search") && script.contains("completions"), "{shell}: {script}");
+    }
+    let (page, _) = cli.ok(&["man"]);
+    assert!(page.starts_with(".ie") || page.contains(".TH situate 1"), "{page}");
+    assert!(page.contains("EXIT STATUS") && page.contains("A usage error"), "{page}");
+    let out = cli.fixture.index.path().join("man");
+    let (written, _) = cli.ok(&["man", "--out", out.to_str().unwrap()]);
+    assert_eq!(written.lines().count(), 10, "{written}");
+    let search = std::fs::read_to_string(out.join("situate-search.1")).unwrap();
+    assert!(search.contains(".TH situate-search 1") && search.contains("\\-\\-expand"), "{search}");
+}
+
+#[test]
+fn exit_codes_are_the_documented_ones() {
+    let cli = Cli::new();
+    let code = |args: &[&str]| cli.run(args).status.code();
+    assert_eq!(code(&["status"]), Some(1), "no index yet");
+    assert_eq!(code(&["index", "--quick"]), Some(0));
+    assert_eq!(code(&["status"]), Some(0));
+    assert_eq!(
+        code(&["search", "no such words anywhere", "--mode", "bm25"]),
+        Some(0),
+        "nothing found is no error"
+    );
+    assert_eq!(code(&["search"]), Some(2), "a missing argument is a usage error");
+    assert_eq!(code(&["search", "x", "-k", "0"]), Some(2), "a value out of range is a usage error");
+    assert_eq!(code(&["frobnicate"]), Some(2));
+    assert_eq!(code(&["show", "no/such/file.md"]), Some(1));
+    assert_eq!(code(&["search", "x", "--dir", "/no/such/folder"]), Some(1));
+}

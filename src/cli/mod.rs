@@ -1,4 +1,5 @@
-//! The command line: `situate index|search|show|status|eval|lsp|mcp`. The only module that prints.
+//! The command line: `situate index|search|show|status|eval|lsp|mcp|completions|man`. The only
+//! module that prints.
 //!
 //! stdout carries the data (results, summaries, JSON); progress, warnings and logs go to
 //! stderr, so that `situate search … --json | jq` always works.
@@ -9,6 +10,7 @@ mod mcp;
 mod progress;
 mod render;
 mod search;
+mod shell;
 mod show;
 mod status;
 
@@ -53,7 +55,28 @@ enum Command {
     Status(status::StatusArgs),
     /// Serve search to AI agents over the Model Context Protocol on stdin/stdout.
     Mcp(mcp::McpArgs),
+    /// Print the completion script of a shell (e.g. `situate completions bash > ~/.local/share/bash-completion/completions/situate`).
+    Completions {
+        #[arg(value_enum)]
+        shell: shell::Shell,
+    },
+    /// Print the man page, situate(1); with `--out DIR`, write it and one page per command there.
+    Man {
+        /// Write `situate.1` and `situate-COMMAND.1` into this folder.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
 }
+
+/// What the exit status means (also in the man page and the README).
+pub const EXIT_CODES: [(u8, &str); 3] = [
+    (0, "Success, including a search that found nothing."),
+    (
+        1,
+        "An error: the folder, the index, a file or a model could not be used; the message on stderr says which.",
+    ),
+    (2, "A usage error: an unknown command or option, or a value out of range."),
+];
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 enum ModeArg {
@@ -152,6 +175,8 @@ fn run(command: Command, config: Option<&Path>) -> Result<()> {
         Command::Show(args) => show::run(args, config, &mut out)?,
         Command::Eval(args) => eval::run(args, config, &mut out)?,
         Command::Status(args) => status::run(args, config, &mut out)?,
+        Command::Completions { shell } => shell::completions(shell, &mut out)?,
+        Command::Man { out: dir } => shell::man(dir.as_deref(), &mut out)?,
         // Served by `main` before any command runs.
         Command::Lsp { .. } | Command::Mcp(_) => {}
     }
