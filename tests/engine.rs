@@ -1066,3 +1066,33 @@ fn the_same_files_give_the_same_answers_whatever_the_index_history() {
         }
     }
 }
+
+#[test]
+fn a_pasted_image_and_html_noise_are_kept_in_the_text_but_not_searched() {
+    let f = Fixture::empty();
+    let payload = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk".repeat(7_000);
+    let note = format!(
+        "# Latency\n\n<!-- draft: revisit the quarterly figures -->\n<div align=\"center\">The p99 latency chart of the gateway:</div>\n\n\
+         ![chart](data:image/png;base64,{payload})\n\nThe chart shows a spike every night at two.\n"
+    );
+    f.write("notes/latency.md", &note);
+    let mut engine = f.engine(Counting::new());
+    let report = reconcile(&mut engine);
+    // 420 KB of base64 would be hundreds of chunks; only the ones with words are kept.
+    assert!(report.chunks_written <= 3, "{} chunks", report.chunks_written);
+    let bm25 = |q: &str| engine.search(&request(q, SearchMode::Bm25)).unwrap();
+    assert!(bm25("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk").is_empty());
+    assert_eq!(bm25("quarterly draft")[0].chunk.path, "notes/latency.md", "HTML comments are searched");
+    assert!(bm25("align center div").is_empty(), "layout tags are not searched");
+    let hits = bm25("gateway latency chart");
+    assert_eq!(hits[0].chunk.path, "notes/latency.md");
+    // The stored text is the file's, byte for byte, so ranges and hover stay exact.
+    let raw = std::fs::read_to_string(f.root().join("notes/latency.md")).unwrap();
+    for hit in &hits {
+        let c = &hit.chunk;
+        assert_eq!(&raw[c.start_byte as usize..c.end_byte as usize], c.text);
+    }
+    assert!(hits.iter().any(|h| h.chunk.text.contains("<!-- draft")), "comments stay in the stored text");
+    let ordinals: Vec<u32> = hits.iter().map(|h| h.chunk.ordinal).collect();
+    assert!(ordinals.iter().all(|&o| (o as usize) < report.chunks_written), "{ordinals:?}");
+}

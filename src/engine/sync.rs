@@ -277,7 +277,11 @@ impl Engine {
         let chunks = doc
             .chunks
             .into_iter()
-            .map(|c| {
+            // A chunk of nothing but noise (the middle of a pasted image) is not indexed.
+            .filter(|c| !context::searchable(&c.text).trim().is_empty())
+            .enumerate()
+            .map(|(ordinal, mut c)| {
+                c.ordinal = ordinal as u32;
                 let input = ChunkInput {
                     path: &file.rel_path,
                     title: &doc.title,

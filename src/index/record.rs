@@ -172,7 +172,7 @@ pub(super) fn record_of(f: &Fields, doc: &TantivyDocument) -> Option<ChunkRecord
         end_byte: u64_of(doc, f.end_byte),
         title: text(f.title),
         heading_path: serde_json::from_str(&text(f.heading_path)).unwrap_or_default(),
-        text: text(f.text),
+        text: text(f.stored_text),
         context: text(f.context),
         snippet,
         snippet_key,
@@ -206,7 +206,8 @@ pub(super) fn document(f: &Fields, r: &ChunkRecord, file: StoredFileMeta) -> Tan
     doc.add_text(f.title, &r.title);
     doc.add_text(f.headings, context::context_headings(&r.title, &r.heading_path).join(" > "));
     doc.add_text(f.heading_path, serde_json::to_string(&r.heading_path).unwrap_or_default());
-    doc.add_text(f.text, &r.text);
+    doc.add_text(f.text, context::searchable(&r.text));
+    doc.add_text(f.stored_text, &r.text);
     doc.add_text(f.context, &r.context);
     if let Some(snippet) = &r.snippet {
         doc.add_text(f.snippet, &snippet.text);

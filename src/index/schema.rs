@@ -28,8 +28,10 @@ pub struct Fields {
     pub headings: Field,
     /// Heading path as a JSON array: stored.
     pub heading_path: Field,
-    /// The original text: searched and stored.
+    /// The text as searched: the original without its noise (`context::searchable`).
     pub text: Field,
+    /// The original text, stored, byte for byte.
+    pub stored_text: Field,
     /// The header context: stored (its words are searched through `title` and `headings`).
     pub context: Field,
     /// The LLM-written snippet: searched and stored (empty when the chunk has none).
@@ -81,7 +83,8 @@ pub fn build() -> (Schema, Fields) {
         title: b.add_text_field("title", searched(true)),
         headings: b.add_text_field("headings", searched(false)),
         heading_path: b.add_text_field("heading_path", STORED),
-        text: b.add_text_field("text", searched(true)),
+        text: b.add_text_field("text", searched(false)),
+        stored_text: b.add_text_field("stored_text", STORED),
         context: b.add_text_field("context", STORED),
         snippet: b.add_text_field("snippet", searched(true)),
         snippet_key: b.add_text_field("snippet_key", STORED),

@@ -3,7 +3,12 @@
 //! The header ("Document: Backups > Retention") is always on and costs nothing; an
 //! LLM-written snippet (see `snippets`) may add to it. Both are kept apart from the chunk's
 //! original text: the index embeds `header + snippet + text`, gives BM25 the title, the
-//! headings and the snippet as fields of their own, and shows the original text.
+//! headings and the snippet as fields of their own, and shows the original text. Noise in
+//! the text (`noise`: blobs, comments, layout tags) is left out of what is searched.
+
+mod noise;
+
+pub use noise::searchable;
 
 /// The default header: "Document: Title > H1 > H2".
 pub const DEFAULT_HEADER_TEMPLATE: &str = "Document: {title} > {headings}";
@@ -49,7 +54,13 @@ pub fn render_header(config: &ContextConfig, path: &str, title: &str, heading_pa
 /// The text given to the embedder for a chunk: its header, its snippet (when it has one)
 /// and its text, each part left out when empty.
 pub fn embedding_text(header: &str, snippet: &str, text: &str) -> String {
-    [header, snippet, text].iter().filter(|part| !part.is_empty()).copied().collect::<Vec<_>>().join("\n\n")
+    let text = searchable(text);
+    [header, snippet, text.as_ref()]
+        .iter()
+        .filter(|part| !part.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 fn same_words(a: &str, b: &str) -> bool {
