@@ -123,16 +123,28 @@ impl Config {
                 LoadedConfig::default()
             };
         };
+        let file = (config_file.is_some() || path.exists()).then(|| {
+            std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+        });
+        let mut loaded =
+            Config::from_layers(file.as_ref().map(|r| r.as_deref().map_err(String::as_str)), overrides);
+        loaded.source = path.exists().then_some(path);
+        loaded
+    }
+
+    /// [`Config::load_layered`] without the file system: `file` is the settings file's text
+    /// (`None` when there is none, an error message when it could not be read) and
+    /// `overrides` the editor's settings laid over it.
+    pub fn from_layers(file: Option<Result<&str, &str>>, overrides: &serde_json::Value) -> LoadedConfig {
         let mut problems = Vec::new();
         let mut base = serde_json::Value::Object(serde_json::Map::new());
-        if config_file.is_some() || path.exists() {
-            match std::fs::read_to_string(&path) {
-                Ok(text) => match toml::from_str::<serde_json::Value>(&text) {
-                    Ok(value) => base = value,
-                    Err(e) => problems.push(file_problem(format!("not valid TOML: {}", e.message()))),
-                },
-                Err(e) => problems.push(file_problem(format!("cannot read {}: {e}", path.display()))),
-            }
+        match file {
+            None => {}
+            Some(Ok(text)) => match toml::from_str::<serde_json::Value>(text) {
+                Ok(value) => base = value,
+                Err(e) => problems.push(file_problem(format!("not valid TOML: {}", e.message()))),
+            },
+            Some(Err(e)) => problems.push(file_problem(e.to_string())),
         }
         // An empty list stands for an empty table (editors that cannot tell them apart).
         let empty = serde_json::Value::Object(serde_json::Map::new());
@@ -148,7 +160,6 @@ impl Config {
         let mut loaded = Config::from_json(base);
         problems.append(&mut loaded.problems);
         loaded.problems = problems;
-        loaded.source = path.exists().then_some(path);
         loaded
     }
 

@@ -16,7 +16,7 @@ const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 
 /// What reading one framed message gave.
 #[derive(Debug, PartialEq)]
-enum Frame {
+pub enum Frame {
     Body(Vec<u8>),
     /// The header block was unusable; the bytes up to the next header were skipped.
     BadHeader(String),
@@ -24,7 +24,7 @@ enum Frame {
 }
 
 /// Reads one message: headers up to a blank line, then `Content-Length` bytes.
-async fn read_frame(input: &mut (impl AsyncBufRead + Unpin)) -> std::io::Result<Frame> {
+pub async fn read_frame(input: &mut (impl AsyncBufRead + Unpin)) -> std::io::Result<Frame> {
     let mut length: Option<Result<usize, String>> = None;
     let mut saw_header = false;
     loop {
@@ -74,7 +74,7 @@ fn truncate(s: &str, max: usize) -> String {
 }
 
 /// `None` when the body is a message the library accepts; otherwise the error to answer.
-fn check(body: &[u8]) -> Option<Value> {
+pub fn check(body: &[u8]) -> Option<Value> {
     // The common case costs one parse: a request or notification.
     if serde_json::from_slice::<jsonrpc::Request>(body).is_ok() {
         return None;
