@@ -317,6 +317,21 @@ mod tests {
     }
 
     #[test]
+    fn the_default_overlap_stays_below_half_a_small_budget() {
+        // A budget set alone, or with an overlap that is refused, must not leave the default
+        // overlap (40 tokens) at or over half of it.
+        for text in ["[chunk]\nmax_tokens = 64\n", "[chunk]\nmax_tokens = 16\noverlap_tokens = 9\n"] {
+            let chunk = Config::from_toml(text).config.chunk;
+            assert!(chunk.overlap_tokens < chunk.max_tokens / 2, "{text}: {chunk:?}");
+        }
+        let chunk = Config::from_toml("[chunk]\nmax_tokens = 64\n").config.chunk;
+        assert_eq!(chunk.overlap_tokens, 31);
+        let layered = Config::from_layers(None, &serde_json::json!({ "chunk": { "max_tokens": 80 } }));
+        assert_eq!(layered.config.chunk.overlap_tokens, 39);
+        assert_eq!(Config::from_toml("[chunk]\nmax_tokens = 200\n").config.chunk.overlap_tokens, 40);
+    }
+
+    #[test]
     fn semantic_strategy_and_its_threshold_are_read() {
         let loaded = Config::from_toml("[chunk]\nstrategy = \"semantic\"\nsemantic_threshold = 2.5\n");
         assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
