@@ -7,7 +7,7 @@
 
 /// Front matter found at the start of a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct FrontMatter {
+pub struct FrontMatter {
     /// Byte offset at which the document body starts (just after the closing fence line).
     pub body_start: usize,
     /// The `title` value, when present and not empty.
@@ -16,7 +16,7 @@ pub(crate) struct FrontMatter {
 
 /// What the start of a file says about front matter.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Detection {
+pub enum Detection {
     /// No front matter: the whole file is body.
     Absent,
     /// An opening fence with no closing fence: the file is read as body, with a warning.
@@ -31,7 +31,7 @@ enum Syntax {
 }
 
 /// Looks for front matter at the very start of `text` (after an optional byte order mark).
-pub(crate) fn detect(text: &str) -> Detection {
+pub fn detect(text: &str) -> Detection {
     let start = if text.starts_with('\u{feff}') { '\u{feff}'.len_utf8() } else { 0 };
     let mut lines = Lines { text, pos: start };
     let Some((_, first)) = lines.next() else {

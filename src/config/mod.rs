@@ -141,16 +141,28 @@ impl Config {
                 LoadedConfig::default()
             };
         };
+        let file = (config_file.is_some() || path.exists()).then(|| {
+            std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+        });
+        let mut loaded =
+            Config::from_layers(file.as_ref().map(|r| r.as_deref().map_err(String::as_str)), overrides);
+        loaded.source = path.exists().then_some(path);
+        loaded
+    }
+
+    /// [`Config::load_layered`] without the file system: `file` is the settings file's text
+    /// (`None` when there is none, an error message when it could not be read) and
+    /// `overrides` the editor's settings laid over it.
+    pub fn from_layers(file: Option<Result<&str, &str>>, overrides: &serde_json::Value) -> LoadedConfig {
         let mut problems = Vec::new();
         let mut base = serde_json::Value::Object(serde_json::Map::new());
-        if config_file.is_some() || path.exists() {
-            match std::fs::read_to_string(&path) {
-                Ok(text) => match toml::from_str::<serde_json::Value>(&text) {
-                    Ok(value) => base = value,
-                    Err(e) => problems.push(file_problem(format!("not valid TOML: {}", e.message()))),
-                },
-                Err(e) => problems.push(file_problem(format!("cannot read {}: {e}", path.display()))),
-            }
+        match file {
+            None => {}
+            Some(Ok(text)) => match toml::from_str::<serde_json::Value>(text) {
+                Ok(value) => base = value,
+                Err(e) => problems.push(file_problem(format!("not valid TOML: {}", e.message()))),
+            },
+            Some(Err(e)) => problems.push(file_problem(e.to_string())),
         }
         // An empty list stands for an empty table (editors that cannot tell them apart).
         let empty = serde_json::Value::Object(serde_json::Map::new());
@@ -166,7 +178,6 @@ impl Config {
         let mut loaded = Config::from_json(base);
         problems.append(&mut loaded.problems);
         loaded.problems = problems;
-        loaded.source = path.exists().then_some(path);
         loaded
     }
 
@@ -321,6 +332,21 @@ mod tests {
         let loaded = Config::from_toml("[chunk]\nmax_tokens = 100\noverlap_tokens = 60\n");
         assert_eq!(keys(&loaded), ["chunk.overlap_tokens"]);
         assert_eq!(loaded.config.chunk.max_tokens, 100);
+    }
+
+    #[test]
+    fn the_default_overlap_stays_below_half_a_small_budget() {
+        // A budget set alone, or with an overlap that is refused, must not leave the default
+        // overlap (40 tokens) at or over half of it.
+        for text in ["[chunk]\nmax_tokens = 64\n", "[chunk]\nmax_tokens = 16\noverlap_tokens = 9\n"] {
+            let chunk = Config::from_toml(text).config.chunk;
+            assert!(chunk.overlap_tokens < chunk.max_tokens / 2, "{text}: {chunk:?}");
+        }
+        let chunk = Config::from_toml("[chunk]\nmax_tokens = 64\n").config.chunk;
+        assert_eq!(chunk.overlap_tokens, 31);
+        let layered = Config::from_layers(None, &serde_json::json!({ "chunk": { "max_tokens": 80 } }));
+        assert_eq!(layered.config.chunk.overlap_tokens, 39);
+        assert_eq!(Config::from_toml("[chunk]\nmax_tokens = 200\n").config.chunk.overlap_tokens, 40);
     }
 
     #[test]

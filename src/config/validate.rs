@@ -102,14 +102,16 @@ impl Config {
                 Err(format!("must be between 16 and 8192, got {n}"))
             }
         });
-        let overlap_tokens =
-            v.take("chunk.overlap_tokens", raw.chunk.overlap_tokens, d.chunk.overlap_tokens, |n| {
-                if *n < max_tokens / 2 {
-                    Ok(())
-                } else {
-                    Err(format!("must be less than half of chunk.max_tokens ({max_tokens}), got {n}"))
-                }
-            });
+        // The default overlap must fit a small budget too, whether the overlap is unset or
+        // refused.
+        let default_overlap = d.chunk.overlap_tokens.min((max_tokens / 2).saturating_sub(1));
+        let overlap_tokens = v.take("chunk.overlap_tokens", raw.chunk.overlap_tokens, default_overlap, |n| {
+            if *n < max_tokens / 2 {
+                Ok(())
+            } else {
+                Err(format!("must be less than half of chunk.max_tokens ({max_tokens}), got {n}"))
+            }
+        });
         let chunk = ChunkConfig {
             strategy: v.take("chunk.strategy", raw.chunk.strategy, d.chunk.strategy, any),
             max_tokens,

@@ -16,7 +16,9 @@ mod handlers;
 mod server;
 mod state;
 mod to_proto;
-mod transport;
+// Public for the fuzz targets only: its framing reader and message check.
+#[doc(hidden)]
+pub mod transport;
 
 use std::process::ExitCode;
 use std::sync::Arc;

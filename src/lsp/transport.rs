@@ -16,7 +16,7 @@ const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 
 /// What reading one framed message gave.
 #[derive(Debug, PartialEq)]
-enum Frame {
+pub enum Frame {
     Body(Vec<u8>),
     /// The header block was unusable; the bytes up to the next header were skipped.
     BadHeader(String),
@@ -24,7 +24,7 @@ enum Frame {
 }
 
 /// Reads one message: headers up to a blank line, then `Content-Length` bytes.
-async fn read_frame(input: &mut (impl AsyncBufRead + Unpin)) -> std::io::Result<Frame> {
+pub async fn read_frame(input: &mut (impl AsyncBufRead + Unpin)) -> std::io::Result<Frame> {
     let mut length: Option<Result<usize, String>> = None;
     let mut saw_header = false;
     loop {
@@ -74,12 +74,20 @@ fn truncate(s: &str, max: usize) -> String {
 }
 
 /// `None` when the body is a message the library accepts; otherwise the error to answer.
-fn check(body: &[u8]) -> Option<Value> {
+pub fn check(body: &[u8]) -> Option<Value> {
+    // JSON is UTF-8: the library's lenient parse skips the strings of unknown keys unread,
+    // and would take a body with broken bytes in one for a message.
+    let Ok(text) = std::str::from_utf8(body) else {
+        return Some(error(Value::Null, -32700, "Parse error: the message is not UTF-8".into()));
+    };
+    // A message is an object (the derived parsers would also take a JSON array), and a
+    // request or notification names its method (the library's parser defaults it to "").
+    let object = text.trim_start().starts_with('{');
     // The common case costs one parse: a request or notification.
-    if serde_json::from_slice::<jsonrpc::Request>(body).is_ok() {
+    if object && serde_json::from_str::<jsonrpc::Request>(text).is_ok_and(|r| !r.method().is_empty()) {
         return None;
     }
-    let value: Value = match serde_json::from_slice(body) {
+    let value: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => return Some(error(Value::Null, -32700, format!("Parse error: {e}"))),
     };
@@ -87,7 +95,7 @@ fn check(body: &[u8]) -> Option<Value> {
         Some(id @ (Value::Number(_) | Value::String(_))) => id.clone(),
         _ => Value::Null,
     };
-    if serde_json::from_value::<jsonrpc::Response>(value).is_ok() {
+    if object && serde_json::from_value::<jsonrpc::Response>(value).is_ok() {
         return None;
     }
     Some(error(id, -32600, "Invalid request: not a JSON-RPC 2.0 request, notification or response".into()))
@@ -234,5 +242,17 @@ mod tests {
         let e = check(br#"{"id":7,"method":"x"}"#).unwrap();
         assert_eq!((e["id"].clone(), e["error"]["code"].clone()), (json!(7), json!(-32600)));
         assert_eq!(check(br#"[1,2]"#).unwrap()["id"], Value::Null);
+    }
+
+    #[test]
+    fn bodies_that_only_a_lenient_parse_accepts_are_refused() {
+        // Broken UTF-8 in the value of an unknown key, and no method: not a message.
+        let body = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"muthod\":\"init\x97\x99lize\",\"params\":{}}";
+        assert_eq!(check(body).unwrap()["error"]["code"], -32700);
+        let e = check(br#"{"jsonrpc":"2.0","id":1,"muthod":"initialize"}"#).unwrap();
+        assert_eq!((e["id"].clone(), e["error"]["code"].clone()), (json!(1), json!(-32600)));
+        // A request written as an array of its fields.
+        assert_eq!(check(br#"["2.0","initialize",{},1]"#).unwrap()["error"]["code"], -32600);
+        assert_eq!(check(br#"["2.0"]"#).unwrap()["error"]["code"], -32600);
     }
 }

@@ -1,0 +1,180 @@
+//! Fuzzes the chunker (`chunk_document_with`) in every strategy, for markdown and text, and
+//! checks what it promises on any input: chunks are exact, trimmed, non-empty slices of the
+//! file with the right lines, token counts and hashes, in order and within the budget;
+//! heading-bounded strategies never reach across a top-level heading; no non-blank byte of
+//! the body is left out; titles and heading labels are capped. The `semantic` strategy gets
+//! a stand-in sentence embedder chosen by the input: hashed vectors (breakpoints anywhere),
+//! equal vectors, an error, the wrong number of vectors, or ragged, zero and NaN vectors.
+
+#![no_main]
+
+use std::ops::Range;
+
+use libfuzzer_sys::fuzz_target;
+use pulldown_cmark::{Event, Options, Parser, Tag};
+use situate::chunk::front_matter::{Detection, detect};
+use situate::chunk::{ChunkConfig, ChunkStrategy, DocKind, MAX_LABEL_CHARS, chunk_document_with};
+
+/// Vectors of four numbers drawn from each text's hash: as far apart as chance makes them.
+fn hashed(texts: &[&str]) -> Vec<Vec<f32>> {
+    texts
+        .iter()
+        .map(|text| {
+            let hash = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
+            (0..4).map(|i| ((hash >> (i * 16)) & 0xffff) as f32 - 32768.0).collect()
+        })
+        .collect()
+}
+
+/// Vectors that no embedder should return, but a broken one might.
+fn malformed(texts: &[&str]) -> Vec<Vec<f32>> {
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| match i % 4 {
+            0 => vec![f32::NAN; 3],
+            1 => Vec::new(),
+            2 => vec![0.0; 4],
+            _ => vec![text.len() as f32, f32::INFINITY, -1.0, f32::MAX],
+        })
+        .collect()
+}
+
+fn line_of(text: &str, offset: usize) -> u32 {
+    1 + text.as_bytes()[..offset].iter().filter(|&&b| b == b'\n').count() as u32
+}
+
+/// Byte ranges of the top-level headings of a markdown body, as offsets into `text`.
+fn top_level_headings(text: &str, body_start: usize) -> Vec<Range<usize>> {
+    let options = Options::ENABLE_TABLES
+        | Options::ENABLE_FOOTNOTES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_TASKLISTS
+        | Options::ENABLE_HEADING_ATTRIBUTES;
+    let mut depth = 0usize;
+    let mut headings = Vec::new();
+    for (event, range) in Parser::new_ext(&text[body_start..], options).into_offset_iter() {
+        match event {
+            Event::Start(tag) => {
+                if depth == 0 && matches!(tag, Tag::Heading { .. }) {
+                    headings.push(range.start + body_start..range.end + body_start);
+                }
+                depth += 1;
+            }
+            Event::End(_) => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    headings
+}
+
+fn capped(label: &str) -> bool {
+    label.chars().count() <= MAX_LABEL_CHARS + 1
+}
+
+fuzz_target!(|data: &[u8]| {
+    // Four bytes of settings, then the document.
+    let Some((settings, rest)) = data.split_first_chunk::<4>() else {
+        return;
+    };
+    let text = String::from_utf8_lossy(rest);
+    let text = text.as_ref();
+    let kind = if settings[0] & 1 == 0 { DocKind::Markdown } else { DocKind::Text };
+    let strategy = match (settings[0] >> 1) % 3 {
+        0 => ChunkStrategy::Section,
+        1 => ChunkStrategy::Fixed,
+        _ => ChunkStrategy::Semantic,
+    };
+    // Tiny budgets cut hardest; 400 is the default.
+    let max_tokens = match settings[1] {
+        0..=239 => usize::from(settings[1] % 64),
+        240..=251 => 400,
+        _ => usize::from(settings[1]) * 8,
+    };
+    let overlap_tokens = usize::from(settings[2] % 64);
+    let semantic_threshold = match settings[3] % 8 {
+        0 => f32::NAN,
+        1 => -1.0,
+        2 => f32::INFINITY,
+        k => (k - 3) as f32 * 0.75,
+    };
+    let config = ChunkConfig { strategy, max_tokens, overlap_tokens, semantic_threshold };
+    let embedder = settings[0] >> 4;
+    let embed = |texts: &[&str]| -> Result<Vec<Vec<f32>>, String> {
+        match embedder {
+            0..=9 => Ok(hashed(texts)),
+            10 => Ok(vec![vec![1.0, 0.0]; texts.len()]),
+            11 => Err("the stand-in embedder fails".to_string()),
+            12 => Ok(hashed(&texts[1..])),
+            13 => Ok(hashed(texts).into_iter().chain([vec![1.0]]).collect()),
+            _ => Ok(malformed(texts)),
+        }
+    };
+    let doc = chunk_document_with("doc.md", text, kind, &config, &embed);
+
+    assert!(!doc.title.is_empty(), "a document always has a title");
+    assert!(capped(&doc.title), "the title is capped: {} chars", doc.title.chars().count());
+    let bpe = tiktoken_rs::cl100k_base_singleton();
+    let mut previous: Option<Range<usize>> = None;
+    for (i, chunk) in doc.chunks.iter().enumerate() {
+        let range = chunk.byte_range.clone();
+        assert_eq!(chunk.ordinal as usize, i);
+        assert!(range.start < range.end && range.end <= text.len(), "{range:?} in {} bytes", text.len());
+        assert_eq!(chunk.text, text[range.clone()], "the chunk's text is the file's bytes");
+        assert_eq!(chunk.text.trim(), chunk.text, "chunk text is trimmed");
+        assert_eq!(chunk.start_line, line_of(text, range.start));
+        assert_eq!(chunk.end_line, line_of(text, range.end - 1));
+        assert!(chunk.start_line <= chunk.end_line);
+        assert_eq!(chunk.token_count as usize, bpe.encode_ordinary(&chunk.text).len());
+        assert!(chunk.token_count > 0);
+        assert!(
+            chunk.token_count as usize <= max_tokens.max(1) || chunk.text.chars().count() == 1,
+            "{} tokens over a budget of {max_tokens}",
+            chunk.token_count
+        );
+        assert_eq!(chunk.content_hash, xxhash_rust::xxh3::xxh3_64(chunk.text.as_bytes()));
+        assert!(chunk.heading_path.iter().all(|h| capped(h)), "heading labels are capped");
+        if let Some(previous) = &previous {
+            assert!(range.start > previous.start && range.end > previous.end, "chunks move forward");
+        }
+        previous = Some(range);
+    }
+
+    let bom = if text.starts_with('\u{feff}') { 3 } else { 0 };
+    let body_start = match (kind, detect(text)) {
+        (DocKind::Markdown, Detection::Found(front_matter)) => front_matter.body_start,
+        _ => bom,
+    };
+    let headings = match kind {
+        DocKind::Markdown => top_level_headings(text, body_start),
+        DocKind::Text => Vec::new(),
+    };
+    let heading_bounded = matches!(strategy, ChunkStrategy::Section | ChunkStrategy::Semantic);
+    if heading_bounded {
+        for heading in &headings {
+            for chunk in &doc.chunks {
+                let range = &chunk.byte_range;
+                assert!(
+                    !(range.start < heading.start && heading.start < range.end),
+                    "chunk {range:?} reaches across the heading at {heading:?}"
+                );
+            }
+        }
+    }
+    // Chunks are sorted and move forward, so one pass over the body checks coverage.
+    let mut next_chunk = 0;
+    for (offset, c) in text[body_start..].char_indices() {
+        let offset = offset + body_start;
+        if c.is_whitespace() || (heading_bounded && headings.iter().any(|h| h.contains(&offset))) {
+            continue;
+        }
+        while doc.chunks.get(next_chunk).is_some_and(|chunk| chunk.byte_range.end <= offset) {
+            next_chunk += 1;
+        }
+        let covered = doc.chunks[next_chunk..]
+            .iter()
+            .take_while(|chunk| chunk.byte_range.start <= offset)
+            .any(|chunk| chunk.byte_range.contains(&offset));
+        assert!(covered, "{c:?} at byte {offset} is in no chunk");
+    }
+});

@@ -1,0 +1,41 @@
+//! Fuzzes the code-aware BM25 analyzer (`index::tokenizer::text_analyzer`) and
+//! `query_terms`. Every token must be a non-empty term of at most 255 bytes whose offsets
+//! lie on character boundaries of the text and frame a run that starts with a letter or
+//! digit and holds no whitespace; no byte range comes twice; positions never go back; and
+//! the query terms are the analyzer's terms, de-duplicated in order of first appearance.
+
+#![no_main]
+
+use std::collections::HashSet;
+
+use libfuzzer_sys::fuzz_target;
+use situate::index::tokenizer::{query_terms, text_analyzer};
+use tantivy::tokenizer::TokenStream;
+
+fuzz_target!(|data: &[u8]| {
+    let text = String::from_utf8_lossy(data);
+    let text = text.as_ref();
+    let mut analyzer = text_analyzer();
+    let mut stream = analyzer.token_stream(text);
+    let mut ranges = HashSet::new();
+    let mut last_position = 0;
+    let mut terms = Vec::new();
+    let mut seen = HashSet::new();
+    while let Some(token) = stream.next() {
+        let (from, to) = (token.offset_from, token.offset_to);
+        assert!(from < to && to <= text.len(), "{from}..{to} in {} bytes", text.len());
+        assert!(text.is_char_boundary(from) && text.is_char_boundary(to));
+        let run = &text[from..to];
+        assert!(run.chars().next().is_some_and(char::is_alphanumeric), "{run:?} starts a run");
+        assert!(!run.chars().any(char::is_whitespace), "{run:?} holds no blank");
+        assert!(ranges.insert((from, to)), "{from}..{to} comes twice");
+        assert!(!token.text.is_empty(), "an empty term from {run:?}");
+        assert!(token.text.len() <= 255, "a term of {} bytes", token.text.len());
+        assert!(token.position >= last_position, "positions go back");
+        last_position = token.position;
+        if seen.insert(token.text.clone()) {
+            terms.push(token.text.clone());
+        }
+    }
+    assert_eq!(query_terms(text), terms);
+});
