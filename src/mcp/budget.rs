@@ -39,6 +39,27 @@ pub trait Cut: Serialize {
     fn cut(&mut self, text: String, end_line: u32);
 }
 
+/// Implements [`Cut`] for structs whose `text`, `start_line`, `end_line` and `truncated`
+/// fields hold the passage.
+macro_rules! cut_by_fields {
+    ($($shape:ty),+ $(,)?) => {$(
+        impl $crate::mcp::budget::Cut for $shape {
+            fn text(&self) -> &str {
+                &self.text
+            }
+            fn start_line(&self) -> u32 {
+                self.start_line
+            }
+            fn cut(&mut self, text: String, end_line: u32) {
+                self.text = text;
+                self.end_line = end_line;
+                self.truncated = true;
+            }
+        }
+    )+};
+}
+pub(super) use cut_by_fields;
+
 /// Passages fitted to a budget.
 #[derive(Debug)]
 pub struct Fitted<T> {
@@ -141,19 +162,7 @@ mod tests {
         truncated: bool,
     }
 
-    impl Cut for Item {
-        fn text(&self) -> &str {
-            &self.text
-        }
-        fn start_line(&self) -> u32 {
-            self.start_line
-        }
-        fn cut(&mut self, text: String, end_line: u32) {
-            self.text = text;
-            self.end_line = end_line;
-            self.truncated = true;
-        }
-    }
+    cut_by_fields!(Item);
 
     /// A passage of `lines` lines of 79 letters each (80 bytes with the newline).
     fn item(start_line: u32, lines: u32) -> Item {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::RangeInclusive;
 
-use super::budget::{self, Cut, Fitted};
+use super::budget::{self, Fitted};
 use super::folder::Fresh;
 use super::shapes::{
     FolderCount, LineRange, Passage, PassageRef, Pending, SearchArgs, SearchResult, ShowArgs, ShowResult,
@@ -334,30 +334,4 @@ fn shown_chunk(c: &ChunkRecord) -> ShownChunk {
     }
 }
 
-impl Cut for Passage {
-    fn text(&self) -> &str {
-        &self.text
-    }
-    fn start_line(&self) -> u32 {
-        self.start_line
-    }
-    fn cut(&mut self, text: String, end_line: u32) {
-        self.text = text;
-        self.end_line = end_line;
-        self.truncated = true;
-    }
-}
-
-impl Cut for ShownChunk {
-    fn text(&self) -> &str {
-        &self.text
-    }
-    fn start_line(&self) -> u32 {
-        self.start_line
-    }
-    fn cut(&mut self, text: String, end_line: u32) {
-        self.text = text;
-        self.end_line = end_line;
-        self.truncated = true;
-    }
-}
+budget::cut_by_fields!(Passage, ShownChunk);
