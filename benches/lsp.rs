@@ -15,7 +15,7 @@ mod lsp_client;
 
 mod corpus;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use lsp_client::{LspClient, file_uri};
@@ -26,21 +26,8 @@ const SAVES: usize = 5;
 
 fn main() {
     let transcript = std::env::args().any(|a| a == "--transcript");
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
-    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
-    let dir = args.first().map(PathBuf::from).unwrap_or_else(|| shared.join("traefik-docs"));
-    let queries_file =
-        args.get(1).map(PathBuf::from).unwrap_or_else(|| shared.join("traefik-dev-queries.jsonl"));
-    if !dir.is_dir() {
-        println!("skipped: no corpus at {} (pass a folder: cargo bench --bench lsp -- DIR)", dir.display());
-        return;
-    }
-    let queries = read_queries(&queries_file);
-    let work = tempfile::tempdir().expect("temp dir");
-    let root = work.path().join("corpus");
-    corpus::copy_dir(&dir, &root);
-    let cache = work.path().join("cache");
-    std::fs::create_dir_all(&cache).expect("cache dir");
+    let Some(corpus) = corpus::prepare("lsp") else { return };
+    let (root, cache, queries) = (corpus.root.clone(), corpus.cache.clone(), corpus.queries.clone());
     let mut log = Transcript { on: transcript };
 
     // Cold: no index yet.
@@ -259,21 +246,6 @@ fn abbreviate_status(status: &Value) -> Value {
     let f = &status["folders"][0];
     json!({ "phase": f["phase"], "pending": f["pending"], "errors": f["errors"], "files": f["index"]["files"],
         "chunks": f["index"]["chunks"], "generation": f["index"]["generation"], "embedder": f["index"]["embedder"]["model"] })
-}
-
-fn read_queries(path: &Path) -> Vec<String> {
-    let mut out: Vec<String> = std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter_map(|v| v["query"].as_str().map(str::to_string))
-        .collect();
-    if out.is_empty() {
-        out = ["how do I configure the dashboard", "rate limit middleware", "TLS certificates"]
-            .map(String::from)
-            .to_vec();
-    }
-    out
 }
 
 fn relative(root: &Path, p: &Path) -> String {

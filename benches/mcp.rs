@@ -11,7 +11,7 @@
 mod corpus;
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -21,21 +21,8 @@ use serde_json::{Value, json};
 const ROUNDS: usize = 3;
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
-    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
-    let dir = args.first().map(PathBuf::from).unwrap_or_else(|| shared.join("traefik-docs"));
-    let queries_file =
-        args.get(1).map(PathBuf::from).unwrap_or_else(|| shared.join("traefik-dev-queries.jsonl"));
-    if !dir.is_dir() {
-        println!("skipped: no corpus at {} (pass a folder: cargo bench --bench mcp -- DIR)", dir.display());
-        return;
-    }
-    let queries = read_queries(&queries_file);
-    let work = tempfile::tempdir().expect("temp dir");
-    let root = work.path().join("corpus");
-    corpus::copy_dir(&dir, &root);
-    let cache = work.path().join("cache");
-    std::fs::create_dir_all(&cache).expect("cache dir");
+    let Some(corpus) = corpus::prepare("mcp") else { return };
+    let (root, cache, queries) = (corpus.root.clone(), corpus.cache.clone(), corpus.queries.clone());
 
     let started = Instant::now();
     let mut client = Client::start(&root, &cache);
@@ -146,21 +133,6 @@ impl Client {
         drop(self.stdin.take());
         let _ = self.child.wait();
     }
-}
-
-fn read_queries(path: &Path) -> Vec<String> {
-    let mut out: Vec<String> = std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter_map(|v| v["query"].as_str().map(str::to_string))
-        .collect();
-    if out.is_empty() {
-        out = ["how do I configure the dashboard", "rate limit middleware", "TLS certificates"]
-            .map(String::from)
-            .to_vec();
-    }
-    out
 }
 
 fn ms(d: Duration) -> f64 {

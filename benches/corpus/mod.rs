@@ -54,3 +54,52 @@ pub fn markdown_files(root: &Path) -> Vec<(u64, PathBuf)> {
     files.sort();
     files
 }
+
+/// A benchmark's workspace: a copy of the corpus folder, an index cache beside it, and the
+/// queries to ask. Dropped, it removes both.
+pub struct Prepared {
+    pub root: PathBuf,
+    pub cache: PathBuf,
+    pub queries: Vec<String>,
+    _work: tempfile::TempDir,
+}
+
+/// Reads `[DIR [QUERIES.jsonl]]` from the command line (default: the Traefik docs and dev
+/// queries from `../shared/data`) and copies DIR into a temporary folder; `None`, after
+/// saying so, when there is no corpus.
+pub fn prepare(bench: &str) -> Option<Prepared> {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
+    let dir = args.first().map(PathBuf::from).unwrap_or_else(|| shared.join("traefik-docs"));
+    let queries_file =
+        args.get(1).map(PathBuf::from).unwrap_or_else(|| shared.join("traefik-dev-queries.jsonl"));
+    if !dir.is_dir() {
+        println!(
+            "skipped: no corpus at {} (pass a folder: cargo bench --bench {bench} -- DIR)",
+            dir.display()
+        );
+        return None;
+    }
+    let work = tempfile::tempdir().expect("temp dir");
+    let root = work.path().join("corpus");
+    copy_dir(&dir, &root);
+    let cache = work.path().join("cache");
+    std::fs::create_dir_all(&cache).expect("cache dir");
+    Some(Prepared { root, cache, queries: read_queries(&queries_file), _work: work })
+}
+
+/// The `query` of each JSON line of `path`; three Traefik questions when there are none.
+pub fn read_queries(path: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["query"].as_str().map(str::to_string))
+        .collect();
+    if out.is_empty() {
+        out = ["how do I configure the dashboard", "rate limit middleware", "TLS certificates"]
+            .map(String::from)
+            .to_vec();
+    }
+    out
+}
