@@ -135,6 +135,7 @@ fn main() {
                 limit: 1,
                 mode: situate::search::SearchMode::Hybrid,
                 paths: Vec::new(),
+                filters: Vec::new(),
                 expand: situate::search::Expand::None,
             })
             .expect("search")

@@ -136,6 +136,7 @@ fn main() {
                     limit: 10,
                     mode,
                     paths: Vec::new(),
+                    filters: Vec::new(),
                     expand: Expand::None,
                 };
                 let t = Instant::now();

@@ -119,6 +119,7 @@ pub fn evaluate(view: &View, search: &SearchConfig, queries: &[EvalQuery]) -> Re
             limit: depth,
             mode: search.mode,
             paths: Vec::new(),
+            filters: Vec::new(),
             expand: search.expand,
         };
         let hits = view.search_with(search, &request)?;

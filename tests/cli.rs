@@ -16,6 +16,10 @@ impl Cli {
         Cli { fixture: Fixture::standard() }
     }
 
+    fn notes() -> Cli {
+        Cli { fixture: Fixture::copy_of("notes") }
+    }
+
     fn run(&self, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_situate"))
             .args(args)
@@ -71,6 +75,87 @@ fn search_json_has_the_stable_fields() {
     assert_eq!(h["path"], "kitchen/bread.md");
     assert_eq!(h["title"], "Sourdough");
     assert!(h["heading_path"].is_array());
+}
+
+#[test]
+fn a_hit_shows_the_line_that_matched_with_its_terms_marked() {
+    let cli = Cli::new();
+    // "legal hold" is on the last line of its chunk (lines 10-13): that line is shown.
+    let (out, _) = cli.ok(&["search", "legal hold", "-k", "1"]);
+    assert!(out.contains("ops/backup.md:10-13"), "{out}");
+    assert!(out.contains("   13: legal hold is placed on them."), "{out}");
+    // Piped output carries no terminal codes.
+    assert!(!out.contains('\x1b'), "{out:?}");
+
+    let (out, _) = cli.ok(&["search", "legal hold", "-k", "1", "--json"]);
+    let hits: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let preview = &hits[0]["preview"];
+    assert_eq!(preview[0]["line"], 13, "{preview}");
+    assert_eq!(preview[0]["text"], "legal hold is placed on them.", "{preview}");
+    assert_eq!(preview[0]["marks"], serde_json::json!([[0, 5], [6, 10]]), "{preview}");
+}
+
+fn hit_paths(out: &str) -> Vec<String> {
+    let hits: serde_json::Value = serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let mut paths: Vec<String> =
+        hits.as_array().unwrap().iter().map(|h| h["path"].as_str().unwrap().to_string()).collect();
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+#[test]
+fn front_matter_fields_are_shown_searched_and_filtered_on() {
+    let cli = Cli::notes();
+    // Malformed front matter is a warning; the file is indexed all the same.
+    let (out, _) = cli.ok(&["index"]);
+    assert!(out.contains("5 files seen, 5 new or changed"), "{out}");
+    assert!(
+        out.contains("content/posts/broken.md: line 2: front matter: the list of `tags` is not closed"),
+        "{out}"
+    );
+
+    let search = |filters: &[&str]| {
+        let mut args = vec!["search", "snapshots", "--json", "-k", "20"];
+        for f in filters {
+            args.extend(["--where", f]);
+        }
+        hit_paths(&cli.ok(&args).0)
+    };
+    let all =
+        ["content/posts/broken.md", "content/posts/restore.md", "docs/retention.md", "vault/Backup plan.md"];
+    // Obsidian (`#backup` in a block list), MkDocs (a list at the key's indentation), Hugo
+    // (TOML), and the half-broken file's readable part: all tagged backup, any case.
+    assert_eq!(search(&["tags=backup"]), all);
+    assert_eq!(search(&["TAGS=#Backup"]), all);
+    // Repeated filters must all match; a parent tag matches a nested one.
+    assert_eq!(search(&["tags=backup", "tags=ops"]), ["content/posts/restore.md", "vault/Backup plan.md"]);
+    assert_eq!(search(&["tags=ops/storage"]), ["vault/Backup plan.md"]);
+    assert_eq!(search(&["categories=runbooks"]), ["content/posts/restore.md"]);
+    assert_eq!(search(&["category=ops"]), ["content/posts/broken.md"]);
+    assert_eq!(search(&["draft=false"]), ["content/posts/restore.md"]);
+    assert_eq!(search(&["tags=cooking"]), ["vault/Recipes.md"]);
+    assert!(search(&["tags=gardening"]).is_empty());
+    // Nested maps are not fields; other values are.
+    assert!(search(&["search=2"]).is_empty());
+    assert_eq!(search(&["created=2024-03-01"]), ["vault/Backup plan.md"]);
+
+    // An alias is searched like a title: the note never says "disaster recovery plan".
+    let (out, _) = cli.ok(&["search", "DR plan", "-k", "1", "--mode", "bm25"]);
+    assert!(out.contains("vault/Backup plan.md"), "{out}");
+    // Hits show the fields of the header, and JSON carries all of them.
+    assert!(out.contains("   Tags: #backup, ops/storage\n   Aliases: Snapshot schedule, DR plan\n"), "{out}");
+    let (out, _) = cli.ok(&["search", "restoring", "--json", "-k", "1", "--where", "tags=ops"]);
+    let hits: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(hits[0]["metadata"]["categories"], serde_json::json!(["runbooks"]), "{out}");
+    assert_eq!(hits[0]["metadata"]["draft"], serde_json::json!(["false"]), "{out}");
+    assert!(hits[0]["metadata"].get("author").is_none(), "a table's keys are not the document's: {out}");
+    assert_eq!(hits[0]["context"], "Document: Restoring a database\nTags: backup, ops", "{out}");
+
+    // A filter that is not FIELD=VALUE is a usage error.
+    let out = cli.run(&["search", "x", "--where", "tags"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("write FIELD=VALUE"));
 }
 
 #[test]

@@ -12,7 +12,14 @@ use situate::index::OpenMode;
 use situate::search::{Expand, Hit, SearchMode, SearchRequest};
 
 fn request(query: &str, mode: SearchMode) -> SearchRequest {
-    SearchRequest { query: query.to_string(), limit: 5, mode, paths: Vec::new(), expand: Expand::None }
+    SearchRequest {
+        query: query.to_string(),
+        limit: 5,
+        mode,
+        paths: Vec::new(),
+        filters: Vec::new(),
+        expand: Expand::None,
+    }
 }
 
 fn top_paths(hits: &[Hit]) -> Vec<String> {

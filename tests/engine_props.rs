@@ -103,6 +103,7 @@ fn bm25(marker: &str) -> SearchRequest {
         limit: 50,
         mode: SearchMode::Bm25,
         paths: Vec::new(),
+        filters: Vec::new(),
         expand: Expand::None,
     }
 }

@@ -54,6 +54,7 @@ fn hits(view: &View, ordinals: &[u32]) -> Vec<Hit> {
                 bm25_score: None,
                 vector_similarity: None,
                 expanded: None,
+                preview: Vec::new(),
             }
         })
         .collect()
@@ -206,6 +207,7 @@ fn search_returns_expanded_hits_without_repeating_text() {
             limit: 3,
             mode: SearchMode::Bm25,
             paths: Vec::new(),
+            filters: Vec::new(),
             expand,
         };
         let hits = engine.search(&request).unwrap();
@@ -224,6 +226,7 @@ fn search_returns_expanded_hits_without_repeating_text() {
         limit: 3,
         mode: SearchMode::Bm25,
         paths: Vec::new(),
+        filters: Vec::new(),
         expand: Expand::None,
     };
     assert!(engine.search(&plain).unwrap().iter().all(|h| h.expanded.is_none()));

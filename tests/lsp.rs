@@ -57,6 +57,25 @@ fn a_session_indexes_searches_hovers_follows_saves_and_deletions_and_survives_ba
     assert_eq!(top["range"]["start"], json!({ "line": 9, "character": 0 }));
     assert_eq!(top["uri"], file_uri(&f.root().join("ops/backup.md")));
     assert!(top["preview"].as_str().unwrap().starts_with("Snapshots are kept"), "{top}");
+    // The preview is the line that matched, with the matched words marked (UTF-16 offsets).
+    let legal = &search(&mut client, "legal hold")[0];
+    assert_eq!(legal["preview"], "legal hold is placed on them.", "{legal}");
+    assert_eq!(legal["preview_marks"], json!([[0, 5], [6, 10]]), "{legal}");
+    assert_eq!(legal["preview_line"], 12, "{legal}");
+    assert_eq!(legal["metadata"], json!({ "title": ["Backup policy"] }), "{legal}");
+
+    // Front matter filters keep the hits of the documents that match them all.
+    let within = client
+        .command("situate.search", json!({ "query": "snapshot", "where": ["TITLE=backup policy"] }))
+        .unwrap();
+    let within = within["hits"].as_array().unwrap();
+    assert!(!within.is_empty() && within.iter().all(|h| h["path"] == "ops/backup.md"), "{within:?}");
+    let none =
+        client.command("situate.search", json!({ "query": "snapshot", "where": ["title=nope"] })).unwrap();
+    assert_eq!(none["hits"], json!([]));
+    let bad =
+        client.command("situate.search", json!({ "query": "snapshot", "where": ["title"] })).unwrap_err();
+    assert!(bad["message"].as_str().unwrap().contains("write FIELD=VALUE"), "{bad}");
 
     // With `expand`, a hit keeps its own range and carries the wider passage.
     let wide = client

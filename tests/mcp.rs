@@ -129,6 +129,26 @@ fn an_mcp_client_lists_and_calls_every_tool_and_a_second_server_reads_then_takes
     );
     assert_eq!(r["best_match"], serde_json::json!({"start_line": 6, "end_line": 9}));
 
+    // Each passage names the lines that matched, the query's words in bold.
+    let marked = &ok(&t, "search_marked")["results"][0];
+    assert_eq!(
+        marked["matched_lines"],
+        serde_json::json!([{
+            "line": 8,
+            "text": "If the **error** **rate** **doubles** during the shift, the pipeline sends all traffic back to the"
+        }]),
+        "{marked:#}"
+    );
+
+    // Front matter filters, and the fields each passage's document has.
+    let within = ok(&t, "search_where")["results"].as_array().unwrap().clone();
+    assert!(!within.is_empty(), "{within:?}");
+    for r in &within {
+        assert_eq!(r["path"], "ops/backup.md", "{r:#}");
+        assert_eq!(r["metadata"], serde_json::json!({"title": ["Backup policy"]}), "{r:#}");
+    }
+    assert!(tool_error(&t, "error_where").contains("write FIELD=VALUE"), "{}", t["error_where"]);
+
     // A budget too small for the hits: fewer hits, and a note that says why.
     let small = ok(&t, "search_small_budget");
     assert!(small["omitted"].as_u64().unwrap() > 0, "{small:#}");

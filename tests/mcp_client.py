@@ -106,6 +106,9 @@ async def scenario(binary, workspace):
     out["search_bm25_window"] = await call(
         s1, "search", {"query": "rollback", "mode": "bm25", "expand": "window", "k": 1}
     )
+    out["search_marked"] = await call(s1, "search", {"query": "error rate doubles", "k": 1})
+    out["search_where"] = await call(s1, "search", {"query": "snapshots", "where": ["title=Backup Policy"]})
+    out["error_where"] = await call(s1, "search", {"query": "snapshots", "where": ["title"]})
     out["search_small_budget"] = await call(
         s1, "search", {"query": "snapshot restore backups", "k": 10, "max_tokens": 100}
     )

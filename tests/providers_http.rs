@@ -386,6 +386,7 @@ fn vector_search(engine: &Engine, query: &str) -> Vec<String> {
         limit: 3,
         mode: SearchMode::Vector,
         paths: Vec::new(),
+        filters: Vec::new(),
         expand: Expand::None,
     };
     engine
@@ -472,6 +473,7 @@ fn a_dead_embedding_server_is_a_clear_error_when_the_engine_opens() {
         limit: 1,
         mode: SearchMode::Bm25,
         paths: Vec::new(),
+        filters: Vec::new(),
         expand: Expand::None,
     };
     assert_eq!(engine.search(&request).unwrap()[0].chunk.path, "ops/backup.md");
@@ -503,6 +505,7 @@ fn a_save_is_searchable_by_its_words_while_the_embedding_server_is_down() {
         limit: 1,
         mode: SearchMode::Bm25,
         paths: Vec::new(),
+        filters: Vec::new(),
         expand: Expand::None,
     };
     assert_eq!(engine.search(&request).unwrap()[0].chunk.path, "ops/backup.md");

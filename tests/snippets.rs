@@ -65,8 +65,14 @@ fn run(engine: &mut Engine) -> SnippetRun {
 }
 
 fn first_hit(engine: &Engine, query: &str, mode: SearchMode) -> Option<(String, Vec<String>)> {
-    let request =
-        SearchRequest { query: query.to_string(), limit: 3, mode, paths: Vec::new(), expand: Expand::None };
+    let request = SearchRequest {
+        query: query.to_string(),
+        limit: 3,
+        mode,
+        paths: Vec::new(),
+        filters: Vec::new(),
+        expand: Expand::None,
+    };
     engine.search(&request).unwrap().into_iter().next().map(|h| (h.chunk.path, h.chunk.heading_path))
 }
 

@@ -340,6 +340,7 @@ fn an_engine_indexes_and_searches_with_the_transformer() {
         limit: chunks,
         mode: SearchMode::Vector,
         paths: Vec::new(),
+        filters: Vec::new(),
         expand: situate::search::Expand::None,
     };
     let hits = engine.search(&request).unwrap();

@@ -2,7 +2,8 @@
 //! line-level reading of the rule written independently here: front matter opens with a
 //! `---` or `+++` line (after an optional byte order mark) directly followed by a non-blank
 //! line, and closes with a matching fence line; the body starts just after it, on a line
-//! start; a title is non-empty, one line, trimmed, with its blanks collapsed.
+//! start; a title is non-empty, one line, trimmed, with its blanks collapsed; fields and
+//! their values are bounded, and each value is one non-empty line.
 
 #![no_main]
 
@@ -50,6 +51,15 @@ fuzz_target!(|data: &[u8]| {
                 assert!(!title.contains(['\n', '\r', '\t']), "the title is one line: {title:?}");
                 assert!(!title.contains("  "), "blanks in the title are collapsed: {title:?}");
                 assert!(title.len() <= body_start, "the title comes from the front matter");
+            }
+            assert!(front_matter.fields.len() <= 64, "fields are bounded");
+            for (key, values) in &front_matter.fields {
+                assert!(!key.is_empty() && !key.contains(['\n', '\r']), "a key is one line: {key:?}");
+                assert!(values.len() <= 64, "list items are bounded");
+                for value in values {
+                    assert!(!value.is_empty() && value.chars().count() <= 256, "values are bounded: {value:?}");
+                    assert!(!value.contains(['\n', '\r', '\t']), "a value is one line: {value:?}");
+                }
             }
         }
         (Detection::Absent, (None, false)) | (Detection::Unclosed, (None, true)) => {}

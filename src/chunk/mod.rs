@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
 use front_matter::Detection;
+pub use front_matter::Metadata;
 use lines::LineIndex;
 use split::Splitter;
 use window::RawChunk;
@@ -107,6 +108,8 @@ pub struct Chunk {
 pub struct ChunkedDocument {
     /// Front matter `title:`, else the first H1, else the file name.
     pub title: String,
+    /// The front matter's top-level fields (empty without front matter).
+    pub metadata: Metadata,
     /// The chunks, in document order.
     pub chunks: Vec<Chunk>,
     /// Problems noticed on the way (broken front matter, an oversized block split hard, …).
@@ -138,17 +141,20 @@ pub fn chunk_document_with(
     // A byte order mark is an encoding artefact, not content: it would hide a heading on the
     // first line from the parser.
     let bom = if text.starts_with('\u{feff}') { '\u{feff}'.len_utf8() } else { 0 };
-    let (body_start, front_title) = match kind {
-        DocKind::Text => (bom, None),
+    let (body_start, front_title, metadata) = match kind {
+        DocKind::Text => (bom, None, Metadata::new()),
         DocKind::Markdown => match front_matter::detect(text) {
-            Detection::Absent => (bom, None),
+            Detection::Absent => (bom, None, Metadata::new()),
             Detection::Unclosed => {
                 warnings.push(
                     "line 1: front matter is opened but never closed; it is read as markdown".to_string(),
                 );
-                (bom, None)
+                (bom, None, Metadata::new())
             }
-            Detection::Found(front_matter) => (front_matter.body_start, front_matter.title),
+            Detection::Found(front_matter) => {
+                warnings.extend(front_matter.problems);
+                (front_matter.body_start, front_matter.title, front_matter.fields)
+            }
         },
     };
     let body = body_start..text.len();
@@ -202,7 +208,7 @@ pub fn chunk_document_with(
         })
         .collect();
 
-    ChunkedDocument { title, chunks, warnings }
+    ChunkedDocument { title, metadata, chunks, warnings }
 }
 /// The most characters a title or a heading carries into a chunk's header. Every chunk of a
 /// section repeats its heading path, so an unbounded heading (a 1 MB line after a `#`) would

@@ -164,7 +164,18 @@ fn init_logging() {
 /// plain text.
 pub fn colour_on_stderr() -> bool {
     use std::io::IsTerminal;
-    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+    std::io::stderr().is_terminal() && colour_allowed()
+}
+
+/// Whether search results may mark matched terms in bold: stdout is a terminal and
+/// `NO_COLOR` is not set.
+pub fn colour_on_stdout() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdout().is_terminal() && colour_allowed()
+}
+
+fn colour_allowed() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 fn run(command: Command, config: Option<&Path>) -> Result<()> {

@@ -8,9 +8,6 @@ use crate::search::Hit;
 use crate::snippets::estimate::grouped;
 use crate::snippets::generator::RunEnd;
 
-/// Characters of chunk text shown under a hit.
-const PREVIEW_CHARS: usize = 240;
-
 pub fn index_summary(out: &mut impl Write, engine: &Engine, r: &ReconcileReport) -> Result<()> {
     let status = engine.status();
     writeln!(
@@ -37,6 +34,13 @@ pub fn index_summary(out: &mut impl Write, engine: &Engine, r: &ReconcileReport)
     writeln!(out, "index: {}", status.index_dir)?;
     for path in &r.lossy {
         writeln!(out, "warning: {path} is not valid UTF-8; decoded with replacement characters")?;
+    }
+    const SHOWN_WARNINGS: usize = 20;
+    for warning in r.warnings.iter().take(SHOWN_WARNINGS) {
+        writeln!(out, "warning: {warning}")?;
+    }
+    if r.warnings.len() > SHOWN_WARNINGS {
+        writeln!(out, "… and {} more warnings (`--json` lists them all)", r.warnings.len() - SHOWN_WARNINGS)?;
     }
     if !r.skipped.is_empty() {
         writeln!(out, "skipped {} files:", r.skipped.len())?;
@@ -96,7 +100,9 @@ pub fn snippet_run(out: &mut impl Write, run: &SnippetRun) -> Result<()> {
     Ok(())
 }
 
-pub fn hits(out: &mut impl Write, hits: &[Hit], explain: bool) -> Result<()> {
+/// The hits, each with its place, heading path and preview lines. `bold` marks the matched
+/// terms with the terminal's bold; without it they show as plain text.
+pub fn hits(out: &mut impl Write, hits: &[Hit], explain: bool, bold: bool) -> Result<()> {
     if hits.is_empty() {
         writeln!(out, "no results")?;
     }
@@ -128,7 +134,14 @@ pub fn hits(out: &mut impl Write, hits: &[Hit], explain: bool) -> Result<()> {
                 arm(h.vector_rank, h.vector_similarity)
             )?;
         }
-        writeln!(out, "   {}", preview(&c.text))?;
+        // The front matter fields the header carries ("Tags: backup, ops").
+        for line in c.context.lines().skip(1) {
+            writeln!(out, "   {line}")?;
+        }
+        for line in &h.preview {
+            let text = if bold { line.marked("\x1b[1m", "\x1b[0m") } else { line.text.clone() };
+            writeln!(out, "   {}: {text}", line.line)?;
+        }
     }
     Ok(())
 }
@@ -140,7 +153,7 @@ pub fn chunks(out: &mut impl Write, chunks: &[ChunkRecord]) -> Result<()> {
             "{}:{}-{}  chunk {} ({} tokens)",
             c.path, c.start_line, c.end_line, c.ordinal, c.token_count
         )?;
-        writeln!(out, "  context: {}", c.context)?;
+        writeln!(out, "  context: {}", c.context.replace('\n', "\n           "))?;
         match &c.snippet {
             Some(s) if !s.text.is_empty() => {
                 writeln!(out, "  snippet: {} ({}, {})", s.text, s.model, ago(s.created_at))?
@@ -216,16 +229,6 @@ fn breadcrumb(c: &ChunkRecord) -> String {
         .chain(headings.iter().map(String::as_str))
         .collect::<Vec<_>>()
         .join(" › ")
-}
-
-fn preview(text: &str) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= PREVIEW_CHARS {
-        flat
-    } else {
-        let cut: String = flat.chars().take(PREVIEW_CHARS).collect();
-        format!("{cut}…")
-    }
 }
 
 fn ago(unix_secs: u64) -> String {

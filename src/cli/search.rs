@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use super::{ExpandArg, ModeArg, open, reconcile, render, warn_skips};
 use crate::engine::OpenMode;
-use crate::search::{MAX_LIMIT, SearchOptions, SearchRequest};
+use crate::search::{Filter, MAX_LIMIT, SearchOptions, SearchRequest};
 use crate::wire::HitJson;
 
 /// Search the index (brought up to date first).
@@ -27,6 +27,10 @@ pub struct SearchArgs {
     /// Only hits under these workspace-relative paths (repeatable).
     #[arg(long = "path")]
     pub paths: Vec<String>,
+    /// Only hits of documents whose front matter FIELD has VALUE, e.g. `tags=backup`
+    /// (repeatable: all must match; case is ignored, and `tags=ops` matches `ops/storage`).
+    #[arg(long = "where", value_name = "FIELD=VALUE", value_parser = filter_parser)]
+    pub filters: Vec<Filter>,
     /// Print hits as a JSON array.
     #[arg(long)]
     pub json: bool,
@@ -40,6 +44,10 @@ pub struct SearchArgs {
     /// section when enough of it matched (`merge`). Default: `search.expand`.
     #[arg(long, value_enum)]
     pub expand: Option<ExpandArg>,
+}
+
+fn filter_parser(value: &str) -> Result<Filter, String> {
+    value.parse()
 }
 
 /// `-k`: a count of hits within the bounds of one search, refused with the range otherwise.
@@ -70,6 +78,7 @@ pub fn run(args: SearchArgs, config: Option<&Path>, out: &mut impl Write) -> Res
         mode: args.mode.map(Into::into),
         expand: args.expand.map(Into::into),
         paths: args.paths,
+        filters: args.filters,
     };
     let hits = engine.search(&SearchRequest::with_defaults(args.query, options, &engine.config().search))?;
     if args.json {
@@ -77,7 +86,7 @@ pub fn run(args: SearchArgs, config: Option<&Path>, out: &mut impl Write) -> Res
         serde_json::to_writer_pretty(&mut *out, &hits)?;
         writeln!(out)?;
     } else {
-        render::hits(out, &hits, args.explain)?;
+        render::hits(out, &hits, args.explain, super::colour_on_stdout())?;
     }
     Ok(())
 }

@@ -72,6 +72,7 @@ pub(super) struct RawChunk {
 #[serde(default)]
 pub(super) struct RawContext {
     pub(super) header_template: Setting<String>,
+    pub(super) header_fields: Setting<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

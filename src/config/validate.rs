@@ -130,6 +130,12 @@ impl Config {
                 d.context.header_template,
                 |t| check_template(t),
             ),
+            header_fields: v.take(
+                "context.header_fields",
+                raw.context.header_fields,
+                d.context.header_fields,
+                |f| check_header_fields(f),
+            ),
         };
         // First, since the vector weight's default depends on the model.
         let embedding = validate_embedding(raw.embedding, v);
@@ -452,6 +458,16 @@ fn validate_openai(e: RawEmbedding, v: &mut Validator) -> Option<OpenAiEmbedding
         timeout_secs,
         max_retries,
     })
+}
+
+fn check_header_fields(fields: &[String]) -> Result<(), String> {
+    if fields.len() > 16 {
+        return Err(format!("at most 16 fields, got {}", fields.len()));
+    }
+    match fields.iter().find(|f| f.trim().is_empty() || f.contains(['\n', ':'])) {
+        Some(bad) => Err(format!("{bad:?} is not a front matter field name")),
+        None => Ok(()),
+    }
 }
 
 fn check_template(template: &str) -> Result<(), String> {

@@ -96,8 +96,12 @@ impl std::fmt::Debug for Engine {
 /// A fingerprint of everything that shapes stored chunks and contexts.
 fn pipeline_fingerprint(chunk: &ChunkConfig, config: &Config, embedder: &EmbedderIdentity) -> String {
     let mut fingerprint = format!(
-        "v{PIPELINE_VERSION}:{:?}:{}:{}:{}",
-        chunk.strategy, chunk.max_tokens, chunk.overlap_tokens, config.context.header_template
+        "v{PIPELINE_VERSION}:{:?}:{}:{}:{}:{}",
+        chunk.strategy,
+        chunk.max_tokens,
+        chunk.overlap_tokens,
+        config.context.header_template,
+        config.context.header_fields.join(",")
     );
     // Semantic breakpoints move with the threshold and with the model that embeds sentences.
     if chunk.strategy == ChunkStrategy::Semantic {

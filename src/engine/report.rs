@@ -36,6 +36,9 @@ pub struct ReconcileReport {
     pub skipped: Vec<Skipped>,
     /// Files decoded with replacement characters.
     pub lossy: Vec<String>,
+    /// What chunking noticed in the files it read (broken front matter, a block split
+    /// hard), as `path: line N: …`; the files are indexed all the same.
+    pub warnings: Vec<String>,
     /// The run was interrupted; what it did is committed, the rest is left for the next.
     pub interrupted: bool,
     pub seconds: f64,

@@ -294,6 +294,7 @@ impl Engine {
                         &file.rel_path,
                         &doc.title,
                         &c.heading_path,
+                        &doc.metadata,
                     ),
                     snippet: self.snippet_slot(&input),
                     chunk: c,
@@ -307,6 +308,7 @@ impl Engine {
             content_hash: read.content_hash,
             lossy: read.lossy,
             title: doc.title,
+            metadata: doc.metadata,
             chunks,
             warnings: doc.warnings,
         }))
@@ -332,6 +334,7 @@ fn stage(
             if file.lossy {
                 report.lossy.push(file.path.clone());
             }
+            report.warnings.extend(file.warnings.iter().map(|w| format!("{}: {w}", file.path)));
             report.files_indexed += 1;
             changes.push(FileChange::Upsert(file));
         }

@@ -8,6 +8,7 @@ use super::snippets::chunk_input;
 use super::{EngineError, Setup, SnippetStatus, Stale, Status, relative_to};
 use crate::config::Config;
 use crate::index::{ChunkRecord, Snapshot};
+use crate::search::preview::Previewer;
 use crate::search::{self, Expand, Hit, SearchConfig, SearchRequest, expand};
 use crate::snippets::estimate::{self, Estimate};
 use crate::snippets::prompt::ChunkInput;
@@ -74,15 +75,29 @@ impl View {
     ) -> Result<Vec<Hit>, EngineError> {
         let embedder = self.setup.embedder.as_ref();
         let quick = self.setup.quick.as_deref();
-        if request.expand == Expand::None {
-            return Ok(search::search(&self.snapshot, embedder, quick, config, request)?);
+        let mut hits = if request.expand == Expand::None {
+            search::search(&self.snapshot, embedder, quick, config, request)?
+        } else {
+            let limit = request.limit.clamp(1, search::MAX_LIMIT);
+            let pool = SearchRequest { limit: expand::pool_size(limit), ..request.clone() };
+            let hits = search::search(&self.snapshot, embedder, quick, config, &pool)?;
+            let mut files = expand::FileSource::new(&self.snapshot, &self.setup.root);
+            let settings = config.expand_settings(request.expand);
+            expand::expand(hits, limit, &settings, &mut files)?
+        };
+        self.add_previews(&request.query, &mut hits);
+        Ok(hits)
+    }
+
+    /// Gives each hit the lines that show why it matched `query`. Lines no query term
+    /// matches are compared by meaning with the fast model: the quick one when the index's
+    /// own is slow.
+    fn add_previews(&self, query: &str, hits: &mut [Hit]) {
+        let fast = self.setup.quick.as_deref().unwrap_or(self.setup.embedder.as_ref());
+        let mut previewer = Previewer::new(query, Some(fast));
+        for hit in hits {
+            hit.preview = previewer.preview(&hit.chunk);
         }
-        let limit = request.limit.clamp(1, search::MAX_LIMIT);
-        let pool = SearchRequest { limit: expand::pool_size(limit), ..request.clone() };
-        let hits = search::search(&self.snapshot, embedder, quick, config, &pool)?;
-        let mut files = expand::FileSource::new(&self.snapshot, &self.setup.root);
-        let settings = config.expand_settings(request.expand);
-        Ok(expand::expand(hits, limit, &settings, &mut files)?)
     }
 
     /// The indexed chunks of a file (workspace-relative or absolute path), or only those
@@ -112,7 +127,9 @@ impl View {
     /// just before and after it in its file).
     pub fn similar(&self, of: &ChunkRecord, limit: usize) -> Result<Vec<Hit>, EngineError> {
         let neighbour = |r: &ChunkRecord| r.path == of.path && r.ordinal.abs_diff(of.ordinal) <= 1;
-        Ok(search::similar(&self.snapshot, &self.setup.config.search, of, limit, neighbour)?)
+        let mut hits = search::similar(&self.snapshot, &self.setup.config.search, of, limit, neighbour)?;
+        self.add_previews(&of.text, &mut hits);
+        Ok(hits)
     }
 
     /// Files, chunks, model and health of the index.

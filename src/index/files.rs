@@ -9,7 +9,7 @@ use crate::providers::EmbedderIdentity;
 
 /// Bumped whenever the on-disk layout or the meaning of a stored field changes; an index
 /// of another version is rebuilt.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 /// Paths inside one index folder.
 #[derive(Debug, Clone)]

@@ -18,6 +18,7 @@ pub mod files;
 mod journal;
 pub mod lock;
 pub mod manifest;
+pub mod metadata;
 mod open;
 mod pending;
 mod quick;
@@ -87,6 +88,8 @@ pub enum TextField {
     Path,
     /// The LLM-written snippet.
     Snippet,
+    /// The values of the front matter fields the header carries (`context.header_fields`).
+    Metadata,
 }
 
 /// One term of a BM25 query: an analysed term in one field, with its weight.

@@ -6,7 +6,7 @@ use tantivy::schema::Value;
 
 use super::manifest::ChunkRef;
 use super::schema::Fields;
-use crate::chunk::Chunk;
+use crate::chunk::{Chunk, Metadata};
 use crate::context;
 use crate::snippets::{Snippet, SnippetSlot};
 
@@ -34,6 +34,8 @@ pub struct ChunkRecord {
     pub token_count: u32,
     pub content_hash: u64,
     pub embed_hash: u64,
+    /// The front matter fields of its document.
+    pub metadata: Metadata,
 }
 
 impl ChunkRecord {
@@ -73,6 +75,7 @@ pub struct PreparedFile {
     pub content_hash: u64,
     pub lossy: bool,
     pub title: String,
+    pub metadata: Metadata,
     pub chunks: Vec<PreparedChunk>,
     pub warnings: Vec<String>,
 }
@@ -147,6 +150,7 @@ pub(super) fn prepared_record(file: &PreparedFile, prepared: &PreparedChunk, r: 
         token_count: c.token_count,
         content_hash: c.content_hash,
         embed_hash: r.embed_hash,
+        metadata: file.metadata.clone(),
     }
 }
 
@@ -179,6 +183,7 @@ pub(super) fn record_of(f: &Fields, doc: &TantivyDocument) -> Option<ChunkRecord
         token_count: u64_of(doc, f.token_count) as u32,
         content_hash: u64_of(doc, f.content_hash),
         embed_hash: u64_of(doc, f.embed_hash),
+        metadata: serde_json::from_str(&text(f.metadata)).unwrap_or_default(),
     })
 }
 
@@ -209,6 +214,13 @@ pub(super) fn document(f: &Fields, r: &ChunkRecord, file: StoredFileMeta) -> Tan
     doc.add_text(f.text, context::searchable(&r.text));
     doc.add_text(f.stored_text, &r.text);
     doc.add_text(f.context, &r.context);
+    if !r.metadata.is_empty() {
+        doc.add_text(f.metadata, serde_json::to_string(&r.metadata).unwrap_or_default());
+        for term in super::metadata::terms(&r.metadata) {
+            doc.add_text(f.metadata_terms, term);
+        }
+        doc.add_text(f.metadata_text, context::header_field_values(&r.context));
+    }
     if let Some(snippet) = &r.snippet {
         doc.add_text(f.snippet, &snippet.text);
         doc.add_text(f.snippet_key, format!("{:032x}", r.snippet_key));

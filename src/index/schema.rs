@@ -36,6 +36,13 @@ pub struct Fields {
     pub context: Field,
     /// The LLM-written snippet: searched and stored (empty when the chunk has none).
     pub snippet: Field,
+    /// Every front matter field of the chunk's document, as a JSON object: stored.
+    pub metadata: Field,
+    /// One untokenised `key=value` term per front matter value (see [`super::metadata`]):
+    /// what `--where` filters match.
+    pub metadata_terms: Field,
+    /// The values of the front matter fields in the header: searched.
+    pub metadata_text: Field,
     /// The snippet's cache key (32 hex digits), its model and when it was written: stored.
     pub snippet_key: Field,
     pub snippet_model: Field,
@@ -57,6 +64,7 @@ impl Fields {
             TextField::Headings => self.headings,
             TextField::Path => self.path_text,
             TextField::Snippet => self.snippet,
+            TextField::Metadata => self.metadata_text,
         }
     }
 }
@@ -87,6 +95,9 @@ pub fn build() -> (Schema, Fields) {
         stored_text: b.add_text_field("stored_text", STORED),
         context: b.add_text_field("context", STORED),
         snippet: b.add_text_field("snippet", searched(true)),
+        metadata: b.add_text_field("metadata", STORED),
+        metadata_terms: b.add_text_field("metadata_terms", STRING),
+        metadata_text: b.add_text_field("metadata_text", searched(false)),
         snippet_key: b.add_text_field("snippet_key", STORED),
         snippet_model: b.add_text_field("snippet_model", STORED),
         snippet_at: b.add_u64_field("snippet_at", STORED),

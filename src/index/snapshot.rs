@@ -1,10 +1,10 @@
 //! [`Snapshot`]: one commit of the index, read from any thread while the writer goes on.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use tantivy::collector::TopDocs;
+use tantivy::collector::{DocSetCollector, TopDocs};
 use tantivy::query::{Bm25StatisticsProvider, BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocAddress, DocSet, Searcher, TERMINATED, TantivyDocument, Term};
@@ -15,6 +15,9 @@ use super::record::{ChunkRecord, StoredFileMeta, record_of, u64_of};
 use super::schema::Fields;
 use super::vectors::VectorIndex;
 use super::{IndexError, TextField, WeightedTerm, read, store_err};
+
+/// Chunk ids with their scores, best first.
+pub type ScoredIds = Vec<(u64, f32)>;
 
 /// One commit of the index, readable from any thread while the writer goes on: the chunk
 /// store as of that commit, its manifest, and the shared vectors (filtered through the
@@ -66,9 +69,65 @@ impl Snapshot {
         LiveStats { searcher: &self.searcher, tokens: &self.tokens }
     }
 
+    /// The chunks whose documents have every one of these front matter filter terms (see
+    /// [`super::metadata::term`]).
+    pub fn ids_with_metadata(&self, terms: &[String]) -> Result<HashSet<u64>, IndexError> {
+        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
+            .iter()
+            .map(|t| {
+                let term = Term::from_field_text(self.fields.metadata_terms, t);
+                (Occur::Must, Box::new(TermQuery::new(term, IndexRecordOption::Basic)) as Box<dyn Query>)
+            })
+            .collect();
+        let addresses = self
+            .searcher
+            .search(&BooleanQuery::new(clauses), &DocSetCollector)
+            .map_err(store_err(&self.store_dir))?;
+        Ok(addresses.into_iter().filter_map(|a| self.id_at(a)).collect())
+    }
+
+    /// The stored vectors of `ids` (or the quick vectors standing in for them) ranked by
+    /// their cosine similarity to `query`: an exact search within a filtered set. Returns
+    /// the best `limit` from each kind, the chunk's own vectors first.
+    pub fn nearest_among(
+        &self,
+        query: &[f32],
+        quick_query: Option<&[f32]>,
+        ids: &HashSet<u64>,
+        limit: usize,
+    ) -> (ScoredIds, ScoredIds) {
+        let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+        let mut own = Vec::new();
+        let mut quick = Vec::new();
+        let vectors = read(&self.vectors);
+        let quick_vectors = read(&self.quick);
+        for &id in ids {
+            if let Some(v) = vectors.get(id) {
+                if v.len() == query.len() && !query.is_empty() {
+                    own.push((id, dot(&v, query)));
+                }
+            } else if let (Some(q), Some(v)) = (quick_query, quick_vectors.vectors_of(id))
+                && v.len() == q.len()
+            {
+                quick.push((id, dot(&v, q)));
+            }
+        }
+        for list in [&mut own, &mut quick] {
+            list.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            list.truncate(limit);
+        }
+        (own, quick)
+    }
+
     /// Runs a disjunction of weighted term queries (BM25 per field, each scaled by its
-    /// weight) and returns the ids and scores of the best `limit` chunks.
-    pub fn search_terms(&self, terms: &[WeightedTerm], limit: usize) -> Result<Vec<(u64, f32)>, IndexError> {
+    /// weight) and returns the ids and scores of the best `limit` chunks. With `within`,
+    /// only chunks whose documents have all those front matter filter terms count.
+    pub fn search_terms(
+        &self,
+        terms: &[WeightedTerm],
+        limit: usize,
+        within: &[String],
+    ) -> Result<Vec<(u64, f32)>, IndexError> {
         if terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
@@ -80,7 +139,17 @@ impl Snapshot {
                 (Occur::Should, Box::new(BoostQuery::new(Box::new(q), t.weight)) as Box<dyn Query>)
             })
             .collect();
-        let query = BooleanQuery::new(clauses);
+        let mut query = BooleanQuery::new(clauses);
+        if !within.is_empty() {
+            // The filter must match and adds nothing to the score.
+            let mut both: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, Box::new(query))];
+            for t in within {
+                let term = Term::from_field_text(self.fields.metadata_terms, t);
+                let filter = BoostQuery::new(Box::new(TermQuery::new(term, IndexRecordOption::Basic)), 0.0);
+                both.push((Occur::Must, Box::new(filter)));
+            }
+            query = BooleanQuery::new(both);
+        }
         let top = self
             .searcher
             .search_with_statistics_provider(

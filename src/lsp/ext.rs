@@ -4,6 +4,8 @@
 //! test checks, so a change here must be carried to both. The shapes shared with the CLI
 //! (reindex reports, index status) come from [`crate::wire`].
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use tower_lsp_server::ls_types::{Position, Range, Uri};
 
@@ -26,6 +28,9 @@ pub struct SearchParams {
     /// Workspace-relative path prefixes.
     #[serde(default)]
     pub paths: Vec<String>,
+    /// Front matter filters, `FIELD=VALUE` each; hits match all of them.
+    #[serde(default, rename = "where")]
+    pub filters: Vec<String>,
 }
 
 /// `situate.similar`.
@@ -64,8 +69,20 @@ pub struct HitInfo {
     /// The context indexed with the chunk (its header).
     pub context: String,
     pub score: f32,
-    /// The first line of text below the chunk's heading, shortened.
+    /// The lines of the chunk that show why it matched (one or two, joined by ` … `):
+    /// those with the most query terms, else the closest in meaning, else the first line of
+    /// text. Long lines are cut around the first matched term.
     pub preview: String,
+    /// The matched terms in `preview`: `[start, end)` offsets in the session's position
+    /// encoding (UTF-16 code units unless UTF-8 was negotiated).
+    pub preview_marks: Vec<[u32; 2]>,
+    /// The 0-based line of the preview's first line in the file: where a picker can place
+    /// the cursor.
+    pub preview_line: u32,
+    /// The front matter fields of the hit's document (`tags`, `category`, …), each with its
+    /// values; left out when it has none.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, Vec<String>>,
     /// With `expand`: the wider passage around the hit (its range and exact text).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expanded: Option<ExpandedInfo>,

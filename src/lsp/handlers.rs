@@ -17,7 +17,7 @@ use super::ext::{
 use super::from_proto::file_path;
 use super::server::Backend;
 use super::to_proto::{self, Staleness, internal, invalid_request};
-use crate::search::{Expand, Hit, MAX_LIMIT, SearchOptions};
+use crate::search::{Expand, Hit, MAX_LIMIT, SearchOptions, filter};
 use crate::service::{self, Folder, Job};
 use crate::wire::ReportJson;
 
@@ -36,6 +36,8 @@ impl Backend {
             return Err(Error::invalid_params("`query` is empty"));
         }
         check_limit(params.limit)?;
+        let filters =
+            filter::parse_all(&params.filters).map_err(|e| Error::invalid_params(format!("`where`: {e}")))?;
         // Folders are set up by `initialized`, which may still be queued.
         self.barrier().await;
         let (folders, encoding) = (self.state.folders(), self.state.encoding());
@@ -44,6 +46,7 @@ impl Backend {
             mode: params.mode,
             expand: params.expand,
             paths: params.paths,
+            filters,
         };
         let found =
             blocking(move || service::search(&folders, &params.query, &options).map_err(internal)).await?;
@@ -135,6 +138,7 @@ impl Backend {
             mode: None,
             expand: Some(Expand::None),
             paths: Vec::new(),
+            filters: Vec::new(),
         };
         let hits = self.handle_search(search).await?.hits;
         Ok(Some(WorkspaceSymbolResponse::Nested(hits.into_iter().map(to_proto::workspace_symbol).collect())))

@@ -7,6 +7,7 @@ use tower_lsp_server::ls_types::{Location, OneOf, Position, Range, SymbolKind, U
 use super::documents::Encoding;
 use super::ext::{self, ExpandedInfo, FolderStatus, HitInfo, IndexingProgress};
 use crate::engine::{ChunkRecord, Status};
+use crate::search::preview::PreviewLine;
 use crate::search::{Expansion, Hit};
 use crate::service::{self, FolderState, Passage, SnippetLive};
 use crate::wire::{StatusJson, TotalsJson};
@@ -35,24 +36,30 @@ fn expanded_info(e: &Expansion, encoding: Encoding) -> ExpandedInfo {
     }
 }
 
-/// The first line of prose in a chunk (not a heading, fence or blank), at most `max` chars.
-pub fn preview(text: &str, max: usize) -> String {
-    let line = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("```") && !l.starts_with("---"))
-        .unwrap_or_default();
-    if line.chars().count() <= max {
-        return line.to_string();
+/// The separator between the lines of a one-line preview.
+const PREVIEW_JOIN: &str = " … ";
+
+/// A hit's preview lines as one line, with the marks' offsets in `encoding`.
+pub fn preview(lines: &[PreviewLine], encoding: Encoding) -> (String, Vec<[u32; 2]>) {
+    let mut text = String::new();
+    let mut marks = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if i > 0 {
+            text.push_str(PREVIEW_JOIN);
+        }
+        let base = encoding.len(&text);
+        for &(start, end) in &line.marks {
+            marks.push([base + encoding.len(&line.text[..start]), base + encoding.len(&line.text[..end])]);
+        }
+        text.push_str(&line.text);
     }
-    let mut cut: String = line.chars().take(max.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
+    (text, marks)
 }
 
 /// A hit as editors show it, at `uri`.
 pub fn hit_info(hit: &Hit, uri: Uri, encoding: Encoding) -> HitInfo {
     let c = &hit.chunk;
+    let (preview, preview_marks) = preview(&hit.preview, encoding);
     HitInfo {
         uri,
         range: chunk_range(c, encoding),
@@ -61,7 +68,10 @@ pub fn hit_info(hit: &Hit, uri: Uri, encoding: Encoding) -> HitInfo {
         heading_path: c.heading_path.clone(),
         context: c.context.clone(),
         score: hit.score,
-        preview: preview(&c.text, 160),
+        preview,
+        preview_marks,
+        preview_line: hit.preview.first().map_or(c.start_line, |l| l.line).saturating_sub(1),
+        metadata: c.metadata.clone(),
         expanded: hit.expanded.as_ref().map(|e| expanded_info(e, encoding)),
     }
 }
@@ -241,6 +251,7 @@ mod tests {
             token_count: 12,
             content_hash: 0,
             embed_hash: 0,
+            metadata: Default::default(),
         }
     }
 
@@ -254,9 +265,16 @@ mod tests {
     }
 
     #[test]
-    fn previews_skip_headings_and_shorten() {
-        assert_eq!(preview("## Retention\n\nSnapshots are kept.\n", 80), "Snapshots are kept.");
-        assert_eq!(preview("# T\n\nabcdef", 4), "abc…");
+    fn preview_lines_join_with_their_marks_in_the_client_encoding() {
+        let lines = [
+            PreviewLine { line: 3, text: "😀 kept daily".into(), marks: vec![(5, 9)] },
+            PreviewLine { line: 7, text: "pruned".into(), marks: vec![(0, 6)] },
+        ];
+        let (text, marks) = preview(&lines, Encoding::Utf16);
+        assert_eq!(text, "😀 kept daily … pruned");
+        assert_eq!(marks, [[3, 7], [16, 22]]);
+        let (_, marks) = preview(&lines, Encoding::Utf8);
+        assert_eq!(marks, [[5, 9], [20, 26]]);
     }
 
     #[test]

@@ -2,13 +2,14 @@
 //! back. Their JSON schemas (derived here) are what `tools/list` tells a model, so the doc
 //! comments on arguments are written for a model; field names are decided here only.
 
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::search::{Expand, SearchMode};
 
-/// Arguments of `search`. Filters are separate optional fields, so that a filter on
-/// front-matter fields (`where`) can join `paths` later without changing the others.
+/// Arguments of `search`. Filters are separate optional fields, each narrowing the others.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchArgs {
@@ -25,6 +26,13 @@ pub struct SearchArgs {
     /// Only passages in these workspace-relative folders or files, e.g. ["docs/ops",
     /// "README.md"]. Default: the whole workspace.
     pub paths: Option<Vec<String>>,
+    /// Only passages of documents whose front matter (the YAML or TOML block at the top of a
+    /// note) has these values, each written `FIELD=VALUE`, e.g. ["tags=backup",
+    /// "category=ops"]; all must match. Case is ignored, and a parent tag matches its nested
+    /// tags (`tags=ops` matches `ops/storage`). Passages show their document's fields in
+    /// `metadata`.
+    #[serde(rename = "where")]
+    pub filters: Option<Vec<String>>,
     /// Widen each passage with its context: `window` adds the passages just before and after
     /// it, `merge` returns whole sections where several of their passages match. Default:
     /// `none`.
@@ -121,6 +129,22 @@ pub struct Passage {
     /// when the workspace has those turned on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snippet: Option<String>,
+    /// The lines that show why the passage matched (one or two), the query's words in
+    /// `**bold**`; long lines are cut around the first of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub matched_lines: Vec<MatchedLine>,
+    /// The front matter fields of the passage's document (tags, category, aliases, dates…),
+    /// each with its values.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, Vec<String>>,
+}
+
+/// A line of a passage that matched the query.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct MatchedLine {
+    /// 1-based line of the file.
+    pub line: u32,
+    pub text: String,
 }
 
 /// A range of 1-based lines, inclusive.

@@ -10,11 +10,12 @@ use std::ops::RangeInclusive;
 use super::budget::{self, Fitted};
 use super::folder::Fresh;
 use super::shapes::{
-    FolderCount, LineRange, Passage, PassageRef, Pending, SearchArgs, SearchResult, ShowArgs, ShowResult,
-    ShownChunk, SimilarArgs, SimilarResult, SkippedFile, StaleFiles, StatusResult,
+    FolderCount, LineRange, MatchedLine, Passage, PassageRef, Pending, SearchArgs, SearchResult, ShowArgs,
+    ShowResult, ShownChunk, SimilarArgs, SimilarResult, SkippedFile, StaleFiles, StatusResult,
 };
 use crate::engine::{ChunkRecord, EngineError, Freshness, View};
-use crate::search::{self, Hit, SearchOptions, SearchRequest};
+use crate::search::preview::PreviewLine;
+use crate::search::{self, Hit, SearchOptions, SearchRequest, filter};
 
 /// Passages a search or similar returns at most.
 const MAX_K: u32 = 100;
@@ -62,11 +63,14 @@ pub fn search(fresh: &Fresh, args: SearchArgs) -> Result<SearchResult, ToolError
     let k = bounded("k", args.k, 1..=MAX_K, default_k(view))?;
     let max_tokens = bounded("max_tokens", args.max_tokens, MAX_TOKENS, DEFAULT_MAX_TOKENS)?;
     let paths = path_filter(view, args.paths.as_deref().unwrap_or_default())?;
+    let filters = filter::parse_all(args.filters.as_deref().unwrap_or_default())
+        .or_else(|e| error(format!("`where`: {e}")))?;
     let options = SearchOptions {
         limit: Some(k as usize),
         mode: args.mode.map(Into::into),
         expand: args.expand.map(Into::into),
         paths,
+        filters,
     };
     let hits = view.search(&SearchRequest::with_defaults(query, options, &view.config().search))?;
     let empty = hits.is_empty();
@@ -293,6 +297,7 @@ fn passage(hit: &Hit) -> Passage {
     let snippet = c.snippet.as_ref().map(|s| s.text.clone()).filter(|t| !t.is_empty());
     // Three decimals tell passages apart; more would only cost tokens.
     let score = (f64::from(hit.score) * 1000.0).round() / 1000.0;
+    let matched_lines = hit.preview.iter().map(matched_line).collect();
     match &hit.expanded {
         Some(e) => Passage {
             path: c.path.clone(),
@@ -305,6 +310,8 @@ fn passage(hit: &Hit) -> Passage {
             truncated: false,
             best_match: Some(LineRange { start_line: c.start_line, end_line: c.end_line }),
             snippet,
+            matched_lines,
+            metadata: c.metadata.clone(),
         },
         None => Passage {
             path: c.path.clone(),
@@ -317,8 +324,15 @@ fn passage(hit: &Hit) -> Passage {
             truncated: false,
             best_match: None,
             snippet,
+            matched_lines,
+            metadata: c.metadata.clone(),
         },
     }
+}
+
+/// A preview line with its marks in markdown bold, which models read as emphasis.
+fn matched_line(p: &PreviewLine) -> MatchedLine {
+    MatchedLine { line: p.line, text: p.marked("**", "**") }
 }
 
 fn shown_chunk(c: &ChunkRecord) -> ShownChunk {

@@ -1,5 +1,7 @@
-//! The BM25F query: analysed query terms over the text, title, headings, path and snippet
-//! fields, with field boosts and one IDF per term across fields.
+//! The BM25F query: analysed query terms over the text, title, headings, path, snippet and
+//! front matter fields, with field boosts and one IDF per term across fields. The front
+//! matter values in the header (tags, aliases: other names for the document) weigh as
+//! the title does.
 
 use crate::index::{IndexError, Snapshot, TextField, WeightedTerm};
 
@@ -13,12 +15,14 @@ pub struct FieldBoosts {
 }
 
 /// The ids and BM25 scores of the best `limit` chunks for analysed `terms` (see
-/// [`crate::index::tokenizer::query_terms`]).
+/// [`crate::index::tokenizer::query_terms`]), among the chunks that have every front
+/// matter filter term in `within`.
 pub fn bm25(
     snapshot: &Snapshot,
     terms: &[String],
     boosts: FieldBoosts,
     limit: usize,
+    within: &[String],
 ) -> Result<Vec<(u64, f32)>, IndexError> {
     if terms.is_empty() || limit == 0 {
         return Ok(Vec::new());
@@ -29,6 +33,7 @@ pub fn bm25(
         (TextField::Headings, boosts.headings),
         (TextField::Path, boosts.path),
         (TextField::Snippet, boosts.snippet),
+        (TextField::Metadata, boosts.title),
     ];
     let total = snapshot.num_docs() as f32;
     let idf = |df: u64| (1.0 + (total - df as f32 + 0.5) / (df as f32 + 0.5)).ln();
@@ -53,5 +58,5 @@ pub fn bm25(
             query.push(WeightedTerm { field, term: term.clone(), weight });
         }
     }
-    snapshot.search_terms(&query, limit)
+    snapshot.search_terms(&query, limit, within)
 }

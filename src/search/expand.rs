@@ -449,6 +449,7 @@ mod tests {
             token_count: 1,
             content_hash: 0,
             embed_hash: 0,
+            metadata: Default::default(),
         }
     }
 

@@ -7,7 +7,9 @@
 
 mod bm25;
 pub mod expand;
+pub mod filter;
 mod fuse;
+pub mod preview;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -18,6 +20,7 @@ use crate::index::{ChunkRecord, IndexError, Snapshot, tokenizer};
 use crate::providers::Embedder;
 pub use bm25::{FieldBoosts, bm25};
 pub use expand::{Expand, ExpandSettings, Expansion};
+pub use filter::Filter;
 pub use fuse::{Fused, Fusion, Ranked, fuse};
 
 /// The most hits one search returns. Callers check their input against it and say so; the
@@ -146,6 +149,8 @@ pub struct SearchRequest {
     pub mode: SearchMode,
     /// Workspace-relative path prefixes; when non-empty, hits must lie under one of them.
     pub paths: Vec<String>,
+    /// Front matter filters; hits must match all of them.
+    pub filters: Vec<Filter>,
     /// How hits are widened with their context before they are returned (see
     /// [`expand`]).
     pub expand: Expand,
@@ -159,6 +164,8 @@ pub struct SearchOptions {
     pub expand: Option<Expand>,
     /// Workspace-relative path prefixes.
     pub paths: Vec<String>,
+    /// Front matter filters, all of which hits must match.
+    pub filters: Vec<Filter>,
 }
 
 impl SearchRequest {
@@ -173,6 +180,7 @@ impl SearchRequest {
             limit: options.limit.unwrap_or(config.limit).clamp(1, MAX_LIMIT),
             mode: options.mode.unwrap_or(config.mode),
             paths: options.paths,
+            filters: options.filters,
             expand: options.expand.unwrap_or(config.expand),
         }
     }
@@ -194,6 +202,9 @@ pub struct Hit {
     /// The run of chunks the hit was widened to, when the search asked for expansion. The
     /// fields above still describe the best-matching chunk, where an editor should jump.
     pub expanded: Option<Expansion>,
+    /// The lines of the chunk that show why it matched (see [`preview`]); empty until the
+    /// caller asks for them.
+    pub preview: Vec<preview::PreviewLine>,
 }
 
 /// Runs a search on one committed snapshot of the index. `embedder` made the index's
@@ -213,28 +224,50 @@ pub fn search(
         .min(MAX_CANDIDATES);
     let use_bm25 = request.mode != SearchMode::Vector;
     let use_vector = request.mode != SearchMode::Bm25 && !request.query.trim().is_empty();
+    // Front matter filters are applied inside each arm: the chunks they allow are looked
+    // up first, BM25 scores only those, and their vectors are compared exactly.
+    let within: Vec<String> = request.filters.iter().map(Filter::term).collect();
+    let allowed = if within.is_empty() { None } else { Some(index.ids_with_metadata(&within)?) };
+    if allowed.as_ref().is_some_and(|ids| ids.is_empty()) {
+        return Ok(Vec::new());
+    }
 
     // All arms always take part, in this order; an arm left out is empty and changes
     // nothing in the fusion.
     let mut arms = Arms::new(config, index);
     if use_bm25 {
         let terms = tokenizer::query_terms(&request.query);
-        arms.words.ids = bm25(index, &terms, config.boosts(), candidates)?;
+        arms.words.ids = bm25(index, &terms, config.boosts(), candidates, &within)?;
     }
     if use_vector {
         // A query of only unknown tokens embeds to nothing useful: leave the arm out.
-        if let Some(v) = embed_query(embedder, &request.query)? {
-            arms.vector.ids =
-                index.nearest(&v, candidates)?.into_iter().map(|(id, d)| (id, 1.0 - d)).collect();
-        }
-        if let Some(quick) = quick.filter(|_| index.quick_count() > 0)
-            && let Some(v) = embed_query(quick, &request.query)?
-        {
-            arms.quick.ids = index.nearest_quick(&v, candidates);
+        let own = embed_query(embedder, &request.query)?;
+        let quick = match quick.filter(|_| index.quick_count() > 0) {
+            Some(quick) => embed_query(quick, &request.query)?,
+            None => None,
+        };
+        if let Some(allowed) = &allowed {
+            let (own_ids, quick_ids) = index.nearest_among(
+                own.as_deref().unwrap_or_default(),
+                quick.as_deref(),
+                allowed,
+                candidates,
+            );
+            arms.vector.ids = own_ids;
+            arms.quick.ids = quick_ids;
+        } else {
+            if let Some(v) = &own {
+                arms.vector.ids =
+                    index.nearest(v, candidates)?.into_iter().map(|(id, d)| (id, 1.0 - d)).collect();
+            }
+            if let Some(v) = &quick {
+                arms.quick.ids = index.nearest_quick(v, candidates);
+            }
         }
     }
     let keep = |record: &ChunkRecord| {
-        request.paths.is_empty() || request.paths.iter().any(|p| under(&record.path, p))
+        (request.paths.is_empty() || request.paths.iter().any(|p| under(&record.path, p)))
+            && allowed.as_ref().is_none_or(|ids| ids.contains(&record.id))
     };
     hits_of(index, arms, config, limit, keep)
 }
@@ -262,7 +295,7 @@ pub fn similar(
     let mut seen = std::collections::HashSet::new();
     terms.retain(|t| seen.insert(t.clone()));
     let mut arms = Arms::new(config, index);
-    arms.words.ids = bm25(index, &terms, config.boosts(), candidates)?;
+    arms.words.ids = bm25(index, &terms, config.boosts(), candidates, &[])?;
     if let Some(v) = index.vector_of(of.id) {
         arms.vector.ids = index.nearest(&v, candidates)?.into_iter().map(|(id, d)| (id, 1.0 - d)).collect();
     } else if let Some(v) = index.quick_vector_of(of.id) {
@@ -332,6 +365,7 @@ fn hits_of(
                 bm25_score: bm25_scores.get(&f.id).copied(),
                 vector_similarity: vector_scores.get(&f.id).or(quick_scores.get(&f.id)).copied(),
                 expanded: None,
+                preview: Vec::new(),
             };
             hits.push(hit);
             if hits.len() == limit {
@@ -433,6 +467,7 @@ mod tests {
             token_count: 0,
             content_hash: 0,
             embed_hash: 0,
+            metadata: Default::default(),
         };
         Hit {
             chunk,
@@ -442,6 +477,7 @@ mod tests {
             bm25_score: bm25,
             vector_similarity: similarity,
             expanded: None,
+            preview: Vec::new(),
         }
     }
 

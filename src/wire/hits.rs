@@ -1,9 +1,12 @@
 //! Search hits and stored chunks as `situate search --json` and `situate show --json` print
 //! them.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use crate::engine::ChunkRecord;
+use crate::search::preview::PreviewLine;
 use crate::search::{Expansion, Hit};
 use crate::snippets::Snippet;
 
@@ -25,6 +28,8 @@ pub struct ChunkJson {
     pub token_count: u32,
     pub content_hash: u64,
     pub embed_hash: u64,
+    /// The front matter fields of its document, each with its values.
+    pub metadata: BTreeMap<String, Vec<String>>,
 }
 
 /// An LLM-written snippet: its text, the model that wrote it and when (Unix seconds).
@@ -47,6 +52,28 @@ pub struct HitJson {
     pub vector_similarity: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expanded: Option<ExpansionJson>,
+    /// The lines that show why the chunk matched.
+    pub preview: Vec<PreviewJson>,
+}
+
+/// A line that shows why a hit matched: its 1-based line in the file, its text (cut when
+/// long), and the matched terms as `[start, end)` offsets in Unicode characters of `text`.
+#[derive(Debug, Clone, Serialize)]
+pub struct PreviewJson {
+    pub line: u32,
+    pub text: String,
+    pub marks: Vec<[usize; 2]>,
+}
+
+impl From<&PreviewLine> for PreviewJson {
+    fn from(p: &PreviewLine) -> Self {
+        let chars = |byte: usize| p.text[..byte].chars().count();
+        PreviewJson {
+            line: p.line,
+            text: p.text.clone(),
+            marks: p.marks.iter().map(|&(s, e)| [chars(s), chars(e)]).collect(),
+        }
+    }
 }
 
 /// The passage a hit was widened to.
@@ -87,6 +114,7 @@ impl From<&ChunkRecord> for ChunkJson {
             token_count: c.token_count,
             content_hash: c.content_hash,
             embed_hash: c.embed_hash,
+            metadata: c.metadata.clone(),
         }
     }
 }
@@ -117,6 +145,7 @@ impl From<&Hit> for HitJson {
             bm25_score: h.bm25_score,
             vector_similarity: h.vector_similarity,
             expanded: h.expanded.as_ref().map(ExpansionJson::from),
+            preview: h.preview.iter().map(PreviewJson::from).collect(),
         }
     }
 }

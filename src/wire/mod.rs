@@ -10,6 +10,6 @@ mod report;
 mod status;
 
 pub use eval::EvalReportJson;
-pub use hits::{ChunkJson, ExpansionJson, HitJson, SnippetJson};
+pub use hits::{ChunkJson, ExpansionJson, HitJson, PreviewJson, SnippetJson};
 pub use report::{IndexSummaryJson, ReportJson, SkippedJson, SnippetRunJson, TotalsJson};
 pub use status::StatusJson;

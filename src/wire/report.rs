@@ -20,6 +20,8 @@ pub struct ReportJson {
     pub vectors_refilled: usize,
     pub skipped: Vec<SkippedJson>,
     pub lossy: Vec<String>,
+    /// `path: line N: …` for what chunking noticed (broken front matter, …).
+    pub warnings: Vec<String>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
     pub seconds: f64,
@@ -121,6 +123,7 @@ impl From<&ReconcileReport> for ReportJson {
             vectors_refilled: r.vectors_refilled,
             skipped: r.skipped.iter().map(SkippedJson::from).collect(),
             lossy: r.lossy.clone(),
+            warnings: r.warnings.clone(),
             interrupted: r.interrupted,
             seconds: r.seconds,
         }

@@ -22,8 +22,14 @@ impl Fixture {
     /// A copy of `tests/data/workspace`, its files last modified an hour ago (files
     /// modified seconds before indexing are read again on the next run, on purpose).
     pub fn standard() -> Fixture {
+        Fixture::copy_of("workspace")
+    }
+
+    /// A copy of `tests/data/NAME`: `notes` holds Obsidian-, MkDocs- and Hugo-style front
+    /// matter.
+    pub fn copy_of(name: &str) -> Fixture {
         let f = Fixture::empty();
-        copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/workspace"), f.root());
+        copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name), f.root());
         f
     }
 

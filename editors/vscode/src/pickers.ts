@@ -2,7 +2,7 @@
 import * as vscode from "vscode";
 import { LatestQuery } from "./latestQuery";
 import { ServerCommand, type SearchAnswer, type SimilarParams } from "./protocol";
-import { answerNotice, hitRows, type HitRow } from "./results";
+import { answerNotice, hitRows, termRanges, type HitRow } from "./results";
 import { errorMessage, showCommandError, type Server } from "./server";
 
 /** How long typing must pause before a search goes out. */
@@ -22,11 +22,29 @@ function toItems(answer: SearchAnswer, alwaysShow: boolean): HitItem[] {
   }));
 }
 
-/** Opens the hit's file with the chunk's range revealed and selected. */
+/** How the words that matched are shown in an opened hit: as the editor's find matches. */
+let matchDecoration: vscode.TextEditorDecorationType | undefined;
+
+/**
+ * Opens the hit's file with the chunk's range revealed and selected, and the words that
+ * matched the query highlighted in it until the next hit opens.
+ */
 async function openHit(row: HitRow): Promise<void> {
   const range = new vscode.Range(row.range.start.line, row.range.start.character, row.range.end.line, row.range.end.character);
   const editor = await vscode.window.showTextDocument(vscode.Uri.parse(row.uri), { selection: range });
   editor.revealRange(range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+  matchDecoration?.dispose();
+  matchDecoration = vscode.window.createTextEditorDecorationType({
+    backgroundColor: new vscode.ThemeColor("editor.findMatchHighlightBackground"),
+    overviewRulerColor: new vscode.ThemeColor("editorOverviewRuler.findMatchForeground"),
+    overviewRulerLane: vscode.OverviewRulerLane.Center,
+  });
+  const lines: string[] = [];
+  for (let line = range.start.line; line <= range.end.line && line < editor.document.lineCount; line++) {
+    lines.push(editor.document.lineAt(line).text);
+  }
+  const places = termRanges(lines, range.start.line, row.terms).map((t) => new vscode.Range(t.line, t.start, t.line, t.end));
+  editor.setDecorations(matchDecoration, places);
 }
 
 function acceptOpens(pick: vscode.QuickPick<HitItem>): void {

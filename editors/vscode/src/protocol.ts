@@ -1,6 +1,6 @@
 // The situate server's commands and the shapes of their answers (docs/lsp.md), as plain types.
 // Kept in step with src/lsp/ext.rs and src/wire/ (checked by tests/house.rs):
-// wire shapes hash: f4c35f6f8def3afd
+// wire shapes hash: 06360fc797132499
 
 /** Names of the server's `workspace/executeCommand` commands. */
 export const ServerCommand = {
@@ -30,6 +30,8 @@ export interface SearchParams {
   mode?: SearchMode;
   expand?: Expand;
   paths?: string[];
+  /** Front matter filters, `FIELD=VALUE` each; hits match all of them. */
+  where?: string[];
 }
 
 /** The argument of `situate.similar`. */
@@ -52,7 +54,14 @@ export interface Hit {
   heading_path: string[];
   context: string;
   score: number;
+  /** The lines that show why the chunk matched, joined by " … ". */
   preview: string;
+  /** The matched words in `preview`, as [start, end) UTF-16 offsets. */
+  preview_marks: [number, number][];
+  /** The 0-based line of the preview's first line. */
+  preview_line: number;
+  /** The front matter fields of the hit's document, when it has any. */
+  metadata?: Record<string, string[]>;
   expanded?: { range: Range; heading_path: string[]; text: string };
 }
 

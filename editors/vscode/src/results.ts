@@ -9,6 +9,8 @@ export interface HitRow {
   uri: string;
   /** The chunk's own range, which the editor reveals and selects. */
   range: Range;
+  /** The words that matched the query, highlighted in the chunk when the hit opens. */
+  terms: string[];
 }
 
 const SEPARATOR = " › ";
@@ -27,9 +29,51 @@ export function hitLabel(hit: Pick<Hit, "title" | "heading_path" | "path">): str
   return escapeIcons([title, ...headings].join(SEPARATOR));
 }
 
-/** `ops/backup.md:10 · 0.136`: where the hit is (1-based line) and its score. */
-export function hitDescription(hit: Pick<Hit, "path" | "range" | "score">): string {
-  return escapeIcons(`${hit.path}:${hit.range.start.line + 1} · ${formatScore(hit.score)}`);
+/**
+ * `ops/backup.md:13 · #backup #ops · 0.136`: the line that matched (1-based), the
+ * document's tags when its front matter has some, and the score.
+ */
+export function hitDescription(hit: Pick<Hit, "path" | "preview_line" | "score" | "metadata">): string {
+  const tags = tagsOf(hit.metadata)
+    .map((t) => (t.startsWith("#") ? t : `#${t}`))
+    .join(" ");
+  const parts = [`${hit.path}:${hit.preview_line + 1}`, ...(tags ? [tags] : []), formatScore(hit.score)];
+  return escapeIcons(parts.join(" · "));
+}
+
+/** The values of a `tags` field, whatever the case of its name. */
+function tagsOf(metadata: Record<string, string[]> | undefined): string[] {
+  const key = Object.keys(metadata ?? {}).find((k) => k.toLowerCase() === "tags");
+  return key && metadata ? metadata[key] : [];
+}
+
+/** The distinct words the server marked in the preview, in order. */
+export function matchedTerms(hit: Pick<Hit, "preview" | "preview_marks">): string[] {
+  const terms = hit.preview_marks.map(([start, end]) => hit.preview.slice(start, end)).filter((t) => t.trim() !== "");
+  return [...new Set(terms)];
+}
+
+/** A place in a document: 0-based line and UTF-16 character range on it. */
+export interface TermRange {
+  line: number;
+  start: number;
+  end: number;
+}
+
+/**
+ * Where `terms` occur in `lines` (the chunk's lines, the first at `firstLine`), matched
+ * as written: the places the opened hit highlights.
+ */
+export function termRanges(lines: string[], firstLine: number, terms: string[]): TermRange[] {
+  const ranges: TermRange[] = [];
+  lines.forEach((text, i) => {
+    for (const term of terms) {
+      for (let at = text.indexOf(term); at >= 0; at = text.indexOf(term, at + term.length)) {
+        ranges.push({ line: firstLine + i, start: at, end: at + term.length });
+      }
+    }
+  });
+  return ranges.sort((a, b) => a.line - b.line || a.start - b.start);
 }
 
 /** The preview line, on one line and cut to a readable length. */
@@ -51,6 +95,7 @@ export function hitRows(answer: SearchAnswer): HitRow[] {
     detail: hitDetail(hit),
     uri: hit.uri,
     range: hit.range,
+    terms: matchedTerms(hit),
   }));
 }
 

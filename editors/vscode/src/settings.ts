@@ -25,6 +25,7 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
   { key: "chunk.overlapTokens", server: "chunk.overlap_tokens" },
   { key: "chunk.semanticThreshold", server: "chunk.semantic_threshold" },
   { key: "context.headerTemplate", server: "context.header_template" },
+  { key: "context.headerFields", server: "context.header_fields" },
   { key: "search.mode", server: "search.mode" },
   { key: "search.limit", server: "search.limit" },
   { key: "search.candidates", server: "search.candidates" },

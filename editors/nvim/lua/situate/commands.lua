@@ -45,19 +45,71 @@ function M.format_hit(hit)
   return string.format("%s — %s (%.3f)", table.concat(parts, " › "), preview, hit.score or 0)
 end
 
-local function open_hit(client, hit)
-  compat.jump({ uri = hit.uri, range = hit.range }, client.offset_encoding)
+-- Where the words that matched the query are highlighted in an opened hit.
+local matches = vim.api.nvim_create_namespace("situate_matches")
+
+--- The distinct words the server marked in a hit's preview (its offsets are in the
+--- client's position encoding).
+function M.matched_terms(hit, encoding)
+  local preview = hit.preview or ""
+  local terms, seen = {}, {}
+  for _, mark in ipairs(hit.preview_marks or {}) do
+    local first = compat.byte_index(preview, mark[1], encoding)
+    local last = compat.byte_index(preview, mark[2], encoding)
+    local term = preview:sub(first + 1, last)
+    if term:find("%S") and not seen[term] then
+      seen[term] = true
+      table.insert(terms, term)
+    end
+  end
+  return terms
 end
 
+--- Highlights the words that matched in the hit's lines of buffer `bufnr`, clearing those
+--- of the hit opened before. Returns how many places were highlighted.
+function M.highlight_matches(bufnr, hit, encoding)
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(buf) then
+      vim.api.nvim_buf_clear_namespace(buf, matches, 0, -1)
+    end
+  end
+  local terms = M.matched_terms(hit, encoding)
+  local first = hit.range.start.line
+  local lines = vim.api.nvim_buf_get_lines(bufnr, first, hit.range["end"].line + 1, false)
+  local count = 0
+  for i, text in ipairs(lines) do
+    for _, term in ipairs(terms) do
+      local from = 1
+      while true do
+        local s, e = text:find(term, from, true)
+        if not s then
+          break
+        end
+        vim.api.nvim_buf_add_highlight(bufnr, matches, "Search", first + i - 1, s - 1, e)
+        count = count + 1
+        from = e + 1
+      end
+    end
+  end
+  return count
+end
+
+local function open_hit(client, hit)
+  compat.jump({ uri = hit.uri, range = hit.range }, client.offset_encoding)
+  M.highlight_matches(vim.api.nvim_get_current_buf(), hit, client.offset_encoding)
+end
+
+-- A quickfix entry at the line that matched (the preview's first line).
 local function quickfix_item(client, hit)
   local filename = vim.uri_to_fname(hit.uri)
-  local start = hit.range.start
-  local col = start.character
-  if col > 0 then
-    local lines = vim.fn.readfile(filename, "", start.line + 1)
-    col = compat.byte_index(lines[start.line + 1] or "", col, client.offset_encoding)
+  local lnum = (hit.preview_line or hit.range.start.line) + 1
+  local col = 0
+  local terms = M.matched_terms(hit, client.offset_encoding)
+  if #terms > 0 then
+    local line = vim.fn.readfile(filename, "", lnum)[lnum] or ""
+    col = (line:find(terms[1], 1, true) or 1) - 1
   end
-  return { filename = filename, lnum = start.line + 1, col = col + 1, text = M.format_hit(hit) }
+  return { filename = filename, lnum = lnum, col = col + 1, text = M.format_hit(hit) }
 end
 
 -- Shows an answer of situate.search or situate.similar.

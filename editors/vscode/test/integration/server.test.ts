@@ -25,7 +25,7 @@ import {
 } from "vscode-languageserver-protocol/node";
 import { LatestQuery } from "../../src/latestQuery";
 import { ServerCommand, type ReindexAnswer, type SearchAnswer, type StatusAnswer } from "../../src/protocol";
-import { hitRows } from "../../src/results";
+import { hitRows, termRanges } from "../../src/results";
 import { configurationChange, serverSettings } from "../../src/settings";
 import { reindexSummary, statusBarText, statusReport } from "../../src/statusText";
 
@@ -186,12 +186,32 @@ test("situate.search: backup retention finds ops/backup.md › Backups › Reten
     console.log(`  ${row.label}  [${row.description}]\n      ${row.detail}`);
   }
   assert.equal(rows[0].label, "Backup policy › Backups › Retention");
-  assert.match(rows[0].description, /^ops\/backup\.md:10 · \d\.\d{3}$/);
+  // No line holds the query's words: the line closest in meaning is shown, and named.
+  assert.match(rows[0].description, /^ops\/backup\.md:12 · \d\.\d{3}$/);
   assert.match(rows[0].detail, /^Snapshots are kept for thirty days\./);
   // The chunk's own range: lines 10–13 of the file, where the editor jumps.
   assert.equal(rows[0].range.start.line, 9);
   assert.equal(rows[0].range.start.character, 0);
   assert.equal(rows[0].range.end.line, 12);
+});
+
+test("situate.search: the preview is the line that matched, and its words are found in the chunk to highlight", async () => {
+  const answer = await execute<SearchAnswer>(ServerCommand.search, { query: "legal hold" });
+  const hit = answer.hits[0];
+  assert.equal(hit.preview, "legal hold is placed on them.");
+  assert.deepEqual(hit.preview_marks, [
+    [0, 5],
+    [6, 10],
+  ]);
+  const row = hitRows(answer)[0];
+  assert.match(row.description, /^ops\/backup\.md:13 · /);
+  assert.deepEqual(row.terms, ["legal", "hold"]);
+  const file = fs.readFileSync(path.join(workspace, "ops", "backup.md"), "utf8").split("\n");
+  const chunk = file.slice(row.range.start.line, row.range.end.line + 1);
+  assert.deepEqual(termRanges(chunk, row.range.start.line, row.terms), [
+    { line: 12, start: 0, end: 5 },
+    { line: 12, start: 6, end: 10 },
+  ]);
 });
 
 test("typing: only the last of quickly typed queries is answered, stale requests are cancelled", async () => {

@@ -2,7 +2,17 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Hit, SearchAnswer } from "../../src/protocol";
-import { answerNotice, escapeIcons, formatScore, hitDescription, hitDetail, hitLabel, hitRows } from "../../src/results";
+import {
+  answerNotice,
+  escapeIcons,
+  formatScore,
+  hitDescription,
+  hitDetail,
+  hitLabel,
+  hitRows,
+  matchedTerms,
+  termRanges,
+} from "../../src/results";
 
 const retention: Hit = {
   uri: "file:///home/me/notes/ops/backup.md",
@@ -13,6 +23,8 @@ const retention: Hit = {
   context: "Document: Backup policy > Backups > Retention",
   score: 0.1364,
   preview: "Snapshots are kept for thirty days. After that they are deleted for good, unless a",
+  preview_marks: [[0, 9]],
+  preview_line: 11,
 };
 
 test("the label is the title and the heading path", () => {
@@ -28,8 +40,8 @@ test("a hit without headings is labelled with its title, and without a title wit
   assert.equal(hitLabel({ ...retention, title: " ", heading_path: [] }), "ops/backup.md");
 });
 
-test("the description gives the 1-based line and the score", () => {
-  assert.equal(hitDescription(retention), "ops/backup.md:10 · 0.136");
+test("the description gives the 1-based line that matched and the score", () => {
+  assert.equal(hitDescription(retention), "ops/backup.md:12 · 0.136");
   assert.equal(formatScore(0.5), "0.500");
 });
 
@@ -54,11 +66,33 @@ test("rows keep the server's order, uri and the chunk's own range", () => {
   );
   assert.deepEqual(rows[0], {
     label: "Backup policy › Backups › Retention",
-    description: "ops/backup.md:10 · 0.136",
+    description: "ops/backup.md:12 · 0.136",
     detail: retention.preview,
     uri: retention.uri,
     range: retention.range,
+    terms: ["Snapshots"],
   });
+});
+
+test("the description shows the document's tags", () => {
+  assert.equal(hitDescription({ ...retention, metadata: { Tags: ["backup", "#ops"] } }), "ops/backup.md:12 · #backup #ops · 0.136");
+  assert.equal(hitDescription({ ...retention, metadata: { category: ["ops"] } }), "ops/backup.md:12 · 0.136");
+});
+
+test("the matched terms are the marked slices of the preview, once each", () => {
+  const hit = { preview: "😀 keep … keep daily", preview_marks: [[3, 7], [10, 14], [15, 20]] as [number, number][] };
+  assert.deepEqual(matchedTerms(hit), ["keep", "daily"]);
+  assert.deepEqual(matchedTerms({ preview: "x", preview_marks: [] }), []);
+});
+
+test("term ranges are every place the terms occur in the chunk's lines, in order", () => {
+  const lines = ["Keep keep", "", "we keep daily 😀 keep"];
+  assert.deepEqual(termRanges(lines, 10, ["keep", "daily"]), [
+    { line: 10, start: 5, end: 9 },
+    { line: 12, start: 3, end: 7 },
+    { line: 12, start: 8, end: 13 },
+    { line: 12, start: 17, end: 21 },
+  ]);
 });
 
 test("the notice says when the index is still building or nothing was found", () => {

@@ -1,0 +1,323 @@
+//! Previews that show why a hit matched: the lines of its chunk that hold the most query
+//! terms, with those terms marked; when no line holds one (a paraphrase found by the dense
+//! arm), the line closest in meaning to the query by a fast embedder.
+//!
+//! Terms are matched the way BM25 matched them: each line goes through the index's own
+//! analyzer, so `expire` marks a query for "expiring" and `entryPoints` a query for
+//! "entry point". Marks are byte ranges of the preview's text.
+
+use std::collections::HashSet;
+
+use tantivy::tokenizer::{TextAnalyzer, TokenStream};
+
+use crate::context;
+use crate::index::{ChunkRecord, tokenizer};
+use crate::providers::Embedder;
+
+/// The most characters of one preview line; a longer line is cut around its first mark.
+pub const MAX_CHARS: usize = 160;
+/// Characters kept before the first mark when a long line is cut.
+const LEAD_CHARS: usize = 40;
+
+/// One line of a preview.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PreviewLine {
+    /// 1-based line of the document.
+    pub line: u32,
+    /// The line, trimmed, and cut to [`MAX_CHARS`] (an ellipsis says where).
+    pub text: String,
+    /// Byte ranges of `text` that match a query term, in order and apart.
+    pub marks: Vec<(usize, usize)>,
+}
+
+impl PreviewLine {
+    /// The text with each mark between `open` and `close` (bold codes for a terminal, `**`
+    /// for markdown).
+    pub fn marked(&self, open: &str, close: &str) -> String {
+        let mut out = String::with_capacity(self.text.len() + (open.len() + close.len()) * self.marks.len());
+        let mut at = 0;
+        for &(start, end) in &self.marks {
+            out.push_str(&self.text[at..start]);
+            out.push_str(open);
+            out.push_str(&self.text[start..end]);
+            out.push_str(close);
+            at = end;
+        }
+        out.push_str(&self.text[at..]);
+        out
+    }
+}
+
+/// Makes the previews of one query's hits.
+pub struct Previewer<'a> {
+    terms: HashSet<String>,
+    analyzer: TextAnalyzer,
+    query: &'a str,
+    /// A fast embedder for lines no term matches, with the query's vector once computed.
+    embedder: Option<&'a dyn Embedder>,
+    query_vector: Option<Option<Vec<f32>>>,
+}
+
+/// A candidate line of a chunk.
+struct Candidate<'t> {
+    line: u32,
+    text: &'t str,
+    heading: bool,
+    marks: Vec<(usize, usize)>,
+    matched: HashSet<String>,
+}
+
+impl<'a> Previewer<'a> {
+    /// `embedder` must be fast (the built-in static model): it embeds the lines of hits that
+    /// no query term matches.
+    pub fn new(query: &'a str, embedder: Option<&'a dyn Embedder>) -> Previewer<'a> {
+        Previewer {
+            terms: tokenizer::query_terms(query).into_iter().collect(),
+            analyzer: tokenizer::text_analyzer(),
+            query,
+            embedder,
+            query_vector: None,
+        }
+    }
+
+    /// The preview of `chunk`: one or two lines, in document order. Empty only for a chunk
+    /// without a line of text.
+    pub fn preview(&mut self, chunk: &ChunkRecord) -> Vec<PreviewLine> {
+        let mut candidates: Vec<Candidate> = chunk
+            .text
+            .lines()
+            .enumerate()
+            .filter_map(|(n, raw)| {
+                let text = raw.trim();
+                let skip = text.is_empty()
+                    || text.starts_with("```")
+                    || text.starts_with("~~~")
+                    || text.chars().all(|c| matches!(c, '-' | '=' | '|' | ':' | ' ' | '+' | '*'))
+                    || context::searchable(text).trim().is_empty();
+                (!skip).then(|| Candidate {
+                    line: chunk.start_line + n as u32,
+                    text,
+                    heading: text.starts_with('#'),
+                    marks: Vec::new(),
+                    matched: HashSet::new(),
+                })
+            })
+            .collect();
+        if candidates.is_empty() {
+            return Vec::new();
+        }
+        // Every result already shows its heading path: a heading line is shown only when
+        // the chunk has nothing else.
+        if candidates.iter().any(|c| !c.heading) {
+            candidates.retain(|c| !c.heading);
+        }
+        if !self.terms.is_empty() {
+            for c in &mut candidates {
+                self.mark(c);
+            }
+        }
+        let mut chosen = self.by_terms(&candidates);
+        if chosen.is_empty() {
+            chosen = vec![self.by_meaning(&candidates).unwrap_or(0)];
+        }
+        chosen.sort_unstable();
+        chosen.into_iter().map(|i| cut(&candidates[i])).collect()
+    }
+
+    /// Marks the query terms in a line.
+    fn mark(&mut self, c: &mut Candidate) {
+        let mut stream = self.analyzer.token_stream(c.text);
+        while let Some(token) = stream.next() {
+            if self.terms.contains(&token.text) {
+                c.matched.insert(token.text.clone());
+                c.marks.push((token.offset_from, token.offset_to));
+            }
+        }
+        c.marks = merged(std::mem::take(&mut c.marks));
+    }
+
+    /// The lines that hold query terms: the one with the most distinct terms (then the most
+    /// marks, then the earlier), and a second when it adds terms the first lacks.
+    fn by_terms(&self, candidates: &[Candidate]) -> Vec<usize> {
+        let rank = |c: &Candidate| (c.matched.len(), c.marks.len());
+        let Some(best) = candidates
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| !c.matched.is_empty())
+            .max_by(|(i, a), (j, b)| rank(a).cmp(&rank(b)).then(j.cmp(i)))
+            .map(|(i, _)| i)
+        else {
+            return Vec::new();
+        };
+        let mut chosen = vec![best];
+        let covered = &candidates[best].matched;
+        let extra = |c: &Candidate| c.matched.difference(covered).count();
+        if let Some((second, _)) = candidates
+            .iter()
+            .enumerate()
+            .filter(|(i, c)| *i != best && extra(c) > 0)
+            .max_by(|(i, a), (j, b)| extra(a).cmp(&extra(b)).then(j.cmp(i)))
+        {
+            chosen.push(second);
+        }
+        chosen
+    }
+
+    /// The line closest in meaning to the query, when there is a fast embedder.
+    fn by_meaning(&mut self, candidates: &[Candidate]) -> Option<usize> {
+        let embedder = self.embedder?;
+        let query = self
+            .query_vector
+            .get_or_insert_with(|| {
+                embedder.embed_query(self.query).ok().filter(|v| v.iter().any(|x| *x != 0.0))
+            })
+            .as_ref()?;
+        let texts: Vec<&str> = candidates.iter().map(|c| c.text).collect();
+        let vectors = embedder.embed(&texts).ok()?;
+        vectors
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.len() == query.len())
+            .map(|(i, v)| (i, v.iter().zip(query).map(|(a, b)| a * b).sum::<f32>()))
+            .filter(|(_, similarity)| *similarity > 0.0)
+            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+            .map(|(i, _)| i)
+    }
+}
+
+/// Overlapping or touching ranges merged, in order.
+fn merged(mut ranges: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
+    ranges.sort_unstable();
+    let mut out: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+    for (start, end) in ranges {
+        match out.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => out.push((start, end)),
+        }
+    }
+    out
+}
+
+/// The line as a preview: whole when short, else [`MAX_CHARS`] characters from a little
+/// before its first mark, with an ellipsis at each cut end.
+fn cut(c: &Candidate) -> PreviewLine {
+    let text = c.text;
+    if text.chars().count() <= MAX_CHARS {
+        return PreviewLine { line: c.line, text: text.to_string(), marks: c.marks.clone() };
+    }
+    let first_mark = c.marks.first().map_or(0, |m| m.0);
+    // Start LEAD_CHARS characters before the first mark, at the start of a word.
+    let mut start = text[..first_mark].char_indices().rev().nth(LEAD_CHARS).map_or(0, |(i, _)| i);
+    if start > 0
+        && let Some(space) = text[start..first_mark].find(char::is_whitespace)
+    {
+        start += space + 1;
+    }
+    let budget = MAX_CHARS - usize::from(start > 0) - 1;
+    let end = text[start..].char_indices().nth(budget).map_or(text.len(), |(i, _)| start + i);
+    let lead = if start > 0 { "…" } else { "" };
+    let tail = if end < text.len() { "…" } else { "" };
+    let shift = lead.len();
+    let marks = c
+        .marks
+        .iter()
+        .filter(|m| m.0 >= start && m.1 <= end)
+        .map(|m| (m.0 - start + shift, m.1 - start + shift))
+        .collect();
+    PreviewLine { line: c.line, text: format!("{lead}{}{tail}", &text[start..end]), marks }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(text: &str, start_line: u32) -> ChunkRecord {
+        ChunkRecord {
+            id: 1,
+            path: "a.md".into(),
+            ordinal: 0,
+            start_line,
+            end_line: start_line + text.lines().count() as u32,
+            start_byte: 0,
+            end_byte: text.len() as u64,
+            title: "A".into(),
+            heading_path: vec![],
+            text: text.into(),
+            context: String::new(),
+            snippet: None,
+            snippet_key: 0,
+            token_count: 0,
+            content_hash: 0,
+            embed_hash: 0,
+            metadata: Default::default(),
+        }
+    }
+
+    fn marked(line: &PreviewLine) -> String {
+        line.marked("[", "]")
+    }
+
+    #[test]
+    fn the_line_with_the_term_is_shown_even_when_it_is_the_last() {
+        let body = "## Retention\n\nSnapshots are kept.\nThey rotate daily.\n\nOld ones are pruned by the janitor.\n";
+        let lines = Previewer::new("janitor", None).preview(&chunk(body, 10));
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0].line, 15);
+        assert_eq!(marked(&lines[0]), "Old ones are pruned by the [janitor].");
+    }
+
+    #[test]
+    fn terms_are_matched_as_the_index_matches_them() {
+        let body = "Set entryPoints.web.address to the port.\nThe retained copies expire.";
+        let lines = Previewer::new("entry point expiring", None).preview(&chunk(body, 1));
+        let shown: Vec<String> = lines.iter().map(marked).collect();
+        assert_eq!(shown, ["Set [entryPoints].web.address to the port.", "The retained copies [expire]."]);
+    }
+
+    #[test]
+    fn headings_are_shown_only_in_a_chunk_of_headings() {
+        let lines = Previewer::new("retention", None).preview(&chunk("## Retention\n\nKept a month.\n", 1));
+        assert_eq!((lines[0].line, lines[0].text.as_str()), (3, "Kept a month."));
+        let lines = Previewer::new("retention", None).preview(&chunk("## Retention\n### Rules\n", 1));
+        assert_eq!(marked(&lines[0]), "## [Retention]");
+    }
+
+    #[test]
+    fn a_second_line_only_when_it_adds_terms() {
+        let body = "backup restore\nbackup again\nrestore again";
+        let lines = Previewer::new("backup restore", None).preview(&chunk(body, 1));
+        assert_eq!(lines.iter().map(|l| l.line).collect::<Vec<_>>(), [1]);
+    }
+
+    #[test]
+    fn without_a_matching_term_the_first_prose_line_is_shown() {
+        let body = "# Title\n\n```sh\nls\n```\nProse here.\n";
+        let lines = Previewer::new("zebra", None).preview(&chunk(body, 1));
+        assert_eq!(lines[0].text, "ls");
+        let lines = Previewer::new("zebra", None).preview(&chunk("# Title\n\nProse here.\n", 1));
+        assert_eq!(
+            (lines[0].line, lines[0].text.as_str(), lines[0].marks.is_empty()),
+            (3, "Prose here.", true)
+        );
+    }
+
+    #[test]
+    fn long_lines_are_cut_around_the_first_mark() {
+        let line = format!("{} the needle is here {}", "word ".repeat(100), "tail ".repeat(100));
+        let lines = Previewer::new("needle", None).preview(&chunk(&line, 1));
+        let shown = marked(&lines[0]);
+        assert!(shown.starts_with('…') && shown.ends_with('…'), "{shown}");
+        assert!(shown.contains("[needle]"), "{shown}");
+        assert!(lines[0].text.chars().count() <= MAX_CHARS, "{}", lines[0].text.chars().count());
+    }
+
+    #[test]
+    fn marks_stay_on_character_boundaries() {
+        let line = format!("{}ünïcödé needle ✓ {}", "é".repeat(300), "ß".repeat(300));
+        let lines = Previewer::new("needle", None).preview(&chunk(&line, 1));
+        let l = &lines[0];
+        for &(s, e) in &l.marks {
+            assert_eq!(&l.text[s..e], "needle");
+        }
+    }
+}
