@@ -171,9 +171,10 @@ after(() => {
 });
 
 test("a spent budget pauses the snippets, and the report says why and what starts a new period", async () => {
-  const folder = await waitFor("the snippet budget to be spent", async () => {
+  // The status and the message travel separately: wait for both.
+  const folder = await waitFor("the snippet budget to be spent and the pause shown", async () => {
     const f = await folderStatus();
-    return f.snippets?.state === "paused" ? f : undefined;
+    return f.snippets?.state === "paused" && shown.length > 0 ? f : undefined;
   });
   assert.equal(folder.phase, "ready");
   assert.equal(folder.index?.snippets?.max_calls, 3);
