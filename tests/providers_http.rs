@@ -509,6 +509,12 @@ fn a_save_is_searchable_by_its_words_while_the_embedding_server_is_down() {
         expand: Expand::None,
     };
     assert_eq!(engine.search(&request).unwrap()[0].chunk.path, "ops/backup.md");
+    // The default, hybrid search cannot embed its query: it answers by words; a search by
+    // meaning alone says why it cannot.
+    let hybrid = SearchRequest { mode: SearchMode::Hybrid, ..request.clone() };
+    assert_eq!(engine.search(&hybrid).unwrap()[0].chunk.path, "ops/backup.md");
+    let vector = SearchRequest { mode: SearchMode::Vector, ..request.clone() };
+    assert!(engine.search(&vector).unwrap_err().to_string().contains("503"));
     assert!(engine.pending_vectors() > 0, "the new text waits for its vector");
     assert!(engine.fill_pending_vectors(64).is_err(), "the server is still down");
 

@@ -55,6 +55,8 @@ pub enum IndexError {
     Embed(#[from] EmbedError),
     #[error("no index at {path} yet: run `situate index` first")]
     Missing { path: String },
+    #[error("another situate process is creating the index at {path}; try again when it is done")]
+    BeingCreated { path: String },
     #[error("the index is read-only here: another situate process is writing it")]
     ReadOnly,
 }

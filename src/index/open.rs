@@ -21,6 +21,9 @@ use crate::providers::{Embedder, EmbedderIdentity};
 
 /// Memory the tantivy writer may use before it flushes a segment.
 const WRITER_HEAP_BYTES: usize = 64 * 1024 * 1024;
+/// How many times a reader opens the index again when a writer in another process committed
+/// meanwhile.
+const READ_RETRIES: u32 = 5;
 
 /// One index folder, open for reading or writing.
 pub struct Index {
@@ -144,6 +147,12 @@ impl Index {
         let tantivy_dir = layout.tantivy();
         let writer: IndexWriter =
             store.writer_with_num_threads(1, WRITER_HEAP_BYTES).map_err(store_err(&tantivy_dir))?;
+        // A writer killed before its commit leaves files that no commit names (a segment's
+        // delete file, say); the next writer would reach the same names and fail on them for
+        // good. Nothing reads this store yet, so they go now.
+        if let Err(e) = writer.garbage_collect_files().wait() {
+            tracing::warn!(index = %tantivy_dir.display(), "leftover files of an unfinished write not removed: {e}");
+        }
         let (mut index, payload) =
             Index::assemble(layout, &store, fields, embedder, pipeline, Some((writer, lock)), notes)?;
         if !payload.pipeline.is_empty() && payload.pipeline != pipeline {
@@ -165,16 +174,37 @@ impl Index {
         embedder: &EmbedderIdentity,
         pipeline: &str,
     ) -> Result<Index, IndexError> {
-        if !layout.tantivy().join("meta.json").exists() {
-            return Err(IndexError::Missing { path: layout.dir.display().to_string() });
-        }
         // Only asked, not kept: a reader must not stop a writer from starting.
         let other_writer = matches!(WriterLock::try_acquire(&layout.lock()), Ok(None));
-        let (store, fields) = open_store(&layout, false)?;
-        check_store(&store, &layout.tantivy())?;
-        let (mut index, _) = Index::assemble(layout, &store, fields, embedder, pipeline, None, Vec::new())?;
-        index.other_writer = other_writer;
-        Ok(index)
+        if !layout.tantivy().join("meta.json").exists() {
+            let path = layout.dir.display().to_string();
+            return Err(if other_writer {
+                IndexError::BeingCreated { path }
+            } else {
+                IndexError::Missing { path }
+            });
+        }
+        // A writer in another process may commit while this one opens, and remove the files
+        // of the commit it had just read: read the new commit instead.
+        let mut attempt = 0;
+        loop {
+            let opened = open_store(&layout, false).and_then(|(store, fields)| {
+                check_store(&store, &layout.tantivy())?;
+                Index::assemble(layout.clone(), &store, fields, embedder, pipeline, None, Vec::new())
+            });
+            match opened {
+                Ok((mut index, _)) => {
+                    index.other_writer = other_writer;
+                    return Ok(index);
+                }
+                Err(e) if other_writer && attempt < READ_RETRIES => {
+                    attempt += 1;
+                    tracing::debug!("index changed while it was opened ({e}); reading it again");
+                    std::thread::sleep(std::time::Duration::from_millis(20 * attempt as u64));
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Builds the index around an open chunk store and loads (or repairs) the manifest and

@@ -241,7 +241,16 @@ pub fn search(
     }
     if use_vector {
         // A query of only unknown tokens embeds to nothing useful: leave the arm out.
-        let own = embed_query(embedder, &request.query)?;
+        let own = match embed_query(embedder, &request.query) {
+            Ok(v) => v,
+            // A model server that is down must not take search with it: the words (and the
+            // quick vectors) still answer. Only a search by meaning alone fails.
+            Err(e) if request.mode == SearchMode::Hybrid => {
+                tracing::warn!("the query could not be embedded, so this search matches words only: {e}");
+                None
+            }
+            Err(e) => return Err(e),
+        };
         let quick = match quick.filter(|_| index.quick_count() > 0) {
             Some(quick) => embed_query(quick, &request.query)?,
             None => None,
