@@ -189,6 +189,27 @@ fn a_restart_reopens_the_index_without_embedding_again() {
 }
 
 #[test]
+fn zeroed_bytes_inside_the_vector_file_are_found_and_the_vectors_rebuilt() {
+    let f = Fixture::standard();
+    let chunks = index_and_close(&f);
+    // Damage that keeps the file's size and header: vectors that read back wrong.
+    let path = f.index_dir().join("vectors.usearch");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let middle = bytes.len() / 2;
+    let end = (middle + 4096).min(bytes.len());
+    bytes[middle..end].fill(0);
+    std::fs::write(&path, bytes).unwrap();
+
+    let mut engine = f.engine(Counting::new());
+    let notes = engine.index().notes().to_vec();
+    assert!(notes.iter().any(|n| n.contains("checksum") && n.contains("re-embedded")), "{notes:?}");
+    let report = reconcile(&mut engine);
+    assert_eq!(report.vectors_refilled, chunks);
+    let hits = engine.search(&request("herons canal", SearchMode::Vector)).unwrap();
+    assert_eq!(hits[0].chunk.path, "journal/2026-03-02.txt");
+}
+
+#[test]
 fn a_corrupt_vector_file_is_rebuilt_from_stored_texts() {
     let f = Fixture::standard();
     let chunks = index_and_close(&f);

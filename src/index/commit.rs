@@ -74,8 +74,13 @@ impl Index {
             *write(&self.vectors) = fresh;
         }
         read(&self.vectors).save(&self.layout.vectors())?;
-        let vectors_meta =
-            VectorsMeta { generation: self.committed_generation, embedder: self.embedder.clone() };
+        let checksum =
+            files::file_checksum(&self.layout.vectors()).map_err(io_err(&self.layout.vectors()))?;
+        let vectors_meta = VectorsMeta {
+            generation: self.committed_generation,
+            embedder: self.embedder.clone(),
+            checksum: Some(checksum),
+        };
         files::write_json(&self.layout.vectors_meta(), &vectors_meta)
             .map_err(io_err(&self.layout.vectors_meta()))?;
         self.journal =

@@ -139,6 +139,25 @@ pub(super) struct CommitPayload {
 pub(super) struct VectorsMeta {
     pub(super) generation: u64,
     pub(super) embedder: EmbedderIdentity,
+    /// xxh3 of the vector file's bytes as written: damage inside it (which the file's own
+    /// format may not notice) is found on open. Absent in records of older versions.
+    #[serde(default)]
+    pub(super) checksum: Option<u64>,
+}
+
+/// The xxh3 hash of a file's bytes, read in pieces.
+pub(super) fn file_checksum(path: &Path) -> std::io::Result<u64> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buffer)?;
+        if n == 0 {
+            return Ok(hasher.digest());
+        }
+        hasher.update(&buffer[..n]);
+    }
 }
 
 /// The format record.

@@ -15,7 +15,7 @@ use super::manifest::{ChunkRef, FileEntry, Manifest};
 use super::quick::QuickVectors;
 use super::schema::{self, Fields};
 use super::snapshot::Snapshot;
-use super::vectors::VectorIndex;
+use super::vectors::{VectorError, VectorIndex};
 use super::{IndexError, OpenMode, io_err, read, store_err, tokenizer, write};
 use crate::providers::{Embedder, EmbedderIdentity};
 
@@ -298,7 +298,14 @@ impl Index {
                 let replay = Journal::replay(&journal_path, dims);
                 // A view is read-only; a journal to replay needs a copy in memory.
                 let in_memory = writable || replay.as_ref().map_or(true, |r| !r.ops.is_empty());
-                match VectorIndex::open(&path, dims, in_memory) {
+                let intact = match (m.checksum, files::file_checksum(&path)) {
+                    (Some(expected), Ok(found)) if expected != found => Err(VectorError::at(
+                        &path,
+                        "the file does not match the checksum it was written with",
+                    )),
+                    _ => Ok(()),
+                };
+                match intact.and_then(|()| VectorIndex::open(&path, dims, in_memory)) {
                     Ok(v) => {
                         *write(&self.vectors) = v;
                         let mut prune = false;

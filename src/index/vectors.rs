@@ -29,7 +29,7 @@ impl VectorError {
     fn new(message: impl ToString) -> Self {
         VectorError { path: None, message: message.to_string() }
     }
-    fn at(path: &Path, message: impl ToString) -> Self {
+    pub(super) fn at(path: &Path, message: impl ToString) -> Self {
         VectorError { path: Some(path.display().to_string()), message: message.to_string() }
     }
 }
