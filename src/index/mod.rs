@@ -16,6 +16,7 @@
 mod commit;
 pub mod files;
 mod journal;
+mod load;
 pub mod lock;
 pub mod manifest;
 pub mod metadata;
