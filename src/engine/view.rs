@@ -61,13 +61,16 @@ impl View {
         &self.snapshot
     }
 
-    /// Runs a search.
+    /// Runs a search; each hit comes with the lines that show why it matched.
     pub fn search(&self, request: &SearchRequest) -> Result<Vec<Hit>, EngineError> {
-        self.search_with(&self.setup.config.search, request)
+        let mut hits = self.search_with(&self.setup.config.search, request)?;
+        self.add_previews(&request.query, &mut hits);
+        Ok(hits)
     }
 
     /// Runs a search with other ranking settings than the configured ones (an evaluation
-    /// compares settings this way), widening the hits as `request.expand` asks.
+    /// compares settings this way), widening the hits as `request.expand` asks. Hits have
+    /// no previews: an evaluation only ranks them.
     pub fn search_with(
         &self,
         config: &SearchConfig,
@@ -75,18 +78,15 @@ impl View {
     ) -> Result<Vec<Hit>, EngineError> {
         let embedder = self.setup.embedder.as_ref();
         let quick = self.setup.quick.as_deref();
-        let mut hits = if request.expand == Expand::None {
-            search::search(&self.snapshot, embedder, quick, config, request)?
-        } else {
-            let limit = request.limit.clamp(1, search::MAX_LIMIT);
-            let pool = SearchRequest { limit: expand::pool_size(limit), ..request.clone() };
-            let hits = search::search(&self.snapshot, embedder, quick, config, &pool)?;
-            let mut files = expand::FileSource::new(&self.snapshot, &self.setup.root);
-            let settings = config.expand_settings(request.expand);
-            expand::expand(hits, limit, &settings, &mut files)?
-        };
-        self.add_previews(&request.query, &mut hits);
-        Ok(hits)
+        if request.expand == Expand::None {
+            return Ok(search::search(&self.snapshot, embedder, quick, config, request)?);
+        }
+        let limit = request.limit.clamp(1, search::MAX_LIMIT);
+        let pool = SearchRequest { limit: expand::pool_size(limit), ..request.clone() };
+        let hits = search::search(&self.snapshot, embedder, quick, config, &pool)?;
+        let mut files = expand::FileSource::new(&self.snapshot, &self.setup.root);
+        let settings = config.expand_settings(request.expand);
+        Ok(expand::expand(hits, limit, &settings, &mut files)?)
     }
 
     /// Gives each hit the lines that show why it matched `query`. Lines no query term
