@@ -50,6 +50,33 @@ impl ChunkRecord {
     }
 }
 
+#[cfg(test)]
+impl ChunkRecord {
+    /// A record of `text` in `path` from line `start_line`, every other field empty: for
+    /// tests of what reads records.
+    pub(crate) fn sample(path: &str, text: &str, start_line: u32) -> ChunkRecord {
+        ChunkRecord {
+            id: 0,
+            path: path.into(),
+            ordinal: 0,
+            start_line,
+            end_line: start_line + (text.lines().count() as u32).saturating_sub(1),
+            start_byte: 0,
+            end_byte: text.len() as u64,
+            title: String::new(),
+            heading_path: Vec::new(),
+            text: text.into(),
+            context: String::new(),
+            snippet: None,
+            snippet_key: 0,
+            token_count: 0,
+            content_hash: 0,
+            embed_hash: 0,
+            metadata: Metadata::new(),
+        }
+    }
+}
+
 /// A chunk ready to be written: the chunker's output, its header context and its snippet.
 #[derive(Debug, Clone)]
 pub struct PreparedChunk {

@@ -459,25 +459,7 @@ mod tests {
     use super::*;
 
     fn hit(path: &str, bm25: Option<f32>, similarity: Option<f32>) -> Hit {
-        let chunk = ChunkRecord {
-            id: 0,
-            path: path.into(),
-            ordinal: 0,
-            start_line: 1,
-            end_line: 1,
-            start_byte: 0,
-            end_byte: 0,
-            title: String::new(),
-            heading_path: Vec::new(),
-            text: String::new(),
-            context: String::new(),
-            snippet: None,
-            snippet_key: 0,
-            token_count: 0,
-            content_hash: 0,
-            embed_hash: 0,
-            metadata: Default::default(),
-        };
+        let chunk = ChunkRecord::sample(path, "", 1);
         Hit {
             chunk,
             score: 0.1,

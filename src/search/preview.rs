@@ -232,25 +232,7 @@ mod tests {
     use super::*;
 
     fn chunk(text: &str, start_line: u32) -> ChunkRecord {
-        ChunkRecord {
-            id: 1,
-            path: "a.md".into(),
-            ordinal: 0,
-            start_line,
-            end_line: start_line + text.lines().count() as u32,
-            start_byte: 0,
-            end_byte: text.len() as u64,
-            title: "A".into(),
-            heading_path: vec![],
-            text: text.into(),
-            context: String::new(),
-            snippet: None,
-            snippet_key: 0,
-            token_count: 0,
-            content_hash: 0,
-            embed_hash: 0,
-            metadata: Default::default(),
-        }
+        ChunkRecord::sample("a.md", text, start_line)
     }
 
     fn marked(line: &PreviewLine) -> String {
