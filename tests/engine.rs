@@ -3,13 +3,15 @@
 
 mod common;
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use common::{Counting, Failing, Fixture};
 use situate::config::Config;
 use situate::engine::Engine;
 use situate::index::OpenMode;
-use situate::search::{Expand, Hit, SearchMode, SearchRequest};
+use situate::index::tokenizer;
+use situate::search::{Expand, Hit, SearchMode, SearchRequest, coverage};
 
 fn request(query: &str, mode: SearchMode) -> SearchRequest {
     SearchRequest {
@@ -1122,4 +1124,50 @@ fn a_pasted_image_and_html_noise_are_kept_in_the_text_but_not_searched() {
     assert!(hits.iter().any(|h| h.chunk.text.contains("<!-- draft")), "comments stay in the stored text");
     let ordinals: Vec<u32> = hits.iter().map(|h| h.chunk.ordinal).collect();
     assert!(ordinals.iter().all(|&o| (o as usize) < report.chunks_written), "{ordinals:?}");
+}
+
+#[test]
+fn bm25_weighs_as_much_of_the_query_as_its_best_hit_holds() {
+    let f = Fixture::empty();
+    f.write(
+        "team/roadmap.md",
+        "# Roadmap\n\n## Planning\n\nShaping the roadmap is a shared job of the team.\n",
+    );
+    f.write(
+        "kitchen/bread.md",
+        "# Sourdough\n\n## Method\n\nKnead it, let it rise overnight, then bake a round loaf.\n",
+    );
+    f.write("ops/backup.md", "# Backups\n\n## Retention\n\nSnapshots are kept for thirty days.\n");
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    let snapshot = engine.index().snapshot();
+    let held = |text: &str| tokenizer::query_terms(text).into_iter().collect::<HashSet<_>>();
+    let query = tokenizer::query_terms("shaping a sourdough boule");
+    let roadmap = coverage(&snapshot, &query, &held("Roadmap Planning Shaping the roadmap"));
+    let bread = coverage(&snapshot, &query, &held("Sourdough shaping"));
+    // "boule" is in no chunk, so it counts against none: both query words found is all.
+    assert_eq!(bread, 1.0);
+    assert!(roadmap > 0.0 && roadmap < 1.0, "{roadmap}");
+    assert_eq!(coverage(&snapshot, &query, &held("Snapshots are kept")), 0.0);
+
+    // BM25's best hit holds only part of the query, and its share of the fused score
+    // shrinks by exactly as much; the vector arm's share stays.
+    let best_with = |power: f32| {
+        let mut config = f.config();
+        config.search.bm25_coverage = power;
+        let engine = f.engine_with(config, Counting::new());
+        let hits = engine.search(&request("shaping a sourdough boule", SearchMode::Hybrid)).unwrap();
+        hits.into_iter().find(|h| h.bm25_rank == Some(1)).expect("BM25's best hit")
+    };
+    drop(engine);
+    let (fixed, scaled) = (best_with(0.0), best_with(1.0));
+    assert_eq!(fixed.chunk.id, scaled.chunk.id);
+    let share = coverage(&snapshot, &query, &held(&fixed.chunk.embedding_text()));
+    assert!(share > 0.0 && share < 1.0, "{share}");
+    assert!(
+        (fixed.score - scaled.score - (1.0 - share)).abs() < 1e-4,
+        "{} {} {share}",
+        fixed.score,
+        scaled.score
+    );
 }

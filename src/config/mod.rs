@@ -39,11 +39,14 @@ pub struct Config {
 }
 
 impl Default for Config {
-    /// The default embedding model, and the vector weight chosen for it.
+    /// The default embedding model, and the fusion settings chosen for it.
     fn default() -> Self {
         let embedding = EmbeddingConfig::default();
-        let search =
-            SearchConfig { vector_weight: embedding.default_vector_weight(), ..SearchConfig::default() };
+        let search = SearchConfig {
+            vector_weight: embedding.default_vector_weight(),
+            bm25_coverage: embedding.default_bm25_coverage(),
+            ..SearchConfig::default()
+        };
         Config {
             index_dir: None,
             walk: WalkConfig::default(),
@@ -427,6 +430,7 @@ mod tests {
                 EmbeddingConfig::E5 { model_path: None, max_tokens: Some(256) }
             );
             assert_eq!(loaded.config.search.vector_weight, crate::providers::e5_model::VECTOR_WEIGHT);
+            assert_eq!(loaded.config.search.bm25_coverage, crate::providers::e5_model::BM25_COVERAGE);
             // Past the model's 512 positions: said, and clamped.
             let loaded =
                 Config::from_toml("[embedding]\nprovider = \"e5\"\nmax_tokens = 2048\nbatch_size = 4\n");
@@ -449,8 +453,13 @@ mod tests {
         // The static model keeps its own weight unless one is set.
         let loaded = Config::from_toml("[embedding]\nprovider = \"static\"\n");
         assert_eq!(loaded.config.search.vector_weight, crate::providers::static_model::VECTOR_WEIGHT);
-        let loaded = Config::from_toml("[embedding]\nprovider = \"static\"\n[search]\nvector_weight = 0.9\n");
-        assert_eq!(loaded.config.search.vector_weight, 0.9);
+        assert_eq!(loaded.config.search.bm25_coverage, 0.0);
+        let loaded = Config::from_toml(
+            "[embedding]\nprovider = \"static\"\n[search]\nvector_weight = 0.9\nbm25_coverage = 1\n",
+        );
+        assert_eq!((loaded.config.search.vector_weight, loaded.config.search.bm25_coverage), (0.9, 1.0));
+        let loaded = Config::from_toml("[search]\nbm25_coverage = -1\n");
+        assert_eq!(keys(&loaded), ["search.bm25_coverage"]);
     }
 
     #[test]

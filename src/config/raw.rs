@@ -92,6 +92,7 @@ pub(super) struct RawSearch {
     pub(super) expand: Setting<Expand>,
     pub(super) window: Setting<usize>,
     pub(super) merge_share: Setting<f32>,
+    pub(super) bm25_coverage: Setting<f32>,
 }
 
 #[derive(Debug, Default, Deserialize)]

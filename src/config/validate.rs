@@ -193,6 +193,12 @@ impl Config {
                     Err(format!("must be more than 0 and at most 1, got {x}"))
                 }
             }),
+            bm25_coverage: v.take(
+                "search.bm25_coverage",
+                s.bm25_coverage,
+                embedding.default_bm25_coverage(),
+                non_negative_finite,
+            ),
         };
         let index_dir = match raw.index_dir {
             Setting::Set(p) => Some(p),

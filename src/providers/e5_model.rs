@@ -16,7 +16,10 @@ const MODEL_NAME: &str = "multilingual-e5-small-q4";
 /// Length of e5-small's vectors.
 pub const DIMENSIONS: usize = 384;
 /// This model's weight in score fusion by default (BM25's is 1).
-pub const VECTOR_WEIGHT: f32 = 0.7;
+pub const VECTOR_WEIGHT: f32 = 0.5;
+/// How far BM25's weight follows the share of the query its best hit holds, with this
+/// model's vectors beside it (`search.bm25_coverage`).
+pub const BM25_COVERAGE: f32 = 0.5;
 /// The fewest tokens per text a setting may ask for.
 pub const MIN_TOKENS: usize = 8;
 

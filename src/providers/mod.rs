@@ -104,6 +104,16 @@ impl EmbeddingConfig {
             _ => static_model::VECTOR_WEIGHT,
         }
     }
+
+    /// How far BM25's weight follows its best hit's share of the query when
+    /// `search.bm25_coverage` is not set, chosen with the vector weight. Models not
+    /// measured there get the static model's (none).
+    pub fn default_bm25_coverage(&self) -> f32 {
+        match self {
+            EmbeddingConfig::E5 { .. } => e5_model::BM25_COVERAGE,
+            _ => static_model::BM25_COVERAGE,
+        }
+    }
 }
 
 /// The built-in transformer model's file as the binary carries it.

@@ -26,6 +26,9 @@ pub const PROVIDER: &str = "static";
 /// This model's weight in score fusion by default (BM25's is 1); also the weight of its
 /// quick vectors while a slower model's are pending.
 pub const VECTOR_WEIGHT: f32 = 0.3;
+/// How far BM25's weight follows its best hit's share of the query with this model's
+/// vectors beside it: not at all, since they are too weak to lean on when BM25 is unsure.
+pub const BM25_COVERAGE: f32 = 0.0;
 
 const MODEL_FILE: &str = "model.safetensors";
 const TOKENIZER_FILE: &str = "tokenizer.json";

@@ -35,8 +35,7 @@ pub fn bm25(
         (TextField::Snippet, boosts.snippet),
         (TextField::Metadata, boosts.title),
     ];
-    let total = snapshot.num_docs() as f32;
-    let idf = |df: u64| (1.0 + (total - df as f32 + 0.5) / (df as f32 + 0.5)).ln();
+    let idf = idf_of(snapshot);
     let mut query = Vec::new();
     for term in terms {
         let field_terms: Vec<(TextField, f32, u64)> = fields
@@ -59,4 +58,37 @@ pub fn bm25(
         }
     }
     snapshot.search_terms(&query, limit, within)
+}
+
+/// BM25's inverse document frequency over the chunks of `snapshot`.
+fn idf_of(snapshot: &Snapshot) -> impl Fn(u64) -> f32 {
+    let total = snapshot.num_docs() as f32;
+    move |df: u64| (1.0 + (total - df as f32 + 0.5) / (df as f32 + 0.5)).ln()
+}
+
+/// How much of the query a chunk holds: the IDF-weighted share of the query's analysed
+/// `terms` found among the chunk's own analysed terms (`held`), from 0 to 1. A keyword
+/// query's best BM25 hit holds nearly all of it; a paraphrase's best hit often holds only
+/// its common words.
+pub fn coverage(snapshot: &Snapshot, terms: &[String], held: &std::collections::HashSet<String>) -> f32 {
+    let idf = idf_of(snapshot);
+    let (mut found, mut all) = (0.0, 0.0);
+    for term in terms {
+        let df =
+            [TextField::Text, TextField::Title, TextField::Headings, TextField::Path, TextField::Metadata]
+                .into_iter()
+                .map(|f| snapshot.doc_freq(f, term))
+                .max()
+                .unwrap_or(0);
+        if df == 0 {
+            // A word the workspace does not have cannot count against any chunk.
+            continue;
+        }
+        let w = idf(df);
+        all += w;
+        if held.contains(term) {
+            found += w;
+        }
+    }
+    if all > 0.0 { found / all } else { 0.0 }
 }

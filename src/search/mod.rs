@@ -11,14 +11,14 @@ pub mod filter;
 mod fuse;
 pub mod preview;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
 use crate::index::{ChunkRecord, IndexError, Snapshot, tokenizer};
 use crate::providers::Embedder;
-pub use bm25::{FieldBoosts, bm25};
+pub use bm25::{FieldBoosts, bm25, coverage};
 pub use expand::{Expand, ExpandSettings, Expansion};
 pub use filter::Filter;
 pub use fuse::{Fused, Fusion, Ranked, fuse};
@@ -81,6 +81,9 @@ pub struct SearchConfig {
     /// `merge` expansion: the share of a section's chunks that must be hits for the whole
     /// section to replace them.
     pub merge_share: f32,
+    /// How far the BM25 arm's weight follows the share of the query its best candidate
+    /// holds (that share raised to this power; 0: a fixed weight). See [`Arms::new`].
+    pub bm25_coverage: f32,
 }
 
 impl Default for SearchConfig {
@@ -107,6 +110,8 @@ impl Default for SearchConfig {
             expand: Expand::None,
             window: 1,
             merge_share: 0.5,
+            // The static model's, as the vector weight is; e5's is its own.
+            bm25_coverage: crate::providers::static_model::BM25_COVERAGE,
         }
     }
 }
@@ -122,7 +127,8 @@ impl SearchConfig {
         }
     }
 
-    /// How a hybrid search weighs its arms, for reports: `score: bm25 1, vector 0.3` or
+    /// How a hybrid search weighs its arms, for reports: `score: bm25 1, vector 0.3`,
+    /// `score: bm25 1 × coverage^0.5, vector 0.5` or
     /// `rrf k=10: bm25 1, vector 0.5`; `-` for a search with one arm.
     pub fn fusion_label(&self) -> String {
         if self.mode != SearchMode::Hybrid {
@@ -132,7 +138,12 @@ impl SearchConfig {
             Fusion::Score => "score".to_string(),
             Fusion::Rrf => format!("rrf k={}", self.rrf_k),
         };
-        format!("{method}: bm25 {}, vector {}", self.bm25_weight, self.vector_weight)
+        let coverage = if self.bm25_coverage > 0.0 {
+            format!(" × coverage^{}", self.bm25_coverage)
+        } else {
+            String::new()
+        };
+        format!("{method}: bm25 {}{coverage}, vector {}", self.bm25_weight, self.vector_weight)
     }
 
     /// The expansion settings, with `expand` as the kind of expansion.
@@ -238,6 +249,9 @@ pub fn search(
     if use_bm25 {
         let terms = tokenizer::query_terms(&request.query);
         arms.words.ids = bm25(index, &terms, config.boosts(), candidates, &within)?;
+        if use_vector && arms.coverage_power > 0.0 {
+            arms.words.weight *= best_coverage(index, &terms, &arms.words.ids)?.powf(arms.coverage_power);
+        }
     }
     if use_vector {
         // A query of only unknown tokens embeds to nothing useful: leave the arm out.
@@ -281,6 +295,14 @@ pub fn search(
     hits_of(index, arms, config, limit, keep)
 }
 
+/// The share of the query (by IDF) that BM25's best candidate holds.
+fn best_coverage(index: &Snapshot, terms: &[String], ids: &[(u64, f32)]) -> Result<f32, SearchError> {
+    let Some(&(best, _)) = ids.first() else { return Ok(1.0) };
+    let Some(record) = index.records(&[best])?.remove(&best) else { return Ok(1.0) };
+    let held: HashSet<String> = tokenizer::query_terms(&record.embedding_text()).into_iter().collect();
+    Ok(coverage(index, terms, &held))
+}
+
 /// The query's vector, or `None` when it embeds to nothing (only unknown tokens).
 fn embed_query(embedder: &dyn Embedder, query: &str) -> Result<Option<Vec<f32>>, SearchError> {
     let v = embedder.embed_query(query).map_err(|e| SearchError::Index(e.into()))?;
@@ -319,6 +341,8 @@ struct Arms {
     words: Ranked,
     vector: Ranked,
     quick: Ranked,
+    /// The power of BM25's coverage that scales its weight in this search.
+    coverage_power: f32,
 }
 
 impl Arms {
@@ -327,6 +351,13 @@ impl Arms {
     /// its arm's full weight: scaled this way, the few chunks of a file saved a moment ago
     /// cannot outrank the best match among thousands of vectors, while on a first index,
     /// before any vector of the slow model exists, the quick arm has the whole weight.
+    ///
+    /// BM25's weight follows how much of the query its best candidate holds (to the power
+    /// `bm25_coverage`): min-max normalisation gives an arm's best candidate full marks even
+    /// when it matched only the query's common words, as for a paraphrase, and the vector
+    /// arm then needs a larger lead to win. A keyword query's best hit holds all of it and
+    /// keeps BM25's whole weight. The power is the model's own and fades with the quick
+    /// arm's share: the static model's vectors are too weak to lean on.
     fn new(config: &SearchConfig, index: &Snapshot) -> Arms {
         let quick_share = match index.num_docs() {
             0 => 0.0,
@@ -336,6 +367,7 @@ impl Arms {
             words: Ranked { weight: config.bm25_weight, ids: Vec::new() },
             vector: Ranked { weight: config.vector_weight * (1.0 - quick_share), ids: Vec::new() },
             quick: Ranked { weight: QUICK_WEIGHT * quick_share, ids: Vec::new() },
+            coverage_power: config.bm25_coverage * (1.0 - quick_share),
         }
     }
 }

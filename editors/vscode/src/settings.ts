@@ -33,6 +33,7 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
   { key: "search.rrfK", server: "search.rrf_k" },
   { key: "search.bm25Weight", server: "search.bm25_weight" },
   { key: "search.vectorWeight", server: "search.vector_weight" },
+  { key: "search.bm25Coverage", server: "search.bm25_coverage" },
   { key: "search.titleBoost", server: "search.title_boost" },
   { key: "search.headingsBoost", server: "search.headings_boost" },
   { key: "search.pathBoost", server: "search.path_boost" },
