@@ -38,8 +38,7 @@ fn main() {
     // The first tier, the one every search has at once: the static model. (e5's vectors
     // follow in the background; `benches/e5.rs` and `benches/lsp.rs` measure them.)
     let mut config = Config { index_dir: Some(work.path().join("index")), ..Config::default() };
-    config.embedding = situate::providers::EmbeddingConfig::Static { model_path: None };
-    config.search.vector_weight = config.embedding.default_vector_weight();
+    config.set_embedding(situate::providers::EmbeddingConfig::Static { model_path: None });
 
     let t = Instant::now();
     let embedder = embedder_for(&config.embedding).expect("built-in model");

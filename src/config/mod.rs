@@ -41,21 +41,26 @@ pub struct Config {
 impl Default for Config {
     /// The default embedding model, and the fusion settings chosen for it.
     fn default() -> Self {
-        let embedding = EmbeddingConfig::default();
-        let search = SearchConfig {
-            vector_weight: embedding.default_vector_weight(),
-            bm25_coverage: embedding.default_bm25_coverage(),
-            ..SearchConfig::default()
-        };
-        Config {
+        let mut config = Config {
             index_dir: None,
             walk: WalkConfig::default(),
             chunk: ChunkConfig::default(),
             context: ContextConfig::default(),
-            search,
-            embedding,
+            search: SearchConfig::default(),
+            embedding: EmbeddingConfig::default(),
             snippets: None,
-        }
+        };
+        config.set_embedding(EmbeddingConfig::default());
+        config
+    }
+}
+
+impl Config {
+    /// Uses `embedding`, with the fusion settings chosen for its model.
+    pub fn set_embedding(&mut self, embedding: EmbeddingConfig) {
+        self.search.vector_weight = embedding.default_vector_weight();
+        self.search.bm25_coverage = embedding.default_bm25_coverage();
+        self.embedding = embedding;
     }
 }
 

@@ -55,8 +55,7 @@ impl Fixture {
     /// (the default model, e5, is tested through the binary and in `tests/e5.rs`).
     pub fn config(&self) -> Config {
         let mut config = Config { index_dir: Some(self.index_dir()), ..Config::default() };
-        config.embedding = situate::providers::EmbeddingConfig::Static { model_path: None };
-        config.search.vector_weight = config.embedding.default_vector_weight();
+        config.set_embedding(situate::providers::EmbeddingConfig::Static { model_path: None });
         config
     }
 
