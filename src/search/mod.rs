@@ -527,4 +527,14 @@ mod tests {
         assert!(!under("docsx/a.md", "docs"));
         assert!(under("x.md", ""));
     }
+
+    #[test]
+    fn the_fusion_label_names_the_coverage_power_when_there_is_one() {
+        let config = SearchConfig::default();
+        assert_eq!(config.fusion_label(), "score: bm25 1, vector 0.3");
+        let config = SearchConfig { bm25_coverage: 0.5, vector_weight: 0.5, ..config };
+        assert_eq!(config.fusion_label(), "score: bm25 1 × coverage^0.5, vector 0.5");
+        let config = SearchConfig { mode: SearchMode::Bm25, ..config };
+        assert_eq!(config.fusion_label(), "-");
+    }
 }
