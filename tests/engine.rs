@@ -1143,12 +1143,13 @@ fn bm25_weighs_as_much_of_the_query_as_its_best_hit_holds() {
     let snapshot = engine.index().snapshot();
     let held = |text: &str| tokenizer::query_terms(text).into_iter().collect::<HashSet<_>>();
     let query = tokenizer::query_terms("shaping a sourdough boule");
-    let roadmap = coverage(&snapshot, &query, &held("Roadmap Planning Shaping the roadmap"));
-    let bread = coverage(&snapshot, &query, &held("Sourdough shaping"));
+    let boosts = f.config().search.boosts();
+    let roadmap = coverage(&snapshot, &query, boosts, &held("Roadmap Planning Shaping the roadmap"));
+    let bread = coverage(&snapshot, &query, boosts, &held("Sourdough shaping"));
     // "boule" is in no chunk, so it counts against none: both query words found is all.
     assert_eq!(bread, 1.0);
     assert!(roadmap > 0.0 && roadmap < 1.0, "{roadmap}");
-    assert_eq!(coverage(&snapshot, &query, &held("Snapshots are kept")), 0.0);
+    assert_eq!(coverage(&snapshot, &query, boosts, &held("Snapshots are kept")), 0.0);
 
     // BM25's best hit holds only part of the query, and its share of the fused score
     // shrinks by exactly as much; the vector arm's share stays.
@@ -1162,7 +1163,7 @@ fn bm25_weighs_as_much_of_the_query_as_its_best_hit_holds() {
     drop(engine);
     let (fixed, scaled) = (best_with(0.0), best_with(1.0));
     assert_eq!(fixed.chunk.id, scaled.chunk.id);
-    let share = coverage(&snapshot, &query, &held(&fixed.chunk.embedding_text()));
+    let share = coverage(&snapshot, &query, boosts, &held(&fixed.chunk.embedding_text()));
     assert!(share > 0.0 && share < 1.0, "{share}");
     assert!(
         (fixed.score - scaled.score - (1.0 - share)).abs() < 1e-4,

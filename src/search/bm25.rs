@@ -3,6 +3,8 @@
 //! matter values in the header (tags, aliases: other names for the document) weigh as
 //! the title does.
 
+use std::collections::HashSet;
+
 use crate::index::{IndexError, Snapshot, TextField, WeightedTerm};
 
 /// BM25 field weights (the text field weighs 1).
@@ -27,28 +29,15 @@ pub fn bm25(
     if terms.is_empty() || limit == 0 {
         return Ok(Vec::new());
     }
-    let fields = [
-        (TextField::Text, 1.0),
-        (TextField::Title, boosts.title),
-        (TextField::Headings, boosts.headings),
-        (TextField::Path, boosts.path),
-        (TextField::Snippet, boosts.snippet),
-        (TextField::Metadata, boosts.title),
-    ];
     let idf = idf_of(snapshot);
     let mut query = Vec::new();
     for term in terms {
-        let field_terms: Vec<(TextField, f32, u64)> = fields
-            .iter()
-            .filter(|(_, boost)| *boost > 0.0)
-            .map(|&(field, boost)| (field, boost, snapshot.doc_freq(field, term)))
-            .collect();
+        let (field_terms, shared_df) = field_doc_freqs(snapshot, term, boosts);
         // One IDF per term, as BM25F has it: tantivy weighs each field by the term's
         // rarity in that field, so a word common in text ("request") but rare among
         // titles and paths would earn a large bonus in every short field that has it.
         // Scaling each field to the term's document-level IDF (approximated by its
         // largest document frequency over the fields) removes that bonus.
-        let shared_df = field_terms.iter().map(|(_, _, df)| *df).max().unwrap_or(0);
         for (field, boost, df) in field_terms {
             if df == 0 {
                 continue;
@@ -60,6 +49,31 @@ pub fn bm25(
     snapshot.search_terms(&query, limit, within)
 }
 
+/// The searched fields with their boosts, those boosted above 0 only, and the document
+/// frequency of `term` in each; then the term's document frequency as a whole, taken as its
+/// largest over those fields.
+fn field_doc_freqs(
+    snapshot: &Snapshot,
+    term: &str,
+    boosts: FieldBoosts,
+) -> (Vec<(TextField, f32, u64)>, u64) {
+    let fields = [
+        (TextField::Text, 1.0),
+        (TextField::Title, boosts.title),
+        (TextField::Headings, boosts.headings),
+        (TextField::Path, boosts.path),
+        (TextField::Snippet, boosts.snippet),
+        (TextField::Metadata, boosts.title),
+    ];
+    let field_terms: Vec<(TextField, f32, u64)> = fields
+        .into_iter()
+        .filter(|(_, boost)| *boost > 0.0)
+        .map(|(field, boost)| (field, boost, snapshot.doc_freq(field, term)))
+        .collect();
+    let shared = field_terms.iter().map(|(_, _, df)| *df).max().unwrap_or(0);
+    (field_terms, shared)
+}
+
 /// BM25's inverse document frequency over the chunks of `snapshot`.
 fn idf_of(snapshot: &Snapshot) -> impl Fn(u64) -> f32 {
     let total = snapshot.num_docs() as f32;
@@ -67,19 +81,14 @@ fn idf_of(snapshot: &Snapshot) -> impl Fn(u64) -> f32 {
 }
 
 /// How much of the query a chunk holds: the IDF-weighted share of the query's analysed
-/// `terms` found among the chunk's own analysed terms (`held`), from 0 to 1. A keyword
-/// query's best BM25 hit holds nearly all of it; a paraphrase's best hit often holds only
-/// its common words.
-pub fn coverage(snapshot: &Snapshot, terms: &[String], held: &std::collections::HashSet<String>) -> f32 {
+/// `terms` found among the chunk's own analysed terms (`held`), from 0 to 1, with the IDF
+/// that [`bm25`] gives each term under `boosts`. A keyword query's best BM25 hit holds
+/// nearly all of it; a paraphrase's best hit often holds only its common words.
+pub fn coverage(snapshot: &Snapshot, terms: &[String], boosts: FieldBoosts, held: &HashSet<String>) -> f32 {
     let idf = idf_of(snapshot);
     let (mut found, mut all) = (0.0, 0.0);
     for term in terms {
-        let df =
-            [TextField::Text, TextField::Title, TextField::Headings, TextField::Path, TextField::Metadata]
-                .into_iter()
-                .map(|f| snapshot.doc_freq(f, term))
-                .max()
-                .unwrap_or(0);
+        let (_, df) = field_doc_freqs(snapshot, term, boosts);
         if df == 0 {
             // A word the workspace does not have cannot count against any chunk.
             continue;

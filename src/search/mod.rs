@@ -250,7 +250,8 @@ pub fn search(
         let terms = tokenizer::query_terms(&request.query);
         arms.words.ids = bm25(index, &terms, config.boosts(), candidates, &within)?;
         if use_vector && arms.coverage_power > 0.0 {
-            arms.words.weight *= best_coverage(index, &terms, &arms.words.ids)?.powf(arms.coverage_power);
+            let share = best_coverage(index, &terms, config.boosts(), &arms.words.ids)?;
+            arms.words.weight *= share.powf(arms.coverage_power);
         }
     }
     if use_vector {
@@ -296,11 +297,16 @@ pub fn search(
 }
 
 /// The share of the query (by IDF) that BM25's best candidate holds.
-fn best_coverage(index: &Snapshot, terms: &[String], ids: &[(u64, f32)]) -> Result<f32, SearchError> {
+fn best_coverage(
+    index: &Snapshot,
+    terms: &[String],
+    boosts: FieldBoosts,
+    ids: &[(u64, f32)],
+) -> Result<f32, SearchError> {
     let Some(&(best, _)) = ids.first() else { return Ok(1.0) };
     let Some(record) = index.records(&[best])?.remove(&best) else { return Ok(1.0) };
     let held: HashSet<String> = tokenizer::query_terms(&record.embedding_text()).into_iter().collect();
-    Ok(coverage(index, terms, &held))
+    Ok(coverage(index, terms, boosts, &held))
 }
 
 /// The query's vector, or `None` when it embeds to nothing (only unknown tokens).
