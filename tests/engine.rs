@@ -864,13 +864,18 @@ fn quick_vectors_cover_every_pending_chunk_through_fills_restarts_and_readers() 
     assert_eq!(found(&reader), found(&engine));
     drop(reader);
 
-    // A restart: the quick vectors are made again from the stored texts.
+    // A restart reads them from the index folder: nothing is embedded again, so the quick
+    // vector file does not grow.
+    let quick_file = f.index_dir().join("quick.vec");
+    let size = std::fs::metadata(&quick_file).unwrap().len();
     drop(engine);
     let mut engine = f.engine(Counting::slow());
     engine.fill_pending_vectors_later(true);
     assert_eq!(engine.view().snapshot().quick_count(), chunks - half);
     reconcile(&mut engine);
     assert_eq!(engine.pending_vectors(), chunks - half);
+    assert_eq!(std::fs::metadata(&quick_file).unwrap().len(), size);
+    assert!(engine.notes().is_empty(), "{:?}", engine.notes());
     while engine.pending_vectors() > 0 {
         engine.fill_pending_vectors(4).unwrap();
     }
@@ -884,6 +889,42 @@ fn quick_vectors_cover_every_pending_chunk_through_fills_restarts_and_readers() 
     std::fs::remove_file(f.root().join("ops/pager.md")).unwrap();
     engine.update(&["ops/pager.md".to_string()]).unwrap();
     assert_eq!(engine.view().snapshot().quick_count(), 0);
+}
+
+#[test]
+fn a_damaged_quick_vector_file_is_read_around_and_made_again() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::slow());
+    engine.fill_pending_vectors_later(true);
+    reconcile(&mut engine);
+    let chunks = engine.index().manifest().chunk_count();
+    let expected = engine.search(&request("sourdough starter dough", SearchMode::Vector)).unwrap();
+    drop(engine);
+    let quick_file = f.index_dir().join("quick.vec");
+    for how in 0..5 {
+        damage(&quick_file, how);
+        // A reader cannot repair: it says so and makes them in memory for itself.
+        let reader = {
+            // Another process writes (holds the lock) but has not opened the index yet.
+            let _lock = situate::index::lock::WriterLock::try_acquire(&f.index_dir().join("writer.lock"))
+                .unwrap()
+                .unwrap();
+            let reader = f.engine(Counting::slow());
+            assert!(reader.is_read_only());
+            reader
+        };
+        assert!(reader.notes().iter().any(|n| n.contains("quick")), "{how}: {:?}", reader.notes());
+        assert_eq!(reader.view().snapshot().quick_count(), chunks, "{how}");
+        drop(reader);
+        // A writer makes them again, once, and they are found as before.
+        let engine = f.engine(Counting::slow());
+        assert!(engine.notes().iter().any(|n| n.contains("quick")), "{how}: {:?}", engine.notes());
+        assert_eq!(engine.view().snapshot().quick_count(), chunks, "{how}");
+        let hits = engine.search(&request("sourdough starter dough", SearchMode::Vector)).unwrap();
+        assert_eq!(top_paths(&hits), top_paths(&expected), "{how}");
+        drop(engine);
+        assert!(f.engine(Counting::slow()).notes().is_empty(), "{how}: repaired for good");
+    }
 }
 
 /// Every way a chunk-store file can be damaged: cut in half, zeroed, emptied, removed, or

@@ -167,7 +167,7 @@ impl Engine {
         };
         // A slow model's vectors come late; the built-in model's stand in for them meanwhile.
         let quick = quick_model_for(embedder.as_ref())?;
-        index.set_quick_embedder(quick.clone());
+        index.set_quick_embedder(quick.clone())?;
         index.stand_in_for_vectorless()?;
         let mut snippets = match &config.snippets {
             Some(c) => match SnippetSetup::from_config(c) {

@@ -28,15 +28,24 @@ impl Index {
             self.committed_generation = generation;
             self.store_dirty = false;
             self.reader.reload().map_err(store_err(&tantivy_dir))?;
-        } else if !self.manifest_dirty && self.pending_removals.is_empty() {
+        } else if !self.manifest_dirty
+            && self.pending_removals.is_empty()
+            && !self.quick_log.as_ref().is_some_and(|q| q.is_dirty())
+        {
             return Ok(());
         }
         for id in std::mem::take(&mut self.pending_removals) {
-            write(&self.quick).remove(id);
+            if let Some(log) = self.quick_log.as_mut() {
+                log.drop_id(id);
+            }
             write(&self.vectors).remove(id)?;
             self.pending_ops.push(VectorOp::Remove(id));
         }
         self.persist_vectors()?;
+        if let Some(log) = self.quick_log.as_mut() {
+            let path = self.layout.quick();
+            self.manifest.quick = Some(log.commit().map_err(io_err(&path))?);
+        }
         self.manifest.generation = self.committed_generation;
         // Chunks committed without vectors are embedded after a restart if not before.
         self.manifest.vectors_pending = !self.pending_vectors.is_empty() || self.vectors_unchecked;
@@ -48,6 +57,13 @@ impl Index {
             .map_err(io_err(&self.layout.manifest()))?;
         self.committed_manifest = Arc::new(self.manifest.clone());
         self.manifest_dirty = false;
+        if let Some(set) = self.quick_log.as_mut().and_then(|log| log.publish()) {
+            let path = self.layout.quick();
+            self.quick = Arc::new(set.map_err(|e| IndexError::Io {
+                path: path.display().to_string(),
+                source: std::io::Error::other(e),
+            })?);
+        }
         Ok(())
     }
 

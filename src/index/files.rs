@@ -38,6 +38,10 @@ impl IndexLayout {
     pub fn vectors_journal(&self) -> PathBuf {
         self.dir.join("vectors.journal")
     }
+    /// Quick vectors standing in for pending ones (the quick module).
+    pub fn quick(&self) -> PathBuf {
+        self.dir.join("quick.vec")
+    }
     pub fn manifest(&self) -> PathBuf {
         self.dir.join("manifest.json")
     }

@@ -72,6 +72,21 @@ pub struct Manifest {
     /// chunk is checked again.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub snippet_identity: String,
+    /// The quick vector file as of this commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quick: Option<QuickFile>,
+}
+
+/// What a commit records of the quick vector file: whose vectors it holds, how many of its
+/// rows were committed, and their checksum.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuickFile {
+    /// The quick model (`provider/model`).
+    pub model: String,
+    pub dimensions: usize,
+    pub rows: u64,
+    /// xxh3 of the committed rows.
+    pub checksum: u64,
 }
 
 impl Manifest {
@@ -83,6 +98,11 @@ impl Manifest {
     /// Chunk id by embedded-text hash, for reusing vectors of texts already embedded.
     pub fn ids_by_embed_hash(&self) -> HashMap<u64, u64> {
         self.files.values().flat_map(|f| f.chunks.iter()).map(|c| (c.embed_hash, c.id)).collect()
+    }
+
+    /// The ids of every chunk.
+    pub fn chunk_ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.files.values().flat_map(|f| f.chunks.iter().map(|c| c.id))
     }
 
     /// Whether a file's recorded size and mtime say it is unchanged.

@@ -12,7 +12,7 @@ use super::files::{self, CommitPayload, FORMAT_VERSION, FormatRecord, IndexLayou
 use super::journal::{Journal, VectorOp};
 use super::lock::WriterLock;
 use super::manifest::{ChunkRef, FileEntry, Manifest};
-use super::quick::QuickVectors;
+use super::quick::{QuickLog, QuickSet};
 use super::schema::{self, Fields};
 use super::snapshot::Snapshot;
 use super::vectors::VectorIndex;
@@ -58,12 +58,19 @@ pub struct Index {
     pub(super) pending_vectors: Vec<u64>,
     /// The quick model whose vectors stand in for pending ones (`None`: no stand-ins).
     pub(super) quick_embedder: Option<Arc<dyn Embedder>>,
-    /// Stand-in vectors of the chunks whose vectors are pending, shared with snapshots.
-    pub(super) quick: Arc<RwLock<QuickVectors>>,
+    /// Stand-in vectors of the chunks whose vectors are pending, as of the last commit,
+    /// shared with snapshots.
+    pub(super) quick: Arc<QuickSet>,
+    /// The quick vector file (writers with a quick model).
+    pub(super) quick_log: Option<QuickLog>,
+    /// Chunk id by embedded-text hash, kept up to date by a writer once first asked for.
+    pub(super) embed_hashes: Option<std::collections::HashMap<u64, u64>>,
     /// Why parts of the index were rebuilt or repaired while opening.
     pub(super) notes: Vec<String>,
     /// Another process held the writer lock when this one opened the index.
     pub(super) other_writer: bool,
+    /// Opened for a search by words alone: no vectors were read ([`OpenMode::ReadWords`]).
+    pub(super) words_only: bool,
     pub(super) _lock: Option<WriterLock>,
 }
 
@@ -95,7 +102,8 @@ impl Index {
                     None => Ok(None),
                 }
             }
-            OpenMode::ReadOnly => Index::open_read_only(layout, embedder, pipeline).map(Some),
+            OpenMode::ReadOnly => Index::open_read_only(layout, embedder, pipeline, true).map(Some),
+            OpenMode::ReadWords => Index::open_read_only(layout, embedder, pipeline, false).map(Some),
         }
     }
 
@@ -154,7 +162,8 @@ impl Index {
             tracing::warn!(index = %tantivy_dir.display(), "leftover files of an unfinished write not removed: {e}");
         }
         let (mut index, payload) =
-            Index::assemble(layout, &store, fields, embedder, pipeline, Some((writer, lock)), notes)?;
+            Index::assemble(layout, &store, fields, embedder, pipeline, Some((writer, lock)), Vectors::Load)?;
+        index.notes.splice(0..0, notes);
         if !payload.pipeline.is_empty() && payload.pipeline != pipeline {
             index.notes.push("chunking or context settings changed: files are re-chunked".to_string());
             // Forgetting the content hashes makes the next reconcile re-chunk every file,
@@ -173,6 +182,7 @@ impl Index {
         layout: IndexLayout,
         embedder: &EmbedderIdentity,
         pipeline: &str,
+        with_vectors: bool,
     ) -> Result<Index, IndexError> {
         // Only asked, not kept: a reader must not stop a writer from starting.
         let other_writer = matches!(WriterLock::try_acquire(&layout.lock()), Ok(None));
@@ -190,7 +200,8 @@ impl Index {
         loop {
             let opened = open_store(&layout, false).and_then(|(store, fields)| {
                 check_store(&store, &layout.tantivy())?;
-                Index::assemble(layout.clone(), &store, fields, embedder, pipeline, None, Vec::new())
+                let vectors = if with_vectors { Vectors::Load } else { Vectors::Skip };
+                Index::assemble(layout.clone(), &store, fields, embedder, pipeline, None, vectors)
             });
             match opened {
                 Ok((mut index, _)) => {
@@ -216,7 +227,7 @@ impl Index {
         embedder: &EmbedderIdentity,
         pipeline: &str,
         writer: Option<(IndexWriter, WriterLock)>,
-        notes: Vec<String>,
+        vectors: Vectors,
     ) -> Result<(Index, CommitPayload), IndexError> {
         let payload = read_payload(store);
         let reader = store
@@ -246,12 +257,17 @@ impl Index {
             pending_vectors: Vec::new(),
             quick_embedder: None,
             quick: Arc::default(),
-            notes,
+            quick_log: None,
+            embed_hashes: None,
+            notes: Vec::new(),
             other_writer: false,
+            words_only: vectors == Vectors::Skip,
             _lock: lock,
         };
         index.load_manifest(&payload)?;
-        index.load_vectors(writable)?;
+        if vectors == Vectors::Load {
+            index.load_vectors(writable)?;
+        }
         if index.manifest.vectors_pending {
             index.vectors_unchecked = true;
         }
@@ -396,6 +412,13 @@ impl Index {
     }
 }
 
+/// Whether an open reads the vectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Vectors {
+    Load,
+    Skip,
+}
+
 fn open_store(layout: &IndexLayout, create: bool) -> Result<(tantivy::Index, Fields), IndexError> {
     let dir = layout.tantivy();
     if create {
@@ -486,9 +509,14 @@ fn clear_index_files(layout: &IndexLayout) -> Result<(), IndexError> {
     if tantivy.exists() {
         std::fs::remove_dir_all(&tantivy).map_err(io_err(&tantivy))?;
     }
-    for p in
-        [layout.vectors(), layout.vectors_meta(), layout.vectors_journal(), layout.manifest(), layout.meta()]
-    {
+    for p in [
+        layout.vectors(),
+        layout.vectors_meta(),
+        layout.vectors_journal(),
+        layout.quick(),
+        layout.manifest(),
+        layout.meta(),
+    ] {
         match std::fs::remove_file(&p) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

@@ -5,16 +5,57 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::record::ChunkRecord;
+use super::quick::{self, QuickLog, QuickSet};
 use super::write::embed_texts;
-use super::{Index, IndexError, read, write};
+use super::{Index, IndexError, io_err, read};
 use crate::providers::Embedder;
 
 impl Index {
     /// The model whose vectors stand in for pending ones ([`super::quick`]): the built-in
-    /// static model when the index's own model is slow, `None` otherwise.
-    pub fn set_quick_embedder(&mut self, quick: Option<Arc<dyn Embedder>>) {
-        self.quick_embedder = quick;
+    /// static model when the index's own model is slow, `None` otherwise. Opens the quick
+    /// vector file the last commit left (a writer cuts off an unfinished write, or starts it
+    /// afresh when it does not match its record); nothing is embedded here.
+    pub fn set_quick_embedder(&mut self, quick: Option<Arc<dyn Embedder>>) -> Result<(), IndexError> {
+        self.quick_embedder = quick.filter(|_| !self.words_only);
+        let path = self.layout.quick();
+        let Some(model) = self.quick_embedder.as_ref().map(|q| q.identity()) else {
+            if self.writer.is_some() && self.manifest.quick.take().is_some() {
+                self.manifest_dirty = true;
+                let _ = std::fs::remove_file(&path);
+            }
+            self.quick = Arc::default();
+            return Ok(());
+        };
+        let name = format!("{}/{}", model.provider, model.model);
+        let wanted = self.pending_filter();
+        let record = self.committed_manifest.quick.clone();
+        if self.writer.is_some() {
+            let (mut log, note) = QuickLog::open(&path, &name, model.dimensions, record.as_ref(), &wanted)
+                .map_err(io_err(&path))?;
+            if let Some(note) = note.filter(|_| self.committed_manifest.vectors_pending) {
+                self.notes.push(note);
+            }
+            if let Some(set) = log.publish() {
+                self.quick = Arc::new(set.map_err(|e| IndexError::Io {
+                    path: path.display().to_string(),
+                    source: std::io::Error::other(e),
+                })?);
+            }
+            self.quick_log = Some(log);
+        } else if let Some(record) = record.filter(|r| r.model == name) {
+            match quick::open_set(&path, &record, model.dimensions, &wanted) {
+                Ok(set) => self.quick = Arc::new(set),
+                Err(e) => self.notes.push(format!("{e}: quick vectors are made in memory")),
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a chunk of the last commit waits for its own vector.
+    fn pending_filter(&self) -> impl Fn(u64) -> bool + use<> {
+        let live: HashSet<u64> = self.committed_manifest.chunk_ids().collect();
+        let vectors = Arc::clone(&self.vectors);
+        move |id| live.contains(&id) && !read(&vectors).contains(id)
     }
 
     /// Embeds the stored texts of chunks that have no vector (after a crash, a corrupt
@@ -42,40 +83,75 @@ impl Index {
             return Ok(0);
         }
         let queued: HashSet<u64> = self.pending_vectors.iter().copied().collect();
-        let missing: Vec<ChunkRecord> =
-            self.vectorless_records()?.into_iter().filter(|r| !queued.contains(&r.id)).collect();
+        let missing: Vec<u64> = self.vectorless_ids().into_iter().filter(|id| !queued.contains(id)).collect();
         let count = missing.len();
-        self.stand_in_records(&missing)?;
-        self.pending_vectors.extend(missing.into_iter().map(|r| r.id));
+        self.stand_in_ids(&missing)?;
+        self.pending_vectors.extend(missing);
         self.vectors_unchecked = false;
         Ok(count)
     }
 
-    /// Quick vectors for the committed chunks that have no vector of their own, right after
-    /// opening, so that searches cover them before a reconcile queues them (a reader never
-    /// does). Returns how many chunks have one.
+    /// Quick vectors for the committed chunks that have no vector of their own and no quick
+    /// vector on disk (the quick file was lost, or the index was written before it was
+    /// kept), right after opening, so that searches cover them before a reconcile queues
+    /// them. A reader keeps them in memory. Returns how many were made.
     pub fn stand_in_for_vectorless(&mut self) -> Result<usize, IndexError> {
         if self.quick_embedder.is_none() || !self.committed_manifest.vectors_pending {
             return Ok(0);
         }
-        let missing = self.vectorless_records()?;
-        self.stand_in_records(&missing)?;
-        Ok(missing.len())
+        let missing = self.vectorless_ids();
+        if self.quick_log.is_some() {
+            let made = self.stand_in_ids(&missing)?;
+            if made > 0 {
+                self.commit()?;
+            }
+            return Ok(made);
+        }
+        let missing: Vec<u64> = missing.into_iter().filter(|id| !self.quick.contains(*id)).collect();
+        if missing.is_empty() {
+            return Ok(0);
+        }
+        let Some(quick) = self.quick_embedder.clone() else { return Ok(0) };
+        let records = self.snapshot().records(&missing)?;
+        let texts: Vec<(u64, String)> = records.values().map(|r| (r.id, r.embedding_text())).collect();
+        let mut vectors = embed_texts(quick.as_ref(), &texts)?;
+        let dims = quick.identity().dimensions;
+        for id in self.quick.ids() {
+            if let Some(v) = self.quick.vector_of(id) {
+                vectors.push((id, v));
+            }
+        }
+        self.quick = Arc::new(QuickSet::in_memory(dims, &vectors));
+        Ok(texts.len())
     }
 
-    /// Committed chunks without a vector of their own.
-    fn vectorless_records(&self) -> Result<Vec<ChunkRecord>, IndexError> {
+    /// Committed chunks without a vector of their own, in id order.
+    fn vectorless_ids(&self) -> Vec<u64> {
         let vectors = read(&self.vectors);
-        Ok(self.snapshot().all_records()?.into_iter().filter(|r| !vectors.contains(r.id)).collect())
+        let mut ids: Vec<u64> = self.manifest.chunk_ids().filter(|id| !vectors.contains(*id)).collect();
+        ids.sort_unstable();
+        ids
     }
 
-    /// Quick vectors for those of `records` that have none yet.
-    fn stand_in_records(&mut self, records: &[ChunkRecord]) -> Result<(), IndexError> {
-        let texts: Vec<(u64, String)> = {
-            let quick = read(&self.quick);
-            records.iter().filter(|r| !quick.contains(r.id)).map(|r| (r.id, r.embedding_text())).collect()
+    /// Quick vectors for those of `ids` that have none yet (their stored texts embedded by
+    /// the quick model). Returns how many were made.
+    fn stand_in_ids(&mut self, ids: &[u64]) -> Result<usize, IndexError> {
+        if self.quick_embedder.is_none() {
+            return Ok(0);
+        }
+        let need: Vec<u64> = match &self.quick_log {
+            Some(log) => ids.iter().copied().filter(|id| !log.contains(*id)).collect(),
+            None => return Ok(0),
         };
-        self.stand_in(&texts)
+        let mut made = 0;
+        for batch in need.chunks(4_096) {
+            let records = self.snapshot().records(batch)?;
+            let texts: Vec<(u64, String)> =
+                batch.iter().filter_map(|id| records.get(id)).map(|r| (r.id, r.embedding_text())).collect();
+            made += texts.len();
+            self.stand_in(&texts)?;
+        }
+        Ok(made)
     }
 
     /// Records how fast the index's model filled pending vectors (`chunks` in `seconds`),
@@ -115,8 +191,10 @@ impl Index {
             self.stage_vector(id, v)?;
         }
         // A chunk removed meanwhile has no record, and needs no stand-in either.
-        for id in ids.iter().filter(|id| !records.contains_key(id)) {
-            write(&self.quick).remove(*id);
+        if let Some(log) = self.quick_log.as_mut() {
+            for id in ids.iter().filter(|id| !records.contains_key(id)) {
+                log.drop_id(*id);
+            }
         }
         self.pending_vectors.drain(..take);
         self.manifest_dirty = true;

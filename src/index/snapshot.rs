@@ -10,7 +10,7 @@ use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocAddress, DocSet, Searcher, TERMINATED, TantivyDocument, Term};
 
 use super::manifest::Manifest;
-use super::quick::QuickVectors;
+use super::quick::QuickSet;
 use super::record::{ChunkRecord, StoredFileMeta, record_of, u64_of};
 use super::schema::Fields;
 use super::vectors::VectorIndex;
@@ -27,7 +27,7 @@ pub struct Snapshot {
     pub(super) searcher: Searcher,
     pub(super) fields: Fields,
     pub(super) vectors: Arc<RwLock<VectorIndex>>,
-    pub(super) quick: Arc<RwLock<QuickVectors>>,
+    pub(super) quick: Arc<QuickSet>,
     pub(super) manifest: Arc<Manifest>,
     pub(super) store_dir: PathBuf,
     /// Tokens per field over the live chunks, counted once per commit on first use.
@@ -100,16 +100,13 @@ impl Snapshot {
         let mut own = Vec::new();
         let mut quick = Vec::new();
         let vectors = read(&self.vectors);
-        let quick_vectors = read(&self.quick);
         for &id in ids {
             if let Some(v) = vectors.get(id) {
                 if v.len() == query.len() && !query.is_empty() {
                     own.push((id, dot(&v, query)));
                 }
-            } else if let (Some(q), Some(v)) = (quick_query, quick_vectors.vectors_of(id))
-                && v.len() == q.len()
-            {
-                quick.push((id, dot(&v, q)));
+            } else if let Some(score) = quick_query.and_then(|q| self.quick.similarity(id, q)) {
+                quick.push((id, score));
             }
         }
         for list in [&mut own, &mut quick] {
@@ -174,18 +171,18 @@ impl Snapshot {
 
     /// Chunks whose vectors are pending that have a quick vector standing in.
     pub fn quick_count(&self) -> usize {
-        read(&self.quick).len()
+        self.quick.len()
     }
 
     /// The quick vector standing in for a chunk's pending one.
     pub fn quick_vector_of(&self, id: u64) -> Option<Vec<f32>> {
-        read(&self.quick).vectors_of(id)
+        self.quick.vector_of(id)
     }
 
     /// Among the chunks whose vectors are pending, the `limit` nearest to `query` (a vector
     /// of the quick model), with cosine similarities.
     pub fn nearest_quick(&self, query: &[f32], limit: usize) -> Vec<(u64, f32)> {
-        read(&self.quick).nearest(query, limit)
+        self.quick.nearest(query, limit)
     }
 
     fn id_at(&self, address: DocAddress) -> Option<u64> {

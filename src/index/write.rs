@@ -32,7 +32,7 @@ impl Index {
             return Err(IndexError::ReadOnly);
         }
         let mut stats = ApplyStats::default();
-        let reusable = self.manifest.ids_by_embed_hash();
+        let mut reusable = self.take_embed_hashes();
         // Vectors first: if embedding fails, nothing of this batch has been written.
         let mut upserts = Vec::new();
         for change in changes {
@@ -77,6 +77,7 @@ impl Index {
                 }
                 let snippet_pending = matches!(prepared.snippet, SnippetSlot::Missing { .. });
                 refs.push(ChunkRef { id, embed_hash, snippet_pending });
+                reusable.insert(embed_hash, id);
             }
             staged.push((file, refs));
         }
@@ -120,6 +121,7 @@ impl Index {
         if stats.files_written + stats.files_removed > 0 {
             self.store_dirty = true;
         }
+        self.embed_hashes = Some(reusable);
         Ok(stats)
     }
 
@@ -128,7 +130,9 @@ impl Index {
     pub(super) fn stage_vector(&mut self, id: u64, vector: Vec<f32>) -> Result<(), IndexError> {
         write(&self.vectors).add(id, &vector)?;
         self.pending_ops.push(VectorOp::Add(id, vector));
-        write(&self.quick).remove(id);
+        if let Some(log) = self.quick_log.as_mut() {
+            log.drop_id(id);
+        }
         Ok(())
     }
 
@@ -136,10 +140,26 @@ impl Index {
     /// there is a quick model: the quick model embeds thousands of texts a second).
     pub(super) fn stand_in(&mut self, items: &[(u64, String)]) -> Result<(), IndexError> {
         let Some(quick) = self.quick_embedder.clone() else { return Ok(()) };
+        if self.quick_log.is_none() {
+            return Ok(());
+        }
         for (id, v) in embed_texts(quick.as_ref(), items)? {
-            write(&self.quick).insert(id, v);
+            if let Some(log) = self.quick_log.as_mut() {
+                log.stage(id, &v);
+            }
         }
         Ok(())
+    }
+
+    /// The chunk id of each embedded text's hash, built from the manifest once and then
+    /// kept up to date, so that a batch costs what it holds, not the size of the index. An
+    /// entry may name a chunk that is gone: its vector is gone too, and the text is
+    /// embedded again.
+    fn take_embed_hashes(&mut self) -> std::collections::HashMap<u64, u64> {
+        match self.embed_hashes.take() {
+            Some(map) => map,
+            None => self.manifest.ids_by_embed_hash(),
+        }
     }
 
     fn delete_file_docs(&mut self, path: &str) {
@@ -167,7 +187,7 @@ impl Index {
         }
         let ids: Vec<u64> = updates.iter().map(|u| u.chunk_id).collect();
         let records = self.snapshot().records(&ids)?;
-        let reusable = self.manifest.ids_by_embed_hash();
+        let mut reusable = self.take_embed_hashes();
         let mut staged: Vec<(ChunkRecord, StoredFileMeta)> = Vec::new();
         let mut to_embed: Vec<(u64, String)> = Vec::new();
         for update in updates {
@@ -210,7 +230,9 @@ impl Index {
                 c.embed_hash = record.embed_hash;
                 c.snippet_pending = false;
             }
+            reusable.insert(record.embed_hash, record.id);
         }
+        self.embed_hashes = Some(reusable);
         if !staged.is_empty() {
             self.store_dirty = true;
         }
