@@ -57,7 +57,12 @@ fn limit_parser() -> impl clap::builder::TypedValueParser<Value = usize> {
 }
 
 pub fn run(args: SearchArgs, config: Option<&Path>, out: &mut impl Write) -> Result<()> {
-    let mode = if args.no_update { OpenMode::ReadOnly } else { OpenMode::Write };
+    // A search by words alone, on the index as it is, reads no vectors.
+    let mode = match (args.no_update, args.mode.as_ref()) {
+        (true, Some(ModeArg::Bm25)) => OpenMode::ReadWords,
+        (true, _) => OpenMode::ReadOnly,
+        (false, _) => OpenMode::Write,
+    };
     let mut engine = open(&args.dir, config, mode)?;
     if !args.no_update {
         if engine.is_read_only() {

@@ -76,6 +76,9 @@ pub enum OpenMode {
     /// Take the writer lock (fails over to read-only in the caller when it is held).
     Write,
     ReadOnly,
+    /// Read-only, for a search by words alone: no vector file is read, so opening costs
+    /// the same whatever the number of vectors.
+    ReadWords,
 }
 
 /// The fields BM25 searches.
