@@ -28,6 +28,41 @@ const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(5);
 /// Chunks embedded between two checks of the clock when vectors are filled in late.
 const FILL_BATCH: usize = 64;
 
+/// A checkpoint may take at most this share of a long run: a commit writes the manifest
+/// whole, which grows with the index, so on a large index commits come further apart and
+/// indexing time stays linear in the corpus.
+const CHECKPOINT_SHARE: u32 = 10;
+
+/// When a long run commits what it has done: every few seconds or every few thousand
+/// files, but never so often that commits take more than a tenth of the time.
+struct Checkpoints {
+    last: Instant,
+    /// How long the last commit took.
+    cost: Duration,
+    files: usize,
+}
+
+impl Checkpoints {
+    fn new() -> Self {
+        Checkpoints { last: Instant::now(), cost: Duration::ZERO, files: 0 }
+    }
+
+    /// Commits if one is due, after `files` more files were applied.
+    fn after(&mut self, files: usize, index: &mut Index) -> Result<(), IndexError> {
+        self.files += files;
+        let elapsed = self.last.elapsed();
+        let due = self.files >= CHECKPOINT_FILES || elapsed >= CHECKPOINT_INTERVAL;
+        if due && elapsed >= self.cost * CHECKPOINT_SHARE {
+            let started = Instant::now();
+            index.commit()?;
+            self.cost = started.elapsed();
+            self.last = Instant::now();
+            self.files = 0;
+        }
+        Ok(())
+    }
+}
+
 impl Engine {
     /// With `true`, a reconcile with a slow embedder commits the texts and leaves their
     /// vectors to [`Engine::fill_pending_vectors`], called by its owner between other work.
@@ -96,23 +131,17 @@ impl Engine {
         }
 
         let total = to_read.len();
-        let mut since_checkpoint = 0;
-        let mut last_commit = Instant::now();
+        let mut checkpoints = Checkpoints::new();
         for (n, batch) in to_read.chunks(READ_BATCH).enumerate() {
             let prepared: Vec<Result<Prepared, Skipped>> =
                 batch.par_iter().map(|f| self.prepare(f)).collect();
             for p in prepared {
                 stage(p, &self.index, &mut report, &mut changes, &mut skipped);
             }
-            since_checkpoint += batch.len();
             let stats =
                 self.index.apply(std::mem::take(&mut changes), self.setup.embedder.as_ref(), timing)?;
             report.add(stats);
-            if since_checkpoint >= CHECKPOINT_FILES || last_commit.elapsed() >= CHECKPOINT_INTERVAL {
-                self.index.commit()?;
-                since_checkpoint = 0;
-                last_commit = Instant::now();
-            }
+            checkpoints.after(batch.len(), &mut self.index)?;
             progress(Progress::Indexing { done: ((n + 1) * READ_BATCH).min(total), total });
             if self.interrupt.swap(false, Ordering::Relaxed) {
                 report.interrupted = true;
@@ -146,7 +175,7 @@ impl Engine {
     ) -> Result<(), EngineError> {
         let total = self.index.pending_vector_count();
         let mut done = 0;
-        let mut last_commit = Instant::now();
+        let mut checkpoints = Checkpoints::new();
         while self.index.pending_vector_count() > 0 {
             let batch_started = Instant::now();
             let embedded = self.index.fill_pending_vectors(self.setup.embedder.as_ref(), FILL_BATCH)?;
@@ -154,10 +183,7 @@ impl Engine {
             report.vectors_embedded += embedded;
             done = (total - self.index.pending_vector_count()).max(done);
             progress(Progress::Embedding { done, total });
-            if last_commit.elapsed() >= CHECKPOINT_INTERVAL {
-                self.index.commit()?;
-                last_commit = Instant::now();
-            }
+            checkpoints.after(0, &mut self.index)?;
             if self.interrupt.swap(false, Ordering::Relaxed) {
                 report.interrupted = true;
                 break;
