@@ -115,7 +115,9 @@ async def scenario(binary, workspace):
     out["show_line"] = await call(s1, "show", {"path": "ops/backup.md:12"})
     out["show_file"] = await call(s1, "show", {"path": "ops/backup.md"})
     out["similar"] = await call(s1, "similar", {"path": "ops/deploy.md", "line": 8, "k": 3})
-    out["status"] = await call(s1, "status", {})
+    # The e5 vectors are filled in the background while calls are answered; the status is
+    # read once they are all in.
+    out["status"] = await wait_for_vectors(s1)
 
     out["error_empty_query"] = await call(s1, "search", {"query": "   "})
     out["error_k"] = await call(s1, "search", {"query": "backups", "k": 500})
@@ -164,6 +166,17 @@ async def wait_for_writer(session):
     for _ in range(100):
         status = await call(session, "status", {})
         if (status.get("structured") or {}).get("writer"):
+            break
+        await asyncio.sleep(0.1)
+    return status
+
+
+async def wait_for_vectors(session):
+    """Status of `session` once no vector is pending (the background fill takes a moment)."""
+    status = None
+    for _ in range(600):
+        status = await call(session, "status", {})
+        if ((status.get("structured") or {}).get("pending") or {}).get("vectors") == 0:
             break
         await asyncio.sleep(0.1)
     return status

@@ -721,3 +721,104 @@ fn the_cli_stops_at_the_quick_tier_on_request_and_searches_never_wait_for_a_slow
     assert_eq!(s["vectors_pending"], 1);
     assert!(s["vectors_eta_secs"].as_u64().is_some(), "{s}");
 }
+
+/// A bare MCP client over the server's stdio (newline-delimited JSON-RPC), enough to call
+/// tools; the protocol itself is checked with the official SDK in `tests/mcp.rs`.
+struct McpPeer {
+    child: std::process::Child,
+    out: std::io::BufReader<std::process::ChildStdout>,
+    next: u64,
+}
+
+impl McpPeer {
+    fn start(f: &Fixture) -> McpPeer {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_situate"))
+            .args(["mcp", "--dir"])
+            .arg(f.root())
+            .env("XDG_CACHE_HOME", f.index.path())
+            .env("SITUATE_LOG", "warn")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut peer = McpPeer { child, out, next: 0 };
+        let init = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}});
+        peer.request("initialize", init);
+        peer.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        peer
+    }
+
+    fn send(&mut self, message: Value) {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        use std::io::BufRead;
+        self.next += 1;
+        self.send(json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            assert!(self.out.read_line(&mut line).unwrap() > 0, "the MCP server closed its output");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == self.next {
+                return message["result"].clone();
+            }
+        }
+    }
+
+    fn tool(&mut self, name: &str, arguments: Value) -> Value {
+        let result = self.request("tools/call", json!({"name": name, "arguments": arguments}));
+        assert_eq!(result["isError"], false, "{result:#}");
+        result["structuredContent"].clone()
+    }
+}
+
+impl Drop for McpPeer {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_mcp_server_answers_at_once_while_a_slow_models_vectors_are_filled_in_the_background() {
+    let f = Fixture::standard();
+    let server = TestServer::start();
+    // Each request to the model server takes a while: a fill of the workspace takes
+    // several of them, and the first answer must not wait for them all.
+    server.set_latency(Duration::from_millis(800));
+    f.write(
+        "situate.toml",
+        format!(
+            "[embedding]\nprovider = \"openai\"\nmodel = \"mini\"\nbase_url = \"{}\"\nmax_retries = 0\n\
+             dimensions = {}\nbatch_size = 2\n",
+            server.openai_url(),
+            dimensions()
+        ),
+    );
+    let mut mcp = McpPeer::start(&f);
+    let first = mcp.tool("search", json!({"query": "how long are backups kept?", "k": 3}));
+    assert_eq!(first["results"][0]["path"], "ops/backup.md", "{first:#}");
+    let note = first["note"].as_str().unwrap_or_default();
+    assert!(note.contains("passages still wait for their vectors from mini@"), "{first:#}");
+    let status = mcp.tool("status", json!({}));
+    let chunks = status["chunks"].as_u64().unwrap();
+    assert!(status["pending"]["vectors"].as_u64().unwrap() > 0, "{status:#}");
+
+    // No further call is needed: the background fill gets through them all.
+    let mut last = status;
+    for _ in 0..600 {
+        if last["pending"]["vectors"] == 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        last = mcp.tool("status", json!({}));
+    }
+    assert_eq!(last["pending"]["vectors"], 0, "{last:#}");
+    assert!(server.embedding_batches().iter().map(Vec::len).sum::<usize>() as u64 >= chunks);
+    let done = mcp.tool("search", json!({"query": "how long are backups kept?", "k": 3}));
+    assert!(!done["note"].as_str().unwrap_or_default().contains("still wait"), "{done:#}");
+}

@@ -2,7 +2,9 @@
 //! writer lock when it is free and read-only otherwise, and brought up to date before every
 //! tool call: a reconcile when this server writes (a walk and a stat per file when nothing
 //! changed), a reload of the other writer's last commit when it reads, and a takeover when
-//! the other writer lets go.
+//! the other writer lets go. A slow model's vectors never hold back an answer: the texts are
+//! committed first and searched through the built-in model's vectors, and the slow model's
+//! are filled in the background a few at a time ([`Folder::fill_some`]), between tool calls.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -75,9 +77,9 @@ impl Folder {
             }
         };
         let engine = slot.engine.insert(engine);
-        let mut notice = None;
+        let mut notices = Vec::new();
         if engine.is_read_only() {
-            notice = Some(
+            notices.push(
                 "another process (an editor or a second server) is writing this index: answers come \
                  from its last commit, which may miss the latest changes to files"
                     .to_string(),
@@ -93,18 +95,51 @@ impl Folder {
                 Ok(_) => {}
                 Err(e) => {
                     tracing::warn!("cannot update the index: {e}");
-                    notice = Some(format!(
+                    notices.push(format!(
                         "the index could not be brought up to date ({e}): answers come from its last commit"
                     ));
                 }
             }
         }
-        Ok(Fresh { view: engine.view(), writer: !engine.is_read_only(), notice })
+        let view = engine.view();
+        let status = view.status();
+        if status.vectors_pending > 0 {
+            notices.push(format!(
+                "{} of {} passages still wait for their vectors from {}{}: the built-in static model's \
+                 stand in for them meanwhile, so matches by meaning are rougher until then",
+                status.vectors_pending,
+                status.chunks,
+                status.embedder.model,
+                status
+                    .vectors_eta_secs
+                    .map(|s| format!(" (about {} min left)", s.div_ceil(60)))
+                    .unwrap_or_default()
+            ));
+        }
+        let notice = (!notices.is_empty()).then(|| notices.join("; "));
+        Ok(Fresh { view, writer: !engine.is_read_only(), notice })
+    }
+
+    /// Embeds up to `max` of the chunks whose vectors a slow model still owes, when this
+    /// server writes the index, and commits them. Returns how many are still owed.
+    pub fn fill_some(&self, max: usize) -> Result<usize, String> {
+        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(engine) = slot.engine.as_mut().filter(|e| !e.is_read_only()) else { return Ok(0) };
+        if engine.pending_vectors() == 0 || self.stopping.load(Ordering::Relaxed) {
+            return Ok(0);
+        }
+        engine.fill_pending_vectors(max).map_err(|e| format!("cannot fill in the model's vectors: {e}"))?;
+        Ok(engine.pending_vectors())
+    }
+
+    /// Whether the server is stopping.
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Relaxed)
     }
 
     /// Opens the engine, under the writer lock when it is free.
     fn open(&self) -> Result<Engine, String> {
-        let engine = Engine::open(&self.dir, self.config.as_deref(), OpenMode::Write).map_err(|e| {
+        let mut engine = Engine::open(&self.dir, self.config.as_deref(), OpenMode::Write).map_err(|e| {
             if e.is_missing_index() {
                 "another process is building this workspace's index and has not committed it yet: \
                  try again in a moment"
@@ -113,6 +148,8 @@ impl Folder {
                 format!("cannot open the index of {}: {e}", self.dir.display())
             }
         })?;
+        // Tool calls answer at once; the slow model's vectors come from `fill_some`.
+        engine.fill_pending_vectors_later(true);
         for problem in engine.config_problems() {
             tracing::warn!("{problem} (using the default)");
         }

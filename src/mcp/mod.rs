@@ -23,6 +23,14 @@ use rmcp::ServiceExt;
 
 /// How long a stopping server waits for a reconcile under way to commit what it has done.
 const STOP_GRACE: Duration = Duration::from_secs(10);
+/// How long one step of the background fill may hold the index: a tool call waits at most
+/// about this long for it. The number of chunks a step embeds follows the model's speed.
+const FILL_STEP_TIME: Duration = Duration::from_millis(500);
+/// The most chunks one step embeds.
+const FILL_STEP_MAX: usize = 64;
+/// How long the background fill rests when there is nothing to fill, and after a failure.
+const FILL_IDLE: Duration = Duration::from_millis(500);
+const FILL_BACKOFF: Duration = Duration::from_secs(30);
 
 /// A failure that keeps the server from serving.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +52,8 @@ pub fn serve_stdio(dir: &Path, config: Option<&Path>) -> Result<(), McpError> {
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let folder = Arc::new(folder::Folder::new(dir, config));
+    let filler = Arc::clone(&folder);
+    std::thread::spawn(move || fill_in_background(&filler));
     let result = runtime.block_on(async {
         let warm = Arc::clone(&folder);
         tokio::task::spawn_blocking(move || {
@@ -64,4 +74,35 @@ pub fn serve_stdio(dir: &Path, config: Option<&Path>) -> Result<(), McpError> {
     folder.stop();
     runtime.shutdown_timeout(STOP_GRACE);
     result
+}
+
+/// Fills in a slow model's vectors a few at a time while the server runs, leaving the
+/// index to tool calls in between.
+fn fill_in_background(folder: &folder::Folder) {
+    let mut failing = false;
+    let mut step = 1;
+    while !folder.is_stopping() {
+        let started = std::time::Instant::now();
+        let result = folder.fill_some(step);
+        let took = started.elapsed();
+        if took < FILL_STEP_TIME / 2 {
+            step = (step * 2).min(FILL_STEP_MAX);
+        } else if took > FILL_STEP_TIME {
+            step = (step / 2).max(1);
+        }
+        match result {
+            // The lock is not fair: a pause lets a waiting tool call take it.
+            Ok(left) if left > 0 => std::thread::sleep(Duration::from_millis(2)),
+            Ok(_) => std::thread::sleep(FILL_IDLE),
+            Err(e) => {
+                if !failing {
+                    tracing::warn!("{e}; trying again in {} s", FILL_BACKOFF.as_secs());
+                }
+                failing = true;
+                std::thread::sleep(FILL_BACKOFF);
+                continue;
+            }
+        }
+        failing = false;
+    }
 }
