@@ -221,12 +221,37 @@ async function runCommand(title) {
   await page.keyboard.press("Enter");
 }
 
-/** Opens Search Workspace and types a query; resolves once the picker shows the answer to it. */
-async function search(query, { expect }) {
+const pickerTitle = () => page.locator(".quick-input-widget .quick-input-title");
+
+/** Opens Search Workspace and types a query; resolves once the picker shows an answer (hits or a notice). */
+async function search(query) {
   await runCommand("Situate: Search Workspace");
-  await page.locator(".quick-input-widget .quick-input-title").filter({ hasText: "Situate: Search Workspace" }).waitFor({ timeout: 10_000 });
+  await pickerTitle().filter({ hasText: "Situate: Search Workspace" }).waitFor({ timeout: 10_000 });
   await quickInput().pressSequentially(query, { delay: 20 });
-  await expect();
+  await pickRows().first().or(pickerTitle().filter({ hasText: "—" })).first().waitFor({ timeout: 20_000 });
+}
+
+/**
+ * Searches until `answered` holds for what the picker shows, as a user types the query
+ * again after the index has caught up (a save, a new setting); fails after `seconds`.
+ */
+async function searchUntil(query, answered, seconds, what) {
+  const deadline = Date.now() + seconds * 1000;
+  for (;;) {
+    await search(query);
+    // The rows of one answer are drawn together; give a late answer a moment.
+    await page.waitForTimeout(300);
+    const rows = (await pickRows().allInnerTexts()).map((r) => r.replace(/\u00a0/g, " "));
+    const title = await pickerTitle().innerText();
+    if (answered(rows, title)) {
+      return { rows, title };
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`for "${query}" the picker never showed ${what}; it shows "${title}" over ${JSON.stringify(rows.slice(0, 3))}`);
+    }
+    await page.keyboard.press("Escape");
+    await page.waitForTimeout(1_000);
+  }
 }
 
 const userData = path.join(work, "user-data");
@@ -350,10 +375,8 @@ await step("the palette lists the Situate commands", async () => {
 });
 
 await step(`Search Workspace lists ops/backup.md with its heading path and line for "${QUERY}"`, async () => {
-  await search(QUERY, {
-    expect: () => pickRows().filter({ hasText: "ops/backup.md:12" }).first().waitFor({ timeout: 20_000 }),
-  });
-  const first = (await pickRows().first().innerText()).replace(/\u00a0/g, " ");
+  const { rows } = await searchUntil(QUERY, (rows) => rows.length > 0, 20, "any hit");
+  const first = rows[0];
   check(first.includes("Backup policy › Backups › Retention"), `the first pick lacks the heading path: ${first}`);
   check(first.includes("ops/backup.md:12"), `the first pick is not ops/backup.md:12: ${first}`);
   check(first.includes("Snapshots are kept for thirty days."), `the first pick lacks the matching line: ${first}`);
@@ -399,17 +422,14 @@ await step("an edited and saved file is found by its new words", async () => {
   await page.keyboard.press("Control+S");
   await page.locator(".tabs-container .tab.active.dirty").waitFor({ state: "detached", timeout: 10_000 });
   check(fs.readFileSync(path.join(workspace, "ops/backup.md"), "utf8").includes(NEW_WORDS), "the save did not reach the file");
-  await search("quartz lantern ledger", {
-    expect: () => pickRows().filter({ hasText: "ops/backup.md:20" }).first().waitFor({ timeout: 20_000 }),
-  });
-  const first = (await pickRows().first().innerText()).replace(/\u00a0/g, " ");
-  check(first.includes(NEW_WORDS), `the first pick is not the new paragraph: ${first}`);
+  const { rows } = await searchUntil("quartz lantern ledger", (rows) => rows.some((r) => r.includes(NEW_WORDS)), 30, "the new paragraph");
+  check(rows[0].includes("ops/backup.md:20") && rows[0].includes(NEW_WORDS), `the first pick is not the new paragraph: ${rows[0]}`);
   await page.keyboard.press("Escape");
 });
 
 await step(`with the search mode set to bm25 in the Settings editor, "${NONSENSE_QUERY}" finds nothing`, async () => {
   // In the default hybrid mode the vector arm answers any query with its nearest passages.
-  await search(NONSENSE_QUERY, { expect: () => pickRows().first().waitFor({ timeout: 20_000 }) });
+  await searchUntil(NONSENSE_QUERY, (rows) => rows.length > 0, 20, "the vector arm's hits");
   await page.keyboard.press("Escape");
 
   await runCommand("Preferences: Open Settings (UI)");
@@ -429,20 +449,8 @@ await step(`with the search mode set to bm25 in the Settings editor, "${NONSENSE
   await page.locator(".settings-editor").waitFor({ state: "hidden", timeout: 10_000 }).catch(() => page.keyboard.press("Control+W"));
 
   // The server reopens the folder with the new settings; a search soon goes by words only.
-  const deadline = Date.now() + 30_000;
-  let title = "";
-  for (;;) {
-    await search(NONSENSE_QUERY, {
-      expect: () => page.locator(".quick-input-widget .quick-input-title").filter({ hasText: "—" }).or(pickRows().first()).first().waitFor({ timeout: 20_000 }),
-    });
-    title = await page.locator(".quick-input-widget .quick-input-title").innerText();
-    if (title.includes(`no results for "${NONSENSE_QUERY}"`) || Date.now() > deadline) {
-      break;
-    }
-    await page.keyboard.press("Escape");
-    await page.waitForTimeout(1_000);
-  }
-  check(title.includes(`no results for "${NONSENSE_QUERY}"`), `in bm25 mode the picker still shows hits: ${title}`);
+  const { title } = await searchUntil(NONSENSE_QUERY, (rows, title) => rows.length === 0 && title.includes("no results for"), 30, "no results");
+  check(title.includes(`no results for "${NONSENSE_QUERY}"`), `in bm25 mode the picker says: ${title}`);
 });
 
 await shutDown();
