@@ -151,7 +151,13 @@ function writeSettings(userData) {
 
 function runCodeServer(args, options = {}) {
   return spawn(codeServer, args, {
-    env: { ...process.env, XDG_CONFIG_HOME: path.join(work, "xdg"), XDG_DATA_HOME: path.join(work, "xdg") },
+    env: {
+      ...process.env,
+      XDG_CONFIG_HOME: path.join(work, "xdg"),
+      XDG_DATA_HOME: path.join(work, "xdg"),
+      // The language server the extension starts inherits this: its log lands beside the screenshots.
+      SITUATE_LOG_FILE: path.join(artifacts, "situate-server.log"),
+    },
     stdio: ["ignore", "pipe", "pipe"],
     ...options,
   });
@@ -270,7 +276,6 @@ await step("install the packaged extension", async () => {
   check(installed.length === 1, `the extensions folder holds ${JSON.stringify(fs.readdirSync(extensions))}`);
 });
 
-let url;
 await step("start code-server and open the workspace", async () => {
   fs.writeFileSync(path.join(work, "config.yaml"), "bind-addr: 127.0.0.1:0\nauth: none\ncert: false\n");
   const log = fs.createWriteStream(codeServerLog());
@@ -301,7 +306,7 @@ await step("start code-server and open the workspace", async () => {
     });
     codeServerProcess.on("exit", (code) => reject(new Error(`code-server exited (${code}): ${seen}`)));
   });
-  url = `${address}/?folder=${encodeURIComponent(workspace)}`;
+  const url = `${address}/?folder=${encodeURIComponent(workspace)}`;
 
   browser = await chromium.launch({
     executablePath: chromiumPath,
