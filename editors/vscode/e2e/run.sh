@@ -22,7 +22,8 @@ missing=()
 [ -n "$chromium" ] && [ -x "$chromium" ] || missing+=("chromium")
 command -v npm >/dev/null 2>&1 || missing+=("npm")
 if [ ${#missing[@]} -gt 0 ]; then
-  message="the VS Code end-to-end test needs ${missing[*]} (editors/vscode/e2e/install-tools.sh installs them)"
+  needs="$(printf '%s, ' "${missing[@]}")"
+  message="the VS Code end-to-end test needs ${needs%, } (editors/vscode/e2e/install-tools.sh installs them)"
   if [ "${CI:-}" = "true" ]; then
     echo "editors/vscode/e2e/run.sh: $message" >&2
     exit 1
