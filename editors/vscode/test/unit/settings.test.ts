@@ -151,12 +151,12 @@ test("every contributed setting is mapped, except the extension's own", () => {
   assert.deepEqual([...contributed].sort(), [...mapped].sort());
 });
 
-/** The keys of the top-level README's situate.toml under ## Configuration, with their values. */
+/** The keys of the situate.toml in docs/configuration.md, with their values. */
 function documentedKeys(): Map<string, string> {
-  // The README's Configuration section is the reference for the server's keys and defaults.
-  const readme = fs.readFileSync(path.join(packageRoot, "../../README.md"), "utf8");
-  const block = /## Configuration[\s\S]*?```toml\n([\s\S]*?)```/.exec(readme)?.[1];
-  assert.ok(block, "README has a ```toml block under ## Configuration");
+  // The configuration page is the reference for the server's keys and defaults.
+  const page = fs.readFileSync(path.join(packageRoot, "../../docs/configuration.md"), "utf8");
+  const block = /^# Configuration[\s\S]*?```toml\n([\s\S]*?)```/m.exec(page)?.[1];
+  assert.ok(block, "docs/configuration.md has a ```toml block under # Configuration");
   const documented = new Map<string, string>();
   let table = "";
   for (const raw of block.split("\n")) {
@@ -191,7 +191,7 @@ function serverSources(): string {
   return texts.join("\n");
 }
 
-test("the mapped keys and the contributed defaults are those of the README's situate.toml", () => {
+test("the mapped keys and the contributed defaults are those of the documented situate.toml", () => {
   const documented = documentedKeys();
   const properties = contributedProperties();
   for (const spec of SERVER_SETTINGS) {
@@ -200,7 +200,7 @@ test("the mapped keys and the contributed defaults are those of the README's sit
     }
     const value = documented.get(spec.server) as string;
     const property = properties[`situate.${spec.key}`];
-    // index_dir and model_path are examples in the README, not defaults.
+    // index_dir and model_path are examples on the page, not defaults.
     if (spec.emptyIsUnset) {
       assert.equal(property.default, "");
       continue;
@@ -214,13 +214,13 @@ test("the mapped keys and the contributed defaults are those of the README's sit
   for (const key of documented.keys()) {
     assert.ok(
       SERVER_SETTINGS.some((s) => s.server === key),
-      `${key} of the README's situate.toml has a setting`,
+      `${key} of the documented situate.toml has a setting`,
     );
   }
 });
 
-test("the keys beyond the README's Configuration block are keys the server reads", () => {
-  // Remote embeddings and snippets have their own sections; the server names each key it
+test("the keys beyond the documented situate.toml are keys the server reads", () => {
+  // Remote embeddings and snippets have their own pages; the server names each key it
   // reads in its problems (`"snippets.max_calls"`), so the key must appear in its sources.
   const documented = documentedKeys();
   const sources = serverSources();
