@@ -68,7 +68,7 @@ enum Command {
     },
 }
 
-/// What the exit status means (also in the man page and the README).
+/// What the exit status means (also in the man page and docs/commands.md).
 pub const EXIT_CODES: [(u8, &str); 3] = [
     (0, "Success, including a search that found nothing."),
     (

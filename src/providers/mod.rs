@@ -96,8 +96,8 @@ pub enum EmbeddingConfig {
 
 impl EmbeddingConfig {
     /// The weight of this model's arm in score fusion when `search.vector_weight` is not
-    /// set, chosen on the dev queries of all three evaluation sets (README, "How the
-    /// defaults were chosen"). Models not measured there get the static model's weight.
+    /// set, chosen on the dev queries of all three evaluation sets (docs/models-and-quality.md,
+    /// "How the defaults were chosen"). Models not measured there get the static model's weight.
     pub fn default_vector_weight(&self) -> f32 {
         match self {
             EmbeddingConfig::E5 { .. } => e5_model::VECTOR_WEIGHT,
@@ -137,7 +137,7 @@ pub fn builtin_model() -> Option<&'static [u8]> {
 
 /// Why `provider = "e5"` without a `model_path` cannot run in this build.
 pub const NO_BUILTIN_E5: &str = "this binary was built without its built-in e5 model (the build \
-     could not fetch it; see the README's section on the built-in models)";
+     could not fetch it; see docs/models-and-quality.md, \"The built-in models\")";
 
 /// Whether this binary carries the e5 model, which makes it the default provider.
 pub fn has_builtin_e5() -> bool {

@@ -5,7 +5,7 @@
 //! encoder, and its token vectors are averaged over the real tokens only — padding never
 //! counts — then L2-normalised. That is what sentence-transformers does for these models, and
 //! it reproduces their reference vectors. A chunk costs thousands of times what it costs the
-//! static model (README, "The transformer provider", has measured figures), for better
+//! static model (docs/models-and-quality.md, "The transformer provider", has measured figures), for better
 //! rankings.
 
 use std::panic::{self, AssertUnwindSafe};
