@@ -165,6 +165,38 @@ fn explain_shows_both_arms() {
     assert!(out.contains("bm25 #1") && out.contains("vector #"), "{out}");
 }
 
+/// Every file under `dir` named `name`.
+fn files_named(dir: &std::path::Path, name: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_named(&path, name));
+        } else if path.file_name().is_some_and(|n| n == name) {
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_search_by_words_on_the_index_as_it_is_reads_no_vector_file() {
+    let cli = Cli::new();
+    // The default model's vectors wait: the static model's stand in, kept in quick.vec.
+    cli.ok(&["index", "--quick"]);
+    let quick = files_named(cli.fixture.index.path(), "quick.vec");
+    assert_eq!(quick.len(), 1, "{quick:?}");
+    std::fs::write(&quick[0], b"not a vector file").unwrap();
+
+    let (out, err) = cli.ok(&["search", "snapshots kept", "-k", "1", "--mode", "bm25", "--no-update"]);
+    assert!(out.starts_with("1. ops/backup.md"), "{out}");
+    assert!(!err.contains("quick"), "a search by words never opened the vector files: {err}");
+    // A search by meaning reads them, finds the damage, and still answers.
+    let (out, err) = cli.ok(&["search", "snapshots kept", "-k", "1", "--no-update"]);
+    assert!(out.starts_with("1. ops/backup.md"), "{out}");
+    assert!(err.contains("quick vectors are made in memory"), "{err}");
+}
+
 #[test]
 fn search_brings_the_index_up_to_date_first() {
     let cli = Cli::new();
