@@ -444,3 +444,47 @@ fn an_index_folder_that_cannot_be_created_is_reported_and_the_server_keeps_answe
     assert_eq!(answer["hits"], json!([]));
     assert!(client.shutdown().success());
 }
+
+/// The files of every folder named `name` under `dir`.
+fn files_in_folders_named(dir: &std::path::Path, name: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() && path.file_name().is_some_and(|n| n == name) {
+            found.extend(
+                std::fs::read_dir(&path).unwrap().flatten().map(|e| e.path()).filter(|p| p.is_file()),
+            );
+        } else if path.is_dir() {
+            found.extend(files_in_folders_named(&path, name));
+        }
+    }
+    found
+}
+
+#[test]
+fn chunk_store_files_cut_short_under_a_running_server_give_errors_not_a_crash() {
+    let f = Fixture::standard();
+    let mut client = LspClient::start(f.index.path());
+    client.initialize(f.root(), json!({}), json!({}));
+    client.wait_indexed();
+    assert_eq!(paths(&search(&mut client, "sourdough starter"))[0], "kitchen/bread.md");
+    // A sync tool or a second program empties every segment file. Mapped, the next read of
+    // any of them would end the server with SIGBUS.
+    let segments: Vec<_> = files_in_folders_named(f.index.path(), "tantivy")
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e != "json" && e != "lock"))
+        .collect();
+    assert!(!segments.is_empty());
+    for path in &segments {
+        std::fs::OpenOptions::new().write(true).open(path).unwrap().set_len(0).unwrap();
+    }
+    for query in ["sourdough starter", "backups retention", "rollback"] {
+        // An answer from what is intact, or an error that says what happened: either way
+        // the server is still there for the next request.
+        if let Err(e) = client.command("situate.search", json!({ "query": query, "limit": 5 })) {
+            assert!(!e.to_string().is_empty());
+        }
+    }
+    assert_eq!(status(&mut client)["root"].as_str().map(|r| r.is_empty()), Some(false));
+    assert!(client.shutdown().success());
+}

@@ -26,6 +26,7 @@ mod quick;
 mod record;
 mod schema;
 mod snapshot;
+mod store_dir;
 pub mod tokenizer;
 mod vectors;
 mod write;

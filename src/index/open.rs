@@ -5,7 +5,6 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, RwLock};
 
-use tantivy::directory::MmapDirectory;
 use tantivy::{IndexReader, IndexWriter, ReloadPolicy};
 
 use super::files::{self, CommitPayload, FORMAT_VERSION, FormatRecord, IndexLayout, dir_bytes};
@@ -15,6 +14,7 @@ use super::manifest::{ChunkRef, FileEntry, Manifest};
 use super::quick::{QuickLog, QuickSet};
 use super::schema::{self, Fields};
 use super::snapshot::Snapshot;
+use super::store_dir::ReadingDirectory;
 use super::vectors::VectorIndex;
 use super::{IndexError, OpenMode, io_err, read, store_err, tokenizer};
 use crate::providers::{Embedder, EmbedderIdentity};
@@ -425,7 +425,7 @@ fn open_store(layout: &IndexLayout, create: bool) -> Result<(tantivy::Index, Fie
         std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
     }
     let (schema, fields) = schema::build();
-    let directory = MmapDirectory::open(&dir).map_err(|e| IndexError::Store {
+    let directory = ReadingDirectory::open(&dir).map_err(|e| IndexError::Store {
         path: dir.display().to_string(),
         source: tantivy::TantivyError::from(e),
     })?;
