@@ -96,7 +96,12 @@ pub struct WalkResult {
 pub fn walk(root: &Path, config: &WalkConfig, index_dir: Option<&Path>) -> WalkResult {
     let include = build_globs(&config.include);
     let exclude = build_globs(&config.exclude);
-    let index_dir = index_dir.and_then(|d| d.canonicalize().ok());
+    // Only an index folder inside the workspace can be met by the walk; one outside it (the
+    // usual cache folder) costs nothing per file.
+    let canonical_root = root.canonicalize().ok();
+    let index_dir = index_dir
+        .and_then(|d| d.canonicalize().ok())
+        .filter(|d| canonical_root.as_ref().is_none_or(|r| d.starts_with(r)));
     let mut result = WalkResult::default();
     let walker = WalkBuilder::new(root)
         .hidden(true)
