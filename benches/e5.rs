@@ -45,7 +45,11 @@ fn main() {
 
 fn real(bytes: &'static [u8]) {
     let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
-    let max_tokens = std::env::var("SITUATE_BENCH_MAX_TOKENS").ok().and_then(|v| v.parse().ok());
+    // The provider's default unless told otherwise: the figures of a default index.
+    let max_tokens = std::env::var("SITUATE_BENCH_MAX_TOKENS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .or(Some(situate::providers::e5_model::DEFAULT_MAX_TOKENS));
     let sample = match std::env::var("SITUATE_BENCH_CHUNKS").as_deref() {
         Ok("all") => usize::MAX,
         Ok(n) => n.parse().unwrap_or(256),
