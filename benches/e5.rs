@@ -1,24 +1,162 @@
-//! Speed of the built-in multilingual-e5-small engine (`providers::e5`): passages of 256
-//! tokens per second at batch sizes 1, 8 and 32, on all of rayon's threads and on one;
-//! tokens per second; the latency of an 11-token query (median and 99th percentile); load
-//! time and peak memory; then every instruction set the CPU has, at batch size 32. CPU seconds are printed beside wall seconds, since on a shared
-//! machine the wall clock also counts time the process waited for a core.
+//! Speed of the built-in multilingual-e5-small engine (`providers::e5`), two ways.
 //!
-//! `cargo bench --bench e5` (the model is the one the build put in place, see build.rs)
+//! `real` (the default): the chunks of real corpora (the Traefik and Node.js docs from
+//! `../shared/data`, skipped with a message when absent), chunked by the project's chunker
+//! and given their context header exactly as the engine embeds them, so each passage has
+//! its real token length. Reports the length distribution, then chunks per second for every
+//! instruction set the CPU has and every thread count, in calls of 64 texts as the engine
+//! makes them. A systematic sample (every k-th chunk) keeps the runs short; set
+//! `SITUATE_BENCH_CHUNKS` for more (or `all`).
+//!
+//! `synthetic`: passages of exactly 256 tokens at batch sizes 1, 8 and 32, on all of
+//! rayon's threads and on one; the latency of an 11-token query (median and 99th
+//! percentile); load time and peak memory. CPU seconds are printed beside wall seconds,
+//! since on a shared machine the wall clock also counts time the process waited for a core.
+//!
+//! `cargo bench --bench e5 [-- real|synthetic]` (the model is the one the build put in
+//! place, see build.rs)
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use situate::chunk::{ChunkConfig, chunk_document};
+use situate::context::{ContextConfig, embedding_text, render_header, searchable};
 use situate::providers::e5::{E5Model, Kind};
 
 /// Passages run per configuration (a multiple of every batch size).
 const PASSAGES: usize = 64;
 const QUERIES: usize = 200;
 
+/// Texts per `embed` call, as the engine fills pending vectors.
+const CALL: usize = 64;
+
 fn main() {
     let Some(bytes) = situate::providers::builtin_model() else {
         println!("skipped: this build has no built-in e5 model (see build.rs)");
         return;
     };
+    let mode = std::env::args().skip(1).find(|a| !a.starts_with("--")).unwrap_or_else(|| "real".into());
+    match mode.as_str() {
+        "synthetic" => synthetic(bytes),
+        "real" => real(bytes),
+        other => println!("unknown mode {other:?}: real or synthetic"),
+    }
+}
+
+fn real(bytes: &'static [u8]) {
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
+    // The provider's default unless told otherwise: the figures of a default index.
+    let max_tokens = std::env::var("SITUATE_BENCH_MAX_TOKENS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .or(Some(situate::providers::e5_model::DEFAULT_MAX_TOKENS));
+    let sample = match std::env::var("SITUATE_BENCH_CHUNKS").as_deref() {
+        Ok("all") => usize::MAX,
+        Ok(n) => n.parse().unwrap_or(256),
+        Err(_) => 256,
+    };
+    let threads = rayon::current_num_threads();
+    let mut counts = vec![1];
+    if threads > 1 {
+        counts.push(threads);
+    }
+    for corpus in ["traefik-docs", "nodejs-docs"] {
+        let dir = shared.join(corpus);
+        if !dir.is_dir() {
+            println!("skipped {corpus}: not at {}", dir.display());
+            continue;
+        }
+        let texts = engine_texts(&dir);
+        // The texts themselves, NUL-separated, for profiling the engine crate on its own.
+        if let Ok(dump) = std::env::var("SITUATE_BENCH_DUMP") {
+            std::fs::write(format!("{dump}/{corpus}.txt"), texts.join("\0")).expect("dump");
+        }
+        let base = E5Model::from_bytes(bytes).expect("loading the model");
+        let base = match max_tokens {
+            Some(n) => base.with_max_tokens(n),
+            None => base,
+        };
+        let mut lengths: Vec<usize> =
+            texts.iter().map(|t| base.token_count(t, Kind::Passage).min(base.max_tokens())).collect();
+        let total: usize = lengths.iter().sum();
+        let at_cap = lengths.iter().filter(|&&n| n == base.max_tokens()).count();
+        lengths.sort_unstable();
+        let pct = |q: f64| lengths[((lengths.len() - 1) as f64 * q) as usize];
+        println!(
+            "\n{corpus}: {} chunks; e5 tokens per chunk (cut at {}): mean {:.0}, p10 {}, p50 {}, p90 {}, {:.0}% at the cap",
+            texts.len(),
+            base.max_tokens(),
+            total as f64 / texts.len() as f64,
+            pct(0.1),
+            pct(0.5),
+            pct(0.9),
+            100.0 * at_cap as f64 / texts.len() as f64
+        );
+        let step = texts.len().div_ceil(sample.min(texts.len())).max(1);
+        let picked: Vec<&str> = texts.iter().step_by(step).map(String::as_str).collect();
+        println!("\n| instruction set | threads | chunks | chunks/s | chunks per CPU s | wall s | CPU s |");
+        println!("|---|---:|---:|---:|---:|---:|---:|");
+        let only = std::env::var("SITUATE_BENCH_ISA").ok();
+        for name in
+            E5Model::instruction_sets().into_iter().filter(|n| only.as_deref().is_none_or(|o| o == *n))
+        {
+            let model = match max_tokens {
+                Some(n) => E5Model::from_bytes(bytes).unwrap().with_max_tokens(n),
+                None => E5Model::from_bytes(bytes).unwrap(),
+            };
+            let model = model.with_instruction_set(name).unwrap();
+            // The portable path is an order of magnitude slower: a smaller sample.
+            let run = if name == "portable" { &picked[..picked.len().min(32)] } else { &picked[..] };
+            for &n in &counts {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(n).build().expect("thread pool");
+                pool.install(|| model.embed(&run[..1], Kind::Passage));
+                let (cpu0, t0) = (cpu_seconds(), Instant::now());
+                pool.install(|| run.chunks(CALL).for_each(|call| drop(model.embed(call, Kind::Passage))));
+                let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
+                let count = run.len() as f64;
+                println!(
+                    "| {name} | {n} | {} | {:.1} | {:.1} | {wall:.1} | {cpu:.1} |",
+                    run.len(),
+                    count / wall,
+                    count / cpu.max(1e-9)
+                );
+            }
+        }
+    }
+}
+
+/// What the engine embeds for every chunk of the markdown files under `dir`: the context
+/// header and the chunk's searchable text, with the default chunk and context settings.
+fn engine_texts(dir: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|e| e == "md" || e == "txt") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let (chunking, context) = (ChunkConfig::default(), ContextConfig::default());
+    let mut texts = Vec::new();
+    for path in files {
+        let Ok(raw) = std::fs::read_to_string(&path) else { continue };
+        let rel = path.strip_prefix(dir).unwrap_or(&path).to_string_lossy().replace('\\', "/");
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let doc = chunk_document(&name, &raw, situate::workspace::doc_kind(&rel), &chunking);
+        for chunk in doc.chunks.iter().filter(|c| !searchable(&c.text).trim().is_empty()) {
+            let header = render_header(&context, &rel, &doc.title, &chunk.heading_path, &doc.metadata);
+            texts.push(embedding_text(&header, "", &chunk.text));
+        }
+    }
+    texts
+}
+
+fn synthetic(bytes: &'static [u8]) {
     let started = Instant::now();
     // Passages are written a little longer than 256 tokens and cut to exactly 256.
     let model = E5Model::from_bytes(bytes).expect("loading the model").with_max_tokens(256);

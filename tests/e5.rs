@@ -112,6 +112,11 @@ fn the_e5_provider_embeds_queries_and_passages_with_their_own_prefixes() {
     // Another truncation is another identity: the index re-embeds.
     let other = build(&EmbeddingConfig::E5 { model_path: None, max_tokens: None }).unwrap();
     assert_ne!(other.identity(), identity);
+    // The default keeps 256 tokens; an index made when it kept all 512 has another
+    // identity, so its vectors are made again rather than mixed with the new ones.
+    assert!(other.identity().model.ends_with(":256"), "{}", other.identity().model);
+    let full = build(&EmbeddingConfig::E5 { model_path: None, max_tokens: Some(512) }).unwrap();
+    assert_ne!(full.identity(), other.identity());
 }
 
 #[test]

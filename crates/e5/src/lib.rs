@@ -57,7 +57,7 @@ mod rowwise;
 mod tokenizer;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use rayon::prelude::*;
 use xxhash_rust::xxh3::Xxh3;
@@ -184,7 +184,9 @@ pub struct E5Model {
     encoder: Encoder,
     tokenizer: Tokenizer,
     options: Options,
-    fingerprint: String,
+    /// Computed on first use: the built-in model is named by its build-time digest instead,
+    /// and hashing 18 MB would be a tenth of a one-query command's time.
+    fingerprint: OnceLock<String>,
     /// The buffers of the last call, kept for the next: fresh ones (tens of MB for a full
     /// batch) would be zeroed by the kernel page by page on every call.
     workspace: Mutex<Workspace>,
@@ -201,7 +203,7 @@ struct Options {
 impl std::fmt::Debug for E5Model {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("E5Model")
-            .field("fingerprint", &self.fingerprint)
+            .field("fingerprint", &self.fingerprint.get())
             .field("options", &self.options)
             .finish_non_exhaustive()
     }
@@ -225,12 +227,21 @@ impl E5Model {
     fn load(image: Image) -> Result<Self, E5Error> {
         let data = image.bytes();
         let file = ModelFile::parse(data)?;
-        let encoder = Encoder::load(&file, data.as_ptr() as usize)?;
-        let tokenizer = Tokenizer::new(&file.tokenizer);
-        let fingerprint = fingerprint(data, encoder.word_range.clone());
+        // The tokenizer's tables (a hash of 250,000 pieces) are built while the layers'
+        // weights are repacked.
+        let (encoder, tokenizer) =
+            rayon::join(|| Encoder::load(&file, data.as_ptr() as usize), || Tokenizer::new(&file.tokenizer));
+        let encoder = encoder?;
         drop(file);
         let options = Options { isa: Isa::detect(), max_tokens: DEFAULT_MAX_TOKENS };
-        Ok(E5Model { image, encoder, tokenizer, options, fingerprint, workspace: Mutex::default() })
+        Ok(E5Model {
+            image,
+            encoder,
+            tokenizer,
+            options,
+            fingerprint: OnceLock::new(),
+            workspace: Mutex::default(),
+        })
     }
 
     /// Keeps at most `max_tokens` tokens of each text (`<s>` and `</s>` included; at least
@@ -258,7 +269,7 @@ impl E5Model {
     /// Names the model file by a hash of its contents (a sample of the word embeddings,
     /// everything else in full) and its size: equal fingerprints, equal vectors.
     pub fn fingerprint(&self) -> &str {
-        &self.fingerprint
+        self.fingerprint.get_or_init(|| fingerprint(self.image.bytes(), self.encoder.word_range.clone()))
     }
 
     /// The instruction set the kernels run with: `avx512-vnni`, `avx-vnni`, `avx2` or
