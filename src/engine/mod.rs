@@ -96,7 +96,8 @@ impl std::fmt::Debug for Engine {
 /// A fingerprint of everything that shapes stored chunks and contexts.
 fn pipeline_fingerprint(chunk: &ChunkConfig, config: &Config, embedder: &EmbedderIdentity) -> String {
     let mut fingerprint = format!(
-        "v{PIPELINE_VERSION}:{:?}:{}:{}:{}:{}",
+        "v{PIPELINE_VERSION}:a{}:{:?}:{}:{}:{}:{}",
+        crate::analysis::VERSION,
         chunk.strategy,
         chunk.max_tokens,
         chunk.overlap_tokens,

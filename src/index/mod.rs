@@ -26,7 +26,6 @@ mod quick;
 mod record;
 mod schema;
 mod snapshot;
-pub mod tokenizer;
 mod vectors;
 mod write;
 
