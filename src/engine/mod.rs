@@ -31,7 +31,7 @@ pub use snippets::SnippetRunner;
 pub use view::{Freshness, View};
 
 /// Bumped when chunking or context code changes what it produces for the same input.
-const PIPELINE_VERSION: u32 = 2;
+const PIPELINE_VERSION: u32 = 3;
 
 /// An engine failure.
 #[derive(Debug, thiserror::Error)]
