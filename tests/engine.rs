@@ -3,14 +3,13 @@
 
 mod common;
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use common::{Counting, Failing, Fixture};
+use situate::analysis;
 use situate::config::Config;
 use situate::engine::Engine;
 use situate::index::OpenMode;
-use situate::index::tokenizer;
 use situate::search::{Expand, Hit, SearchMode, SearchRequest, coverage};
 
 fn request(query: &str, mode: SearchMode) -> SearchRequest {
@@ -1182,8 +1181,8 @@ fn bm25_weighs_as_much_of_the_query_as_its_best_hit_holds() {
     let mut engine = f.engine(Counting::new());
     reconcile(&mut engine);
     let snapshot = engine.index().snapshot();
-    let held = |text: &str| tokenizer::query_terms(text).into_iter().collect::<HashSet<_>>();
-    let query = tokenizer::query_terms("shaping a sourdough boule");
+    let held = |text: &str| analysis::document_terms(text);
+    let query = analysis::query_terms("shaping a sourdough boule");
     let boosts = f.config().search.boosts();
     let roadmap = coverage(&snapshot, &query, boosts, &held("Roadmap Planning Shaping the roadmap"));
     let bread = coverage(&snapshot, &query, boosts, &held("Sourdough shaping"));

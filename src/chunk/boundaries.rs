@@ -46,7 +46,9 @@ pub(crate) fn content_line_starts(text: &str, range: Range<usize>) -> Vec<usize>
 /// Start offsets of the sentences of `text[range]` after its first sentence.
 ///
 /// A sentence ends after `.`, `!` or `?` (and any closing quotes, brackets or emphasis
-/// markers) followed by whitespace, after a CJK full stop, or at a blank line. The next
+/// markers) followed by whitespace (or, for `!` and `?`, by Chinese or Japanese text), after
+/// a stop that needs no space after it (the CJK full stops, the Devanagari danda and others:
+/// see `is_unspaced_stop`), or at a blank line. The next
 /// sentence starts at the first non-blank character after that.
 pub(crate) fn sentence_starts(text: &str, range: Range<usize>) -> Vec<usize> {
     let slice = &text[range.clone()];
@@ -76,11 +78,21 @@ pub(crate) fn sentence_starts(text: &str, range: Range<usize>) -> Vec<usize> {
                     }
                 }
                 let followed_by_space = chars.peek().is_some_and(|&(_, next)| next.is_whitespace());
-                if followed_by_space && !(c == '.' && is_abbreviation(&slice[..i])) {
+                // Chinese and Japanese text set with ASCII marks puts no space after them.
+                let followed_by_cjk =
+                    c != '.' && chars.peek().is_some_and(|&(_, next)| is_unspaced_script(next));
+                if followed_by_cjk || followed_by_space && !(c == '.' && is_abbreviation(&slice[..i])) {
                     ended = true;
                 }
             }
-            '。' | '！' | '？' => ended = true,
+            c if is_unspaced_stop(c) => {
+                // Closing quotes and brackets after the stop belong to its sentence:
+                // `他说：「好。」然后`.
+                while chars.peek().is_some_and(|&(_, next)| is_unspaced_stop(next) || is_closing(next)) {
+                    chars.next();
+                }
+                ended = true;
+            }
             '\n' => {
                 // A blank line (only whitespace between two line breaks) ends a sentence too.
                 newlines_in_gap += 1;
@@ -118,6 +130,60 @@ pub(crate) fn capitalised_sentence_starts(text: &str, range: Range<usize>) -> Ve
         after_blank_line || next.is_some_and(|c| !c.is_lowercase())
     });
     starts
+}
+
+/// Marks that end a sentence whatever follows them: the CJK full stops, exclamation and
+/// question marks (full and half width), the Devanagari danda and double danda, the Thai
+/// angkhankhu and khomut, the Arabic question mark and the Urdu full stop, the Armenian,
+/// Ethiopic and Myanmar full stops, and the doubled Western marks.
+fn is_unspaced_stop(c: char) -> bool {
+    matches!(
+        c,
+        '。' | '！'
+            | '？'
+            | '｡'
+            | '．'
+            | '।'
+            | '॥'
+            | '๚'
+            | '๛'
+            | '؟'
+            | '۔'
+            | '։'
+            | '።'
+            | '။'
+            | '‼'
+            | '⁇'
+            | '⁈'
+            | '⁉'
+    )
+}
+
+/// Closing quotes and brackets that stay with the sentence they close.
+fn is_closing(c: char) -> bool {
+    matches!(
+        c,
+        '」' | '』'
+            | '）'
+            | '】'
+            | '〕'
+            | '〉'
+            | '》'
+            | '〗'
+            | '〙'
+            | '”'
+            | '’'
+            | '"'
+            | '\''
+            | ')'
+            | ']'
+            | '»'
+    )
+}
+
+/// Letters of scripts whose sentences follow each other without a space.
+fn is_unspaced_script(c: char) -> bool {
+    matches!(c, '\u{3040}'..='\u{30FF}' | '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}' | '\u{F900}'..='\u{FAFF}')
 }
 
 /// Whether the word right before a period is an abbreviation or an initial ("J. Doe").
@@ -179,6 +245,20 @@ mod tests {
     fn blank_lines_and_cjk_stops_end_sentences() {
         assert_eq!(sentences("no stop\n\nnext"), vec!["no stop\n\n", "next"]);
         assert_eq!(sentences("一。二！三"), vec!["一。", "二！", "三"]);
+    }
+
+    #[test]
+    fn sentences_end_in_every_script() {
+        // Closing quotes and brackets stay with the sentence they close.
+        assert_eq!(sentences("他说：「好。」然后走了。"), vec!["他说：「好。」", "然后走了。"]);
+        assert_eq!(sentences("本当？（はい）次"), vec!["本当？", "（はい）次"]);
+        assert_eq!(sentences("安装完成．下一步｡終"), vec!["安装完成．", "下一步｡", "終"]);
+        // ASCII marks in Chinese text are followed by no space; a period stays inside names.
+        assert_eq!(sentences("为什么?因为main.rs文件!好"), vec!["为什么?", "因为main.rs文件!", "好"]);
+        // Devanagari danda, Thai angkhankhu, Arabic question mark, Urdu full stop.
+        assert_eq!(sentences("यह पहला है। यह दूसरा॥ अंत"), vec!["यह पहला है। ", "यह दूसरा॥ ", "अंत"]);
+        assert_eq!(sentences("หนึ่ง๚สอง"), vec!["หนึ่ง๚", "สอง"]);
+        assert_eq!(sentences("كيف؟ هكذا۔ تم"), vec!["كيف؟ ", "هكذا۔ ", "تم"]);
     }
 
     fn capitalised_sentences(text: &str) -> Vec<&str> {

@@ -30,6 +30,12 @@ use lines::LineIndex;
 use split::Splitter;
 use window::RawChunk;
 
+/// Where the sentences of `text` after its first one start (byte offsets), by the rules the
+/// chunker cuts prose with: stops in every script, closing quotes kept with their sentence.
+pub fn sentence_starts(text: &str) -> Vec<usize> {
+    boundaries::sentence_starts(text, 0..text.len())
+}
+
 /// How a document is cut into chunks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

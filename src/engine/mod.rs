@@ -31,7 +31,7 @@ pub use snippets::SnippetRunner;
 pub use view::{Freshness, View};
 
 /// Bumped when chunking or context code changes what it produces for the same input.
-const PIPELINE_VERSION: u32 = 2;
+const PIPELINE_VERSION: u32 = 3;
 
 /// An engine failure.
 #[derive(Debug, thiserror::Error)]
@@ -96,7 +96,8 @@ impl std::fmt::Debug for Engine {
 /// A fingerprint of everything that shapes stored chunks and contexts.
 fn pipeline_fingerprint(chunk: &ChunkConfig, config: &Config, embedder: &EmbedderIdentity) -> String {
     let mut fingerprint = format!(
-        "v{PIPELINE_VERSION}:{:?}:{}:{}:{}:{}",
+        "v{PIPELINE_VERSION}:a{}:{:?}:{}:{}:{}:{}",
+        crate::analysis::VERSION,
         chunk.strategy,
         chunk.max_tokens,
         chunk.overlap_tokens,

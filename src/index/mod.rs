@@ -27,7 +27,6 @@ mod record;
 mod schema;
 mod snapshot;
 mod store_dir;
-pub mod tokenizer;
 mod vectors;
 mod write;
 

@@ -16,7 +16,8 @@ use super::schema::{self, Fields};
 use super::snapshot::Snapshot;
 use super::store_dir::ReadingDirectory;
 use super::vectors::VectorIndex;
-use super::{IndexError, OpenMode, io_err, read, store_err, tokenizer};
+use super::{IndexError, OpenMode, io_err, read, store_err};
+use crate::analysis;
 use crate::providers::{Embedder, EmbedderIdentity};
 
 /// Memory the tantivy writer may use before it flushes a segment.
@@ -440,7 +441,7 @@ fn open_store(layout: &IndexLayout, create: bool) -> Result<(tantivy::Index, Fie
             source: tantivy::TantivyError::SchemaError("stored schema differs from this version's".into()),
         });
     }
-    tokenizer::register(&store);
+    analysis::register(&store);
     Ok((store, fields))
 }
 

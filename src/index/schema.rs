@@ -6,7 +6,7 @@ use tantivy::schema::{
 };
 
 use super::TextField;
-use super::tokenizer::TEXT_ANALYZER;
+use crate::analysis::TEXT_ANALYZER;
 
 /// Handles of the schema's fields.
 #[derive(Debug, Clone, Copy)]

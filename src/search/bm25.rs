@@ -17,7 +17,7 @@ pub struct FieldBoosts {
 }
 
 /// The ids and BM25 scores of the best `limit` chunks for analysed `terms` (see
-/// [`crate::index::tokenizer::query_terms`]), among the chunks that have every front
+/// [`crate::analysis::query_terms`]), among the chunks that have every front
 /// matter filter term in `within`.
 pub fn bm25(
     snapshot: &Snapshot,

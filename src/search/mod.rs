@@ -11,12 +11,13 @@ pub mod filter;
 mod fuse;
 pub mod preview;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::index::{ChunkRecord, IndexError, Snapshot, tokenizer};
+use crate::analysis;
+use crate::index::{ChunkRecord, IndexError, Snapshot};
 use crate::providers::Embedder;
 pub use bm25::{FieldBoosts, bm25, coverage};
 pub use expand::{Expand, ExpandSettings, Expansion};
@@ -247,7 +248,7 @@ pub fn search(
     // nothing in the fusion.
     let mut arms = Arms::new(config, index);
     if use_bm25 {
-        let terms = tokenizer::query_terms(&request.query);
+        let terms = analysis::query_terms(&request.query);
         arms.words.ids = bm25(index, &terms, config.boosts(), candidates, &within)?;
         if use_vector && arms.coverage_power > 0.0 {
             let share = best_coverage(index, &terms, config.boosts(), &arms.words.ids)?;
@@ -305,7 +306,7 @@ fn best_coverage(
 ) -> Result<f32, SearchError> {
     let Some(&(best, _)) = ids.first() else { return Ok(1.0) };
     let Some(record) = index.records(&[best])?.remove(&best) else { return Ok(1.0) };
-    let held: HashSet<String> = tokenizer::query_terms(&record.embedding_text()).into_iter().collect();
+    let held = analysis::document_terms(&record.embedding_text());
     Ok(coverage(index, terms, boosts, &held))
 }
 
@@ -328,7 +329,7 @@ pub fn similar(
     let limit = limit.clamp(1, MAX_LIMIT);
     // Room for the excluded chunks, which rank high by construction.
     let candidates = config.candidates.max(limit).min(MAX_CANDIDATES) + 8;
-    let mut terms = tokenizer::query_terms(&of.embedding_text());
+    let mut terms = analysis::query_terms(&of.embedding_text());
     let mut seen = std::collections::HashSet::new();
     terms.retain(|t| seen.insert(t.clone()));
     let mut arms = Arms::new(config, index);

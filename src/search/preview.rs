@@ -10,9 +10,10 @@ use std::collections::HashSet;
 
 use tantivy::tokenizer::{TextAnalyzer, TokenStream};
 
-use crate::context;
-use crate::index::{ChunkRecord, tokenizer};
+use crate::analysis;
+use crate::index::ChunkRecord;
 use crate::providers::Embedder;
+use crate::{chunk, context};
 
 /// The most characters of one preview line; a longer line is cut around its first mark.
 pub const MAX_CHARS: usize = 160;
@@ -72,8 +73,8 @@ impl<'a> Previewer<'a> {
     /// no query term matches.
     pub fn new(query: &'a str, embedder: Option<&'a dyn Embedder>) -> Previewer<'a> {
         Previewer {
-            terms: tokenizer::query_terms(query).into_iter().collect(),
-            analyzer: tokenizer::text_analyzer(),
+            terms: analysis::query_terms(query).into_iter().collect(),
+            analyzer: analysis::text_analyzer(),
             query,
             embedder,
             query_vector: None,
@@ -198,20 +199,27 @@ fn merged(mut ranges: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
     out
 }
 
-/// The line as a preview: whole when short, else [`MAX_CHARS`] characters from a little
-/// before its first mark, with an ellipsis at each cut end.
+/// The line as a preview: whole when short, else [`MAX_CHARS`] characters from the start
+/// of the sentence with the most marks (or from a little before its first mark, when that
+/// sentence is long), with an ellipsis at each cut end.
+///
+/// A paragraph of Chinese or Japanese is often a single line of several sentences: the one
+/// shown is the one that holds the query's words.
 fn cut(c: &Candidate) -> PreviewLine {
     let text = c.text;
     if text.chars().count() <= MAX_CHARS {
         return PreviewLine { line: c.line, text: text.to_string(), marks: c.marks.clone() };
     }
-    let first_mark = c.marks.first().map_or(0, |m| m.0);
-    // Start LEAD_CHARS characters before the first mark, at the start of a word.
-    let mut start = text[..first_mark].char_indices().rev().nth(LEAD_CHARS).map_or(0, |(i, _)| i);
-    if start > 0
-        && let Some(space) = text[start..first_mark].find(char::is_whitespace)
-    {
-        start += space + 1;
+    let (sentence, first_mark) = best_sentence(text, &c.marks);
+    let mut start = sentence;
+    if text[sentence..first_mark].chars().count() > LEAD_CHARS {
+        // Start LEAD_CHARS characters before the mark, at the start of a word.
+        start = text[..first_mark].char_indices().rev().nth(LEAD_CHARS).map_or(0, |(i, _)| i);
+        if start > 0
+            && let Some(space) = text[start..first_mark].find(char::is_whitespace)
+        {
+            start += space + 1;
+        }
     }
     let budget = MAX_CHARS - usize::from(start > 0) - 1;
     let end = text[start..].char_indices().nth(budget).map_or(text.len(), |(i, _)| start + i);
@@ -225,6 +233,24 @@ fn cut(c: &Candidate) -> PreviewLine {
         .map(|m| (m.0 - start + shift, m.1 - start + shift))
         .collect();
     PreviewLine { line: c.line, text: format!("{lead}{}{tail}", &text[start..end]), marks }
+}
+
+/// The start of the sentence of `text` that holds the most marks (the earliest of equals),
+/// and the start of its first mark; the start of the text twice when there is no mark.
+fn best_sentence(text: &str, marks: &[(usize, usize)]) -> (usize, usize) {
+    let mut starts = vec![0];
+    starts.extend(chunk::sentence_starts(text));
+    let mut best: Option<(usize, usize, usize)> = None;
+    for (n, &start) in starts.iter().enumerate() {
+        let end = starts.get(n + 1).copied().unwrap_or(text.len());
+        let inside: Vec<usize> = marks.iter().map(|m| m.0).filter(|&m| m >= start && m < end).collect();
+        if let Some(&first) = inside.first()
+            && best.is_none_or(|(count, ..)| inside.len() > count)
+        {
+            best = Some((inside.len(), start, first));
+        }
+    }
+    best.map_or((0, 0), |(_, start, first)| (start, first))
 }
 
 #[cfg(test)]
@@ -291,6 +317,24 @@ mod tests {
         assert!(shown.starts_with('…') && shown.ends_with('…'), "{shown}");
         assert!(shown.contains("[needle]"), "{shown}");
         assert!(lines[0].text.chars().count() <= MAX_CHARS, "{}", lines[0].text.chars().count());
+    }
+
+    #[test]
+    fn a_chinese_hit_shows_the_sentence_that_matched() {
+        let line = format!(
+            "{}所有权是 Rust 最为与众不同的特性，它让 Rust 无需垃圾回收即可保障内存安全。{}",
+            "这是一段没有关系的文字，讲的是别的事情。".repeat(6),
+            "后面还有很多别的内容，也和问题无关。".repeat(6)
+        );
+        let lines = Previewer::new("垃圾回收", None).preview(&chunk(&line, 1));
+        let shown = marked(&lines[0]);
+        assert!(shown.starts_with("…所有权是 Rust"), "{shown}");
+        assert!(shown.contains("无需[垃圾回收]即可"), "{shown}");
+        assert!(lines[0].text.chars().count() <= MAX_CHARS);
+        // Two words of a query, apart in the sentence, are both marked.
+        let lines = Previewer::new("内存安全 所有权", None).preview(&chunk(&line, 1));
+        let shown = marked(&lines[0]);
+        assert!(shown.starts_with("…[所有权]是 Rust") && shown.contains("保障[内存安全]。"), "{shown}");
     }
 
     #[test]

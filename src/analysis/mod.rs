@@ -1,4 +1,6 @@
-//! Code-aware text analysis for BM25: identifiers are indexed whole and by their parts.
+//! Text analysis: the one place that turns text into search terms, for indexing, queries
+//! and previews alike. Identifiers are indexed whole and by their parts, and text in
+//! scripts written without spaces (Chinese, Japanese, Korean) by its pairs of characters.
 //!
 //! Technical prose names things the way code does: `sourceCriterion`,
 //! `traefik.http.routers.my-router.rule`, `X-Forwarded-For`, `api_key_env`,
@@ -22,18 +24,32 @@
 //! byte range twice. All parts of a run share the run's position: the word after an identifier
 //! stays adjacent to it, whatever the identifier's size.
 //!
+//! A run of CJK letters is a clause rather than a word, so it is cut into overlapping pairs
+//! of characters instead ([`cjk`]: `所有权` → `所有`, `有权`; documents keep each
+//! character too). Latin letters and CJK ones never share a run, so an English name in
+//! Chinese text (`使用v-model指令`) is split as code and matches as it does in English.
+//!
 //! The filters after the tokenizer are the usual English ones (lowercase, stop words,
 //! Snowball stemming) plus a length cap. Whole compounds are stemmed too: it is harmless for
 //! `traefik.http.routers` and helps `entryPoints` meet `entryPoint`; what matters is that
-//! documents and queries go through the very same chain, which [`query_terms`] guarantees.
+//! documents and queries go through the very same chain, which [`query_terms`] guarantees
+//! (with one difference, for CJK text: queries leave out its single characters).
+
+mod cjk;
+mod code;
 
 use std::collections::HashSet;
 
 use tantivy::Index;
-use tantivy::tokenizer::{
-    Language, LowerCaser, RemoveLongFilter, Stemmer, StopWordFilter, TextAnalyzer, Token, TokenStream,
-    Tokenizer,
-};
+use tantivy::tokenizer::{Language, LowerCaser, RemoveLongFilter, Stemmer, StopWordFilter, TextAnalyzer};
+
+use code::CodeAwareTokenizer;
+
+/// Bumped whenever the analyzer turns the same text into other terms. It is part of the
+/// pipeline fingerprint that every commit records, so an index analysed the old way is
+/// analysed again (its vectors are kept: their texts did not change) rather than searched
+/// with terms it does not hold.
+pub const VERSION: u32 = 2;
 
 /// The name under which [`register`] puts the analyzer in an index's tokenizer manager; text
 /// fields name it in their indexing options.
@@ -42,9 +58,9 @@ pub const TEXT_ANALYZER: &str = "situate_text";
 /// The longest term, in UTF-8 bytes, that is indexed.
 ///
 /// Tantivy rejects terms over 65 530 bytes, and a term that long is never typed in a query
-/// anyway. 255 bytes (Lucene's default) keeps long dotted keys, file paths, URLs and
-/// unspaced CJK clauses whole, and drops base64 blobs and minified lines. Runs over the limit
-/// are not indexed whole, but their parts still are.
+/// anyway. 255 bytes (Lucene's default) keeps long dotted keys, file paths and URLs whole,
+/// and drops base64 blobs and minified lines. Runs over the limit are not indexed whole, but
+/// their parts still are.
 const MAX_TERM_BYTES: usize = 255;
 
 /// Registers the analyzer in `index` under [`TEXT_ANALYZER`].
@@ -58,9 +74,19 @@ pub fn register(index: &Index) {
 /// The analyzer for every BM25 text field and every query: identifier-aware splitting,
 /// lowercasing, a length cap, English stop words, English stemming.
 pub fn text_analyzer() -> TextAnalyzer {
+    analyzer(CodeAwareTokenizer { cjk_unigrams: true })
+}
+
+/// The analyzer of queries: the same chain as [`text_analyzer`], except that a run of CJK
+/// text gives its pairs of characters only, not each character as well.
+fn query_analyzer() -> TextAnalyzer {
+    analyzer(CodeAwareTokenizer { cjk_unigrams: false })
+}
+
+fn analyzer(tokenizer: CodeAwareTokenizer) -> TextAnalyzer {
     let stop_words = StopWordFilter::new(Language::English)
         .expect("tantivy's `stopwords` feature provides an English list");
-    TextAnalyzer::builder(CodeAwareTokenizer)
+    TextAnalyzer::builder(tokenizer)
         .filter(LowerCaser)
         // Lowercasing can lengthen a term (`İ` becomes two chars), so the cap the tokenizer
         // already applies is checked again after it. `RemoveLongFilter` keeps terms strictly
@@ -80,7 +106,7 @@ pub fn text_analyzer() -> TextAnalyzer {
 /// quotes, colons, brackets, `*`, `AND` and emoji are separators or stop words like any other
 /// text. An empty or all-stopword query gives an empty list.
 pub fn query_terms(text: &str) -> Vec<String> {
-    let mut analyzer = text_analyzer();
+    let mut analyzer = query_analyzer();
     let mut stream = analyzer.token_stream(text);
     let mut seen = HashSet::new();
     let mut terms = Vec::new();
@@ -92,352 +118,16 @@ pub fn query_terms(text: &str) -> Vec<String> {
     terms
 }
 
-/// Splits text into identifier-like runs and emits each run whole, then its parts.
-///
-/// A run is a sequence of word characters (Unicode letters and digits, with combining marks
-/// carried along) in which a separator (`/`, `.`, `-`, `_`) may stand between two word
-/// characters, and an apostrophe between two letters (`user's`, `don't`: the stemmer strips
-/// a trailing `'s`). A separator at either end of a run is not part of it, so sentence
-/// punctuation (`address.`), option dashes (`--entryPoints`), markdown emphasis (`_word_`)
-/// and dunder names (`__init__`) all fall away. Anything else (whitespace, `:`, `=`, `@`,
-/// quotes, brackets, symbols, emoji) ends a run.
-///
-/// `:` is deliberately not a separator: in prose it ends clauses (`Note:`), and in a URL it
-/// cuts the scheme from the rest, which suits search, since `https` is noise and
-/// `doc.traefik.io/traefik` is the part worth matching.
-#[derive(Clone, Copy, Debug, Default)]
-struct CodeAwareTokenizer;
-
-impl Tokenizer for CodeAwareTokenizer {
-    type TokenStream<'a> = CodeAwareTokenStream<'a>;
-
-    fn token_stream<'a>(&'a mut self, text: &'a str) -> CodeAwareTokenStream<'a> {
-        CodeAwareTokenStream {
-            text,
-            cursor: 0,
-            next_position: 0,
-            pending: Vec::with_capacity(Level::ALL.len()),
-            token: Token::default(),
-        }
+/// The distinct terms indexing gives `text`: what a chunk holds, for comparing with the
+/// [`query_terms`] of a query.
+pub fn document_terms(text: &str) -> HashSet<String> {
+    let mut analyzer = text_analyzer();
+    let mut stream = analyzer.token_stream(text);
+    let mut terms = HashSet::new();
+    while let Some(token) = stream.next() {
+        terms.insert(token.text.clone());
     }
-}
-
-/// One level of structure inside a run, outermost first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Level {
-    /// `docs/ops.md` → `docs`, `ops.md`.
-    Slash,
-    /// `ops.md` → `ops`, `md`; `v3.0` → `v3`, `0`.
-    Dot,
-    /// `my-router` → `my`, `router`; `api_key` → `api`, `key`.
-    Dash,
-    /// `HTTPRouter` → `HTTP`, `Router`; `ipv6` → `ipv`, `6`.
-    Case,
-}
-
-impl Level {
-    const ALL: [Level; 4] = [Level::Slash, Level::Dot, Level::Dash, Level::Case];
-
-    fn deeper(self) -> Option<Level> {
-        match self {
-            Level::Slash => Some(Level::Dot),
-            Level::Dot => Some(Level::Dash),
-            Level::Dash => Some(Level::Case),
-            Level::Case => None,
-        }
-    }
-
-    /// Whether `byte` separates parts at this level. Separators are ASCII, so a byte search
-    /// for them never lands inside a multi-byte character.
-    fn is_separator(self, byte: u8) -> bool {
-        match self {
-            Level::Slash => byte == b'/',
-            Level::Dot => byte == b'.',
-            Level::Dash => byte == b'-' || byte == b'_',
-            Level::Case => false,
-        }
-    }
-
-    /// The end of the part of `text[start..end]` that begins at `start`.
-    fn part_end(self, text: &str, start: usize, end: usize) -> usize {
-        if self == Level::Case {
-            return start + case_part_len(&text[start..end]);
-        }
-        text.as_bytes()[start..end]
-            .iter()
-            .position(|&byte| self.is_separator(byte))
-            .map_or(end, |len| start + len)
-    }
-
-    /// Bytes between one part and the next: the separator, or nothing for case boundaries.
-    fn gap(self) -> usize {
-        match self {
-            Level::Case => 0,
-            _ => 1,
-        }
-    }
-}
-
-/// The parts of `start..end` at `level` still to be emitted.
-#[derive(Clone, Copy, Debug)]
-struct Frame {
-    level: Level,
-    next: usize,
-    end: usize,
-}
-
-/// The token stream of [`CodeAwareTokenizer`].
-///
-/// It walks each run's parts depth first with a stack at most four frames deep, and never
-/// collects a run's parts in a list, so a pathological multi-megabyte run costs time linear in
-/// its length and no extra memory.
-struct CodeAwareTokenStream<'a> {
-    text: &'a str,
-    /// Where the search for the next run starts.
-    cursor: usize,
-    /// The position the next run will take.
-    next_position: usize,
-    /// Parts of the current run still to be emitted, innermost level last.
-    pending: Vec<Frame>,
-    token: Token,
-}
-
-impl CodeAwareTokenStream<'_> {
-    /// Finds the next run at or after the cursor, and moves the cursor past it.
-    fn next_run(&mut self) -> Option<(usize, usize)> {
-        let text = self.text;
-        let (start, first) = text[self.cursor..]
-            .char_indices()
-            .map(|(offset, c)| (self.cursor + offset, c))
-            .find(|&(_, c)| is_word_char(c))?;
-        let mut end = start + first.len_utf8();
-        // The last word character, skipping marks: an apostrophe only joins letters.
-        let mut last_word = first;
-        while let Some(c) = char_at(text, end) {
-            if is_word_char(c) {
-                last_word = c;
-                end += c.len_utf8();
-            } else if is_mark(c) {
-                end += c.len_utf8();
-            } else {
-                // A joiner counts only when a word character follows it.
-                let after = end + c.len_utf8();
-                match char_at(text, after) {
-                    Some(next) if joins(last_word, c, next) => {
-                        last_word = next;
-                        end = after + next.len_utf8();
-                    }
-                    _ => break,
-                }
-            }
-        }
-        self.cursor = end;
-        Some((start, end))
-    }
-
-    /// Queues the parts of `start..end` at the outermost level, from `level` inward, that
-    /// splits it. A level that leaves the range whole is skipped rather than emitting the
-    /// same range again.
-    fn descend(&mut self, start: usize, end: usize, level: Level) {
-        let mut level = Some(level);
-        while let Some(current) = level {
-            if current.part_end(self.text, start, end) < end {
-                self.pending.push(Frame { level: current, next: start, end });
-                return;
-            }
-            level = current.deeper();
-        }
-    }
-
-    /// The next queued part that is short enough to index, queueing its own parts first.
-    fn next_part(&mut self) -> Option<(usize, usize)> {
-        while let Some(frame) = self.pending.last_mut() {
-            if frame.next >= frame.end {
-                self.pending.pop();
-                continue;
-            }
-            let level = frame.level;
-            let start = frame.next;
-            let end = level.part_end(self.text, start, frame.end);
-            frame.next = end + level.gap();
-            if let Some(deeper) = level.deeper() {
-                self.descend(start, end, deeper);
-            }
-            if end - start <= MAX_TERM_BYTES {
-                return Some((start, end));
-            }
-        }
-        None
-    }
-
-    fn set_token(&mut self, start: usize, end: usize) {
-        let slice = &self.text[start..end];
-        self.token.text.clear();
-        if slice.contains('\u{2019}') {
-            // The stemmer knows the ASCII apostrophe only: `user’s` must meet `user's`.
-            self.token.text.push_str(&slice.replace('\u{2019}', "'"));
-        } else {
-            self.token.text.push_str(slice);
-        }
-        self.token.offset_from = start;
-        self.token.offset_to = end;
-        self.token.position = self.next_position - 1;
-        self.token.position_length = 1;
-    }
-}
-
-impl TokenStream for CodeAwareTokenStream<'_> {
-    fn advance(&mut self) -> bool {
-        loop {
-            if let Some((start, end)) = self.next_part() {
-                self.set_token(start, end);
-                return true;
-            }
-            let Some((start, end)) = self.next_run() else {
-                return false;
-            };
-            // Every run takes one position, shared by all its parts, even a run too long to
-            // index whole: the words around it keep their distance either way.
-            self.next_position += 1;
-            self.descend(start, end, Level::Slash);
-            if end - start <= MAX_TERM_BYTES {
-                self.set_token(start, end);
-                return true;
-            }
-        }
-    }
-
-    fn token(&self) -> &Token {
-        &self.token
-    }
-
-    fn token_mut(&mut self) -> &mut Token {
-        &mut self.token
-    }
-}
-
-fn char_at(text: &str, offset: usize) -> Option<char> {
-    text.get(offset..)?.chars().next()
-}
-
-/// Letters and digits of any script start and continue a run.
-fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric()
-}
-
-/// Characters that continue a run but never start one: combining marks (a decomposed `é`),
-/// and the viramas, nuktas and tone marks of Indic and Thai scripts, which the standard
-/// library does not count as alphanumeric. Unassigned code points in these blocks are
-/// included too; they do not occur in real text.
-fn is_mark(c: char) -> bool {
-    matches!(c,
-        '\u{0300}'..='\u{036F}'
-        | '\u{1AB0}'..='\u{1AFF}'
-        | '\u{1DC0}'..='\u{1DFF}'
-        | '\u{20D0}'..='\u{20FF}'
-        | '\u{FE20}'..='\u{FE2F}'
-        | '\u{3099}'..='\u{309A}')
-        || (matches!(c, '\u{0900}'..='\u{0EFF}')
-            && !c.is_alphanumeric()
-            // Danda, double danda, abbreviation sign, Sinhala kunddaliya, the baht sign and
-            // Thai punctuation are separators, not marks.
-            && !matches!(
-                c,
-                '\u{0964}' | '\u{0965}' | '\u{0970}' | '\u{0DF4}' | '\u{0E3F}' | '\u{0E4F}'
-                    | '\u{0E5A}' | '\u{0E5B}'
-            ))
-}
-
-/// Whether `joiner`, between `before` and `after`, keeps a run going.
-fn joins(before: char, joiner: char, after: char) -> bool {
-    match joiner {
-        '/' | '.' | '-' | '_' => is_word_char(after),
-        // Apostrophes join letters only, so `'quoted'` words and `80's` split as expected.
-        '\'' | '\u{2019}' => before.is_alphabetic() && after.is_alphabetic(),
-        // Zero-width (non-)joiners shape Persian and Indic words from the inside.
-        '\u{200C}' | '\u{200D}' => is_word_char(after),
-        _ => false,
-    }
-}
-
-/// How a character takes part in case and letter/digit splitting.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum CharClass {
-    Upper,
-    Lower,
-    /// Letters of scripts without case: CJK, Arabic, Hebrew, Thai, Devanagari.
-    Caseless,
-    Digit,
-    /// Marks and inner joiners: they belong to whatever precedes them.
-    Inner,
-}
-
-impl CharClass {
-    fn of(c: char) -> CharClass {
-        if c.is_uppercase() {
-            CharClass::Upper
-        } else if c.is_lowercase() {
-            CharClass::Lower
-        } else if c.is_alphabetic() {
-            CharClass::Caseless
-        } else if c.is_numeric() {
-            CharClass::Digit
-        } else {
-            CharClass::Inner
-        }
-    }
-
-    fn is_letter(self) -> bool {
-        matches!(self, CharClass::Upper | CharClass::Lower | CharClass::Caseless)
-    }
-
-    fn is_cased(self) -> bool {
-        matches!(self, CharClass::Upper | CharClass::Lower)
-    }
-}
-
-/// The byte length of the first case part of `text`, a run without separators.
-///
-/// Boundaries:
-/// - lower → upper: `source|Criterion`, `mac|OS`;
-/// - inside capitals, before the capital that starts a lowercase word of two letters or
-///   more: `HTTP|Router`, `XML|Http|Request`; a single trailing lowercase letter is a plural
-///   or a suffix, not a word, so `URLs`, `APIs` and `IPv6` keep their capitals together;
-/// - between a letter run of two letters or more and digits: `ipv|6`, `sha|256`,
-///   `python|3`, `2|fa`; a single letter stays with its digits, so `v3`, `s3`, `k8s`,
-///   `i18n` and `x86` are not cut into letter noise;
-/// - between cased and caseless scripts: `日本|Tokyo`.
-fn case_part_len(text: &str) -> usize {
-    let mut chars = text.char_indices();
-    let Some((_, first)) = chars.next() else {
-        return 0;
-    };
-    let mut prev = CharClass::of(first);
-    // Letters since the last digit or part start, for the letter/digit rule.
-    let mut letters = usize::from(prev.is_letter());
-    while let Some((offset, c)) = chars.next() {
-        let class = CharClass::of(c);
-        if class == CharClass::Inner {
-            continue;
-        }
-        let mut ahead = chars.clone().map(|(_, c)| CharClass::of(c));
-        let boundary = match (prev, class) {
-            (CharClass::Lower, CharClass::Upper) => true,
-            (CharClass::Upper, CharClass::Upper) => {
-                ahead.next() == Some(CharClass::Lower) && ahead.next() == Some(CharClass::Lower)
-            }
-            (CharClass::Digit, next) if next.is_letter() => ahead.next().is_some_and(CharClass::is_letter),
-            (before, CharClass::Digit) if before.is_letter() => letters >= 2,
-            (before, next) if before.is_letter() && next.is_letter() => before.is_cased() != next.is_cased(),
-            _ => false,
-        };
-        if boundary {
-            return offset;
-        }
-        letters = if class.is_letter() { letters + 1 } else { 0 };
-        prev = class;
-    }
-    text.len()
+    terms
 }
 
 #[cfg(test)]
@@ -451,11 +141,13 @@ mod tests {
     };
     use tantivy::{Term, doc};
 
+    use tantivy::tokenizer::{TokenStream, Tokenizer};
+
     use super::*;
 
     /// The raw tokenizer's output, before any filter: (text, position, offset_from, offset_to).
     fn raw_tokens(text: &str) -> Vec<(String, usize, usize, usize)> {
-        let mut tokenizer = CodeAwareTokenizer;
+        let mut tokenizer = CodeAwareTokenizer { cjk_unigrams: true };
         let mut stream = tokenizer.token_stream(text);
         let mut tokens = Vec::new();
         while let Some(token) = stream.next() {
@@ -650,13 +342,70 @@ mod tests {
         assert_eq!(analyzed("Straße"), ["straße"]);
         // A decomposed `é` keeps its combining accent.
         assert_eq!(raw("cafe\u{301} au lait"), ["cafe\u{301}", "au", "lait"]);
-        // CJK runs are one token each; punctuation separates them.
-        assert_eq!(raw("日本語のテキスト。検索"), ["日本語のテキスト", "検索"]);
-        assert_eq!(raw("日本Tokyo"), ["日本Tokyo", "日本", "Tokyo"]);
+        // Devanagari, Thai and Arabic words are runs like Latin ones.
+        assert_eq!(raw("สวัสดี مرحبا"), ["สวัสดี", "مرحبا"]);
         // Devanagari viramas do not cut a word.
         assert_eq!(raw("क्षत्रिय"), ["क्षत्रिय"]);
         // Emoji separate.
         assert_eq!(raw("deploy🚀now"), ["deploy", "now"]);
+    }
+
+    /// The query analyzer's raw terms, before any filter.
+    fn raw_query(text: &str) -> Vec<String> {
+        let mut tokenizer = CodeAwareTokenizer { cjk_unigrams: false };
+        let mut stream = tokenizer.token_stream(text);
+        let mut tokens = Vec::new();
+        while let Some(token) = stream.next() {
+            tokens.push(token.text.clone());
+        }
+        tokens
+    }
+
+    #[test]
+    fn cjk_runs_become_characters_and_pairs() {
+        assert_eq!(
+            raw_query("日本語のテキスト。検索"),
+            ["日本", "本語", "語の", "のテ", "テキ", "キス", "スト", "検索"]
+        );
+        assert_eq!(
+            raw_tokens("所有权。"),
+            [
+                ("所".to_string(), 0, 0, 3),
+                ("所有".to_string(), 0, 0, 6),
+                ("有".to_string(), 1, 3, 6),
+                ("有权".to_string(), 1, 3, 9),
+                ("权".to_string(), 2, 6, 9),
+            ]
+        );
+        // Hangul too, and each part of a mixed sentence takes its own place.
+        assert_eq!(raw_query("벡터를 검색"), ["벡터", "터를", "검색"]);
+        assert_eq!(query_terms("堆"), ["堆"]);
+    }
+
+    #[test]
+    fn english_names_inside_cjk_text_stay_whole() {
+        assert_eq!(raw_query("使用v-model指令"), ["使用", "v-model", "v", "model", "指令"]);
+        assert_eq!(raw_query("类型Vec<T>的值"), ["类型", "Vec", "T", "的值"]);
+        assert_eq!(raw_query("日本Tokyo"), ["日本", "Tokyo"]);
+        assert_eq!(
+            raw_query("请见src/main.rs文件"),
+            ["请见", "src/main.rs", "src", "main.rs", "main", "rs", "文件"]
+        );
+        // A query in Chinese finds the English identifier and the words around it.
+        assert_eq!(query_terms("v-model 指令"), ["v-model", "v", "model", "指令"]);
+    }
+
+    #[test]
+    fn a_chinese_query_finds_the_chunk_that_holds_its_words() {
+        let docs = [
+            ("heap", "堆上的数据在编译时大小未知。"),
+            ("stack", "栈中的所有数据都必须占用已知且固定的大小。"),
+            ("owner", "Rust 中的每一个值都有一个所有者（owner）。"),
+        ];
+        assert_eq!(search_in(&docs, &query_terms("每一个值")), ["owner"]);
+        assert_eq!(search_in(&docs, &query_terms("固定的大小")), ["heap", "stack"]);
+        assert_eq!(search_in(&docs, &query_terms("栈")), ["stack"]);
+        assert_eq!(search_in(&docs, &query_terms("owner")), ["owner"]);
     }
 
     #[test]
@@ -676,8 +425,9 @@ mod tests {
                 assert!(token.text.len() <= MAX_TERM_BYTES);
                 count += 1;
             }
-            // The run is too long to index whole; only its parts (if any) are indexed.
-            assert!(count <= input.len() / 2, "{count} tokens");
+            // The run is too long to index whole; only its parts (if any) are indexed: at
+            // most two per character, a CJK character and the pair it starts.
+            assert!(count <= input.chars().count() * 2, "{count} tokens");
         }
         // One long unbroken run yields nothing at all.
         assert!(analyzed(&inputs[0]).is_empty());
@@ -729,6 +479,18 @@ mod tests {
 
     /// Names of the documents that match any of `terms` in the `text` field.
     fn search(terms: &[String]) -> Vec<String> {
+        search_in(
+            &[
+                ("camel", "Set `sourceCriterion` to pick the IP strategy."),
+                ("spaced", "The source criterion decides which address counts."),
+                ("other", "Routers forward requests to services."),
+            ],
+            terms,
+        )
+    }
+
+    /// Names of the documents of `docs` (name, text) that match any of `terms`.
+    fn search_in(docs: &[(&str, &str)], terms: &[String]) -> Vec<String> {
         let mut schema = Schema::builder();
         let indexing = TextFieldIndexing::default()
             .set_tokenizer(TEXT_ANALYZER)
@@ -738,11 +500,7 @@ mod tests {
         let index = Index::create_in_ram(schema.build());
         register(&index);
         let mut writer = index.writer(15_000_000).expect("writer");
-        for (doc_name, body) in [
-            ("camel", "Set `sourceCriterion` to pick the IP strategy."),
-            ("spaced", "The source criterion decides which address counts."),
-            ("other", "Routers forward requests to services."),
-        ] {
+        for &(doc_name, body) in docs {
             writer.add_document(doc!(text => body, name => doc_name)).expect("add");
         }
         writer.commit().expect("commit");
@@ -779,7 +537,7 @@ mod tests {
     proptest! {
         #[test]
         fn any_text_gives_well_formed_tokens(text in "\\PC{0,64}|[a-zA-Z0-9_./\\-' ]{0,64}") {
-            let mut tokenizer = CodeAwareTokenizer;
+            let mut tokenizer = CodeAwareTokenizer { cjk_unigrams: true };
             let mut stream = tokenizer.token_stream(&text);
             let mut last_position = 0;
             while let Some(token) = stream.next() {

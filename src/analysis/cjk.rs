@@ -1,0 +1,168 @@
+//! Chinese, Japanese and Korean text as overlapping pairs of characters.
+//!
+//! These scripts write words without spaces between them, so a run of their letters is a
+//! whole clause, which no query repeats. Each run is cut into every pair of neighbouring
+//! characters instead (`生命周期` → `生命`, `命周`, `周期`), and a lone character is kept as
+//! it is, as Lucene's `CJKBigramFilter` does. A query is cut the same way, so a two-character
+//! word matches wherever it occurs, and a longer one matches through its pairs. No
+//! dictionary is needed: unknown words, names and technical terms match as well as common
+//! ones, in every one of the three languages, and the binary stays small.
+//!
+//! Korean separates its words by spaces, but attaches particles to them (`벡터를`, `벡터는`):
+//! pairs let the stem of such a word match across its endings.
+
+/// Whether `c` is a letter of a script written without spaces between words: Han
+/// ideographs, hiragana, katakana (full and half width) and Hangul, with their iteration
+/// and length marks.
+pub(super) fn is_cjk(c: char) -> bool {
+    matches!(c,
+        '\u{3005}'..='\u{3007}'           // 々 〆 〇
+        | '\u{3021}'..='\u{3029}'         // Suzhou numerals
+        | '\u{3031}'..='\u{3035}'         // kana repeat marks
+        | '\u{3038}'..='\u{303C}'
+        | '\u{3040}'..='\u{30FF}'         // hiragana, katakana
+        | '\u{3100}'..='\u{312F}'         // bopomofo
+        | '\u{3131}'..='\u{318E}'         // Hangul compatibility jamo
+        | '\u{31A0}'..='\u{31BF}'
+        | '\u{31F0}'..='\u{31FF}'         // katakana phonetic extensions
+        | '\u{3400}'..='\u{4DBF}'         // Han extension A
+        | '\u{4E00}'..='\u{9FFF}'         // Han
+        | '\u{A960}'..='\u{A97F}'         // Hangul jamo extended A
+        | '\u{AC00}'..='\u{D7AF}'         // Hangul syllables
+        | '\u{D7B0}'..='\u{D7FF}'         // Hangul jamo extended B
+        | '\u{1100}'..='\u{11FF}'         // Hangul jamo
+        | '\u{F900}'..='\u{FAFF}'         // Han compatibility
+        | '\u{FF66}'..='\u{FF9F}'         // half-width katakana
+        | '\u{FFA0}'..='\u{FFDC}'         // half-width Hangul
+        | '\u{1B000}'..='\u{1B16F}'       // kana supplement and extension
+        | '\u{20000}'..='\u{2FA1F}'       // Han extensions B to F, compatibility supplement
+        | '\u{30000}'..='\u{323AF}') // Han extensions G and H
+        && c.is_alphanumeric()
+}
+
+/// The end of the character that starts at `at` (with the combining marks that follow it,
+/// such as the kana voicing marks), or `at` when `at` is `end`.
+fn next_char_end(text: &str, at: usize, end: usize) -> usize {
+    let mut chars = text[at..end].char_indices();
+    if chars.next().is_none() {
+        return at;
+    }
+    for (offset, c) in chars {
+        if is_cjk(c) {
+            return at + offset;
+        }
+    }
+    end
+}
+
+/// The pieces of one CJK run still to be emitted, with whether each takes a position of its
+/// own: each pair of neighbouring characters, or the run itself when it is one character
+/// long. Walks the run lazily, so a run of a megabyte costs no memory.
+///
+/// Documents are indexed with each character as well as each pair (a unigram, then the
+/// pair that starts at it, at one position), so that a word of one character, common in
+/// Chinese (`栈`, `堆`, `锁`), is found where it stands inside a longer run. Queries give
+/// pairs only: a query's single characters would match nearly every chunk, and its pairs
+/// already say which characters stand together. A query run of one character is itself, and
+/// meets the documents' unigrams.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Pieces {
+    /// Where the run starts.
+    start: usize,
+    /// Where the next piece starts.
+    next: usize,
+    /// Where the run ends.
+    end: usize,
+    unigrams: bool,
+    /// A pair that waits for its unigram to be emitted first.
+    queued: Option<(usize, usize)>,
+}
+
+impl Pieces {
+    /// The pieces of the run `text[start..end]` (CJK characters and their marks only), with
+    /// unigrams or without.
+    pub(super) fn of(start: usize, end: usize, unigrams: bool) -> Pieces {
+        Pieces { start, next: start, end, unigrams, queued: None }
+    }
+
+    /// The next piece's byte range in `text`, and whether it takes the next position.
+    pub(super) fn next(&mut self, text: &str) -> Option<(usize, usize, bool)> {
+        if let Some((start, end)) = self.queued.take() {
+            return Some((start, end, false));
+        }
+        if self.next >= self.end {
+            return None;
+        }
+        let start = self.next;
+        let middle = next_char_end(text, start, self.end);
+        let end = next_char_end(text, middle, self.end);
+        if end == middle {
+            // The run's last character: the previous pair holds it already, unless
+            // unigrams are wanted or it is the whole run.
+            self.next = self.end;
+            return (self.unigrams || start == self.start).then_some((start, middle, true));
+        }
+        self.next = middle;
+        if self.unigrams {
+            self.queued = Some((start, end));
+            return Some((start, middle, true));
+        }
+        Some((start, end, true))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(text: &str) -> Vec<&str> {
+        pieces(text, false).into_iter().map(|(piece, _)| piece).collect()
+    }
+
+    fn pieces(text: &str, unigrams: bool) -> Vec<(&str, bool)> {
+        let mut pieces = Pieces::of(0, text.len(), unigrams);
+        std::iter::from_fn(|| pieces.next(text)).map(|(start, end, step)| (&text[start..end], step)).collect()
+    }
+
+    #[test]
+    fn a_run_becomes_its_overlapping_pairs() {
+        assert_eq!(pairs("生命周期"), ["生命", "命周", "周期"]);
+        assert_eq!(pairs("所有权"), ["所有", "有权"]);
+        assert_eq!(pairs("検索"), ["検索"]);
+        assert_eq!(pairs("벡터를"), ["벡터", "터를"]);
+    }
+
+    #[test]
+    fn a_lone_character_is_its_own_piece() {
+        assert_eq!(pairs("的"), ["的"]);
+        assert!(pairs("").is_empty());
+    }
+
+    #[test]
+    fn documents_have_each_character_too_and_queries_pairs_only() {
+        assert_eq!(
+            pieces("栈和堆", true),
+            [("栈", true), ("栈和", false), ("和", true), ("和堆", false), ("堆", true)]
+        );
+        assert_eq!(pieces("栈和堆", false), [("栈和", true), ("和堆", true)]);
+        assert_eq!(pieces("栈", false), [("栈", true)]);
+        assert_eq!(pieces("栈", true), [("栈", true)]);
+    }
+
+    #[test]
+    fn combining_marks_stay_with_their_character() {
+        // か followed by a combining voicing mark is one character to a reader: が.
+        let text = "か\u{3099}き";
+        assert_eq!(pairs(text), [text]);
+    }
+
+    #[test]
+    fn the_scripts_are_recognised() {
+        for c in ['中', '文', 'の', 'カ', 'ー', '々', '한', 'ｶ', '𠀀'] {
+            assert!(is_cjk(c), "{c}");
+        }
+        for c in ['a', 'é', 'я', 'ก', 'क', '1', '。', '、', '「', '！', '\u{3099}'] {
+            assert!(!is_cjk(c), "{c}");
+        }
+    }
+}
