@@ -1024,6 +1024,30 @@ fn any_damaged_chunk_store_file_is_set_aside_and_rebuilt_keeping_the_snippet_cac
 }
 
 #[test]
+fn a_store_file_damaged_after_it_was_found_intact_is_still_found() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    drop(engine);
+    // This open checks every file and records them as intact; the next one reads none.
+    drop(f.engine(Counting::new()));
+    assert!(f.index_dir().join("store-checked.json").is_file());
+    let idx = std::fs::read_dir(f.index_dir().join("tantivy"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "idx"))
+        .unwrap();
+    // File times tick coarsely: a rewrite in the same tick as the last one could look
+    // unchanged, which a moment's pause rules out here.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    // One byte changed in place, the size kept: the file's change time moves.
+    damage(&idx, 4);
+    let engine = f.engine(Counting::new());
+    assert!(engine.index().notes().iter().any(|n| n.contains("rebuilt")), "{:?}", engine.index().notes());
+}
+
+#[test]
 fn a_damaged_vector_journal_never_leaves_stale_vectors() {
     let f = Fixture::standard();
     let mut engine = f.engine(Counting::new());

@@ -350,6 +350,7 @@ fn only_wire_modules_and_storage_formats_derive_serialize() {
         "src/wire/",
         "src/chunk/mod.rs",
         "src/index/files.rs",
+        "src/index/checked.rs",
         "src/index/manifest.rs",
         "src/providers/mod.rs",
         "src/search/mod.rs",

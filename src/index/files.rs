@@ -42,6 +42,10 @@ impl IndexLayout {
     pub fn quick(&self) -> PathBuf {
         self.dir.join("quick.vec")
     }
+    /// The chunk-store files whose checksums were found intact, by their file status.
+    pub fn store_checked(&self) -> PathBuf {
+        self.dir.join("store-checked.json")
+    }
     pub fn manifest(&self) -> PathBuf {
         self.dir.join("manifest.json")
     }

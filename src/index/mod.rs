@@ -13,6 +13,7 @@
 //! slow model's vectors are pending, [`quick`] vectors from the built-in model stand in for
 //! them.
 
+mod checked;
 mod commit;
 pub mod files;
 mod journal;

@@ -7,6 +7,7 @@ use std::sync::{Arc, RwLock};
 
 use tantivy::{IndexReader, IndexWriter, ReloadPolicy};
 
+use super::checked;
 use super::files::{self, CommitPayload, FORMAT_VERSION, FormatRecord, IndexLayout, dir_bytes};
 use super::journal::{Journal, VectorOp};
 use super::lock::WriterLock;
@@ -140,7 +141,7 @@ impl Index {
         // The index is derived data: a chunk store that cannot be read whole is set aside
         // and rebuilt from the files (the snippet cache, which cost money, stays).
         let (store, fields) = match open_store(&layout, true).and_then(|(store, fields)| {
-            check_store(&store, &layout.tantivy())?;
+            checked::check_store(&store, &layout)?;
             Ok((store, fields))
         }) {
             Ok(s) => s,
@@ -200,7 +201,7 @@ impl Index {
         let mut attempt = 0;
         loop {
             let opened = open_store(&layout, false).and_then(|(store, fields)| {
-                check_store(&store, &layout.tantivy())?;
+                checked::check_store(&store, &layout)?;
                 let vectors = if with_vectors { Vectors::Load } else { Vectors::Skip };
                 Index::assemble(layout.clone(), &store, fields, embedder, pipeline, None, vectors)
             });
@@ -443,39 +444,6 @@ fn open_store(layout: &IndexLayout, create: bool) -> Result<(tantivy::Index, Fie
     }
     analysis::register(&store);
     Ok((store, fields))
-}
-
-/// Reads every file of every segment of the last commit whole and checks it against the
-/// checksum in its footer, so that a truncated, emptied, zeroed, missing or altered file is
-/// found at open rather than in the middle of a search.
-fn check_store(store: &tantivy::Index, dir: &Path) -> Result<(), IndexError> {
-    use tantivy::index::SegmentComponent as C;
-    let damaged = |what: String| IndexError::Store {
-        path: dir.display().to_string(),
-        source: tantivy::TantivyError::InvalidArgument(what),
-    };
-    let metas = store.load_metas().map_err(store_err(dir))?;
-    let managed = store.directory().list_managed_files();
-    for segment in &metas.segments {
-        let mut components = vec![C::Postings, C::Terms, C::Store, C::FastFields, C::FieldNorms];
-        if segment.has_deletes() {
-            components.push(C::Delete);
-        }
-        // Positions are written only for fields that keep them; the managed list says
-        // whether this segment has a file for them.
-        if managed.contains(&segment.relative_path(C::Positions)) {
-            components.push(C::Positions);
-        }
-        for component in components {
-            let path = segment.relative_path(component);
-            match store.directory().validate_checksum(&path) {
-                Ok(true) => {}
-                Ok(false) => return Err(damaged(format!("{} fails its checksum", path.display()))),
-                Err(e) => return Err(damaged(format!("{}: {e}", path.display()))),
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Moves a damaged chunk store out of the way (replacing one set aside before), for a look

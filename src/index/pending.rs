@@ -51,11 +51,22 @@ impl Index {
         Ok(())
     }
 
-    /// Whether a chunk of the last commit waits for its own vector.
+    /// Whether a chunk of the last commit waits for its own vector. Ids are handed out in
+    /// order, so the live ones fit a bit set; the vector index is asked only when it has
+    /// any vector at all.
     fn pending_filter(&self) -> impl Fn(u64) -> bool + use<> {
-        let live: HashSet<u64> = self.committed_manifest.chunk_ids().collect();
+        let end = self.committed_manifest.next_chunk_id;
+        let mut live = vec![0u64; (end / 64 + 1) as usize];
+        for id in self.committed_manifest.chunk_ids().filter(|id| *id < end) {
+            live[(id / 64) as usize] |= 1 << (id % 64);
+        }
         let vectors = Arc::clone(&self.vectors);
-        move |id| live.contains(&id) && !read(&vectors).contains(id)
+        let none = read(&vectors).is_empty();
+        move |id| {
+            id < end
+                && live[(id / 64) as usize] & (1 << (id % 64)) != 0
+                && (none || !read(&vectors).contains(id))
+        }
     }
 
     /// Embeds the stored texts of chunks that have no vector (after a crash, a corrupt
@@ -97,6 +108,12 @@ impl Index {
     /// them. A reader keeps them in memory. Returns how many were made.
     pub fn stand_in_for_vectorless(&mut self) -> Result<usize, IndexError> {
         if self.quick_embedder.is_none() || !self.committed_manifest.vectors_pending {
+            return Ok(0);
+        }
+        // Every chunk has its own vector or a quick one (the usual case: the quick file
+        // holds them): nothing to look for.
+        let quick = self.quick_log.as_ref().map_or(self.quick.len(), |log| log.len());
+        if quick + read(&self.vectors).len() >= self.committed_manifest.chunk_count() {
             return Ok(0);
         }
         let missing = self.vectorless_ids();

@@ -96,12 +96,13 @@ pub struct QuickSet {
     rows: Rows,
     /// Row numbers of the live rows, ascending.
     live: Vec<u32>,
-    by_id: HashMap<u64, u32>,
+    /// The live row of each chunk, by id.
+    by_id: Vec<(u64, u32)>,
 }
 
 impl Default for QuickSet {
     fn default() -> Self {
-        QuickSet { dims: 0, rows: Rows::Empty, live: Vec::new(), by_id: HashMap::new() }
+        QuickSet { dims: 0, rows: Rows::Empty, live: Vec::new(), by_id: Vec::new() }
     }
 }
 
@@ -115,23 +116,28 @@ impl QuickSet {
     /// A set made in memory (a reader of an index whose writer has not stored them yet).
     pub fn in_memory(dims: usize, vectors: &[(u64, Vec<f32>)]) -> QuickSet {
         let mut bytes = Vec::with_capacity(vectors.len() * row_len(dims));
+        let mut live = Vec::with_capacity(vectors.len());
         for (id, v) in vectors.iter().filter(|(_, v)| v.len() == dims) {
+            live.push((*id, live.len() as u32));
             encode_row(&mut bytes, *id, v);
         }
-        let rows = (bytes.len() / row_len(dims)) as u32;
-        QuickSet::with_live(dims, Rows::Owned(bytes), (0..rows).map(|r| (0, r)))
+        QuickSet::with_live(dims, Rows::Owned(bytes), live.into_iter())
     }
 
+    /// A set of the given rows; an id given twice keeps its later row.
     fn with_live(dims: usize, rows: Rows, live: impl Iterator<Item = (u64, u32)>) -> QuickSet {
-        let mut set = QuickSet { dims, rows, live: Vec::new(), by_id: HashMap::new() };
-        let mut live: Vec<u32> = live.map(|(_, row)| row).collect();
+        let mut by_id: Vec<(u64, u32)> = live.collect();
+        by_id.sort_unstable();
+        by_id.reverse();
+        by_id.dedup_by_key(|(id, _)| *id);
+        by_id.reverse();
+        let mut live: Vec<u32> = by_id.iter().map(|(_, row)| *row).collect();
         live.sort_unstable();
-        live.dedup();
-        for &row in &live {
-            set.by_id.insert(set.id_at(row), row);
-        }
-        set.live = live;
-        set
+        QuickSet { dims, rows, live, by_id }
+    }
+
+    fn row_of(&self, id: u64) -> Option<u32> {
+        self.by_id.binary_search_by_key(&id, |(id, _)| *id).ok().map(|i| self.by_id[i].1)
     }
 
     fn row(&self, row: u32) -> &[u8] {
@@ -166,17 +172,17 @@ impl QuickSet {
     }
 
     pub fn contains(&self, id: u64) -> bool {
-        self.by_id.contains_key(&id)
+        self.row_of(id).is_some()
     }
 
     /// The chunks with a quick vector.
     pub fn ids(&self) -> Vec<u64> {
-        self.by_id.keys().copied().collect()
+        self.by_id.iter().map(|(id, _)| *id).collect()
     }
 
     /// The quick vector of a chunk, as stored (int8 precision).
     pub fn vector_of(&self, id: u64) -> Option<Vec<f32>> {
-        let row = *self.by_id.get(&id)?;
+        let row = self.row_of(id)?;
         let scale = self.scale_at(row);
         Some(self.bytes_at(row).iter().map(|b| f32::from(*b) * scale).collect())
     }
@@ -186,7 +192,7 @@ impl QuickSet {
         if query.len() != self.dims {
             return None;
         }
-        let row = *self.by_id.get(&id)?;
+        let row = self.row_of(id)?;
         let (qscale, q) = quantize(query);
         Some(dot_i8(self.bytes_at(row), &q) as f32 * qscale * self.scale_at(row))
     }
@@ -272,55 +278,43 @@ fn check_file(path: &Path, record: &QuickFile, dims: usize) -> Result<File, Stri
     Ok(file)
 }
 
-/// The xxh3 state over the first `rows` rows of an open quick file.
-fn hash_rows(file: &mut File, rows: u64, dims: usize) -> std::io::Result<Xxh3> {
-    file.seek(SeekFrom::Start(HEADER_LEN))?;
-    let mut left = rows * row_len(dims) as u64;
-    let mut hasher = Xxh3::new();
-    let mut buffer = vec![0u8; 1 << 20];
-    while left > 0 {
-        let n = (buffer.len() as u64).min(left) as usize;
-        file.read_exact(&mut buffer[..n])?;
-        hasher.update(&buffer[..n]);
-        left -= n as u64;
-    }
-    Ok(hasher)
-}
-
-/// The committed quick file at `path`, checked against its record: the live rows (the last
-/// of each id for which `wanted` holds) and the file's checksum state. `Err` says why it
-/// cannot be used.
+/// The committed quick file at `path`, checked against its record, mapped: its rows, the
+/// live rows (the last of each id for which `wanted` holds) and the rows' checksum state.
+/// `Err` says why it cannot be used.
 fn load(
     path: &Path,
     record: &QuickFile,
     dims: usize,
     wanted: &dyn Fn(u64) -> bool,
-) -> Result<(File, Xxh3, HashMap<u64, u32>), String> {
-    let mut file = check_file(path, record, dims)?;
-    let hasher = hash_rows(&mut file, record.rows, dims).map_err(|e| format!("{}: {e}", path.display()))?;
+) -> Result<Loaded, String> {
+    let file = check_file(path, record, dims)?;
+    let rows = map(&file, path)?;
+    let len = row_len(dims);
+    let committed = &rows.bytes()[..record.rows as usize * len];
+    let mut hasher = Xxh3::new();
+    hasher.update(committed);
     if hasher.digest() != record.checksum {
         return Err(format!(
             "{}: the rows do not match the checksum they were committed with",
             path.display()
         ));
     }
-    // One pass over the ids only, in large reads.
-    let len = row_len(dims);
-    let mut live = HashMap::new();
-    file.seek(SeekFrom::Start(HEADER_LEN)).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut reader = std::io::BufReader::with_capacity(1 << 20, &file);
-    let mut row = vec![0u8; len];
-    for n in 0..record.rows {
-        reader.read_exact(&mut row).map_err(|e| format!("{}: {e}", path.display()))?;
-        let id = u64::from_le_bytes(row[..8].try_into().unwrap_or_default());
-        if wanted(id) {
-            live.insert(id, n as u32);
-        } else {
-            live.remove(&id);
-        }
-    }
-    drop(reader);
-    Ok((file, hasher, live))
+    let live = committed
+        .chunks_exact(len)
+        .enumerate()
+        .map(|(n, row)| (u64::from_le_bytes(row[..8].try_into().unwrap_or_default()), n as u32))
+        .filter(|(id, _)| wanted(*id))
+        .collect();
+    Ok(Loaded { rows, hasher, live })
+}
+
+/// A committed quick file as [`load`] found it.
+struct Loaded {
+    rows: Rows,
+    /// The checksum state over the committed rows, to go on from.
+    hasher: Xxh3,
+    /// The live rows as (id, row), in row order.
+    live: Vec<(u64, u32)>,
 }
 
 fn map(file: &File, path: &Path) -> Result<Rows, String> {
@@ -337,9 +331,8 @@ pub fn open_set(
     dims: usize,
     wanted: &dyn Fn(u64) -> bool,
 ) -> Result<QuickSet, String> {
-    let (file, _, live) = load(path, record, dims, wanted)?;
-    let rows = map(&file, path)?;
-    Ok(QuickSet::with_live(dims, rows, live.into_iter()))
+    let loaded = load(path, record, dims, wanted)?;
+    Ok(QuickSet::with_live(dims, loaded.rows, loaded.live.into_iter()))
 }
 
 /// The writer's side of the quick file: rows staged for the next commit, the live row of
@@ -385,10 +378,12 @@ impl QuickLog {
             None => None,
         };
         let (file, hasher, live, rows, note) = match usable {
-            Some(Ok(((_, hasher, live), r))) => {
+            Some(Ok((loaded, r))) => {
+                let Loaded { rows, hasher, live } = loaded;
+                drop(rows);
                 let file = OpenOptions::new().read(true).write(true).open(path)?;
                 file.set_len(HEADER_LEN + r.rows * row_len(dims) as u64)?;
-                (file, hasher, live, r.rows, None)
+                (file, hasher, live.into_iter().collect(), r.rows, None)
             }
             problem => {
                 let note = match problem {
@@ -420,6 +415,11 @@ impl QuickLog {
     /// Whether a chunk has a quick vector (committed or staged).
     pub fn contains(&self, id: u64) -> bool {
         self.live.contains_key(&id)
+    }
+
+    /// Chunks with a quick vector (committed or staged).
+    pub fn len(&self) -> usize {
+        self.live.len()
     }
 
     /// Stages a chunk's quick vector for the next commit.
