@@ -31,23 +31,12 @@ fn status(path: &Path) -> Option<Status> {
     Some((m.len(), time(m.mtime(), m.mtime_nsec()), time(m.ctime(), m.ctime_nsec()), m.ino()))
 }
 
-/// Checks every file of every segment of the last commit against the checksum in its
-/// footer (reading it whole), except those recorded as intact with the status they have
-/// now, so that a truncated, emptied, zeroed, missing or altered file is found at open
-/// rather than in the middle of a search. The record is then brought up to date (best
-/// effort: a folder that cannot be written only costs the next open the same reads).
-pub(super) fn check_store(store: &tantivy::Index, layout: &IndexLayout) -> Result<(), IndexError> {
+/// The files of every segment of the last commit, by path within the store.
+fn segment_files(store: &tantivy::Index) -> tantivy::Result<Vec<std::path::PathBuf>> {
     use tantivy::index::SegmentComponent as C;
-    let dir = layout.tantivy();
-    let damaged = |what: String| IndexError::Store {
-        path: dir.display().to_string(),
-        source: tantivy::TantivyError::InvalidArgument(what),
-    };
-    let record_path = layout.store_checked();
-    let known = files::read_json::<CheckedFiles>(&record_path).ok().flatten().unwrap_or_default();
-    let mut intact = CheckedFiles::default();
-    let metas = store.load_metas().map_err(store_err(&dir))?;
+    let metas = store.load_metas()?;
     let managed = store.directory().list_managed_files();
+    let mut out = Vec::new();
     for segment in &metas.segments {
         let mut components = vec![C::Postings, C::Terms, C::Store, C::FastFields, C::FieldNorms];
         if segment.has_deletes() {
@@ -58,22 +47,62 @@ pub(super) fn check_store(store: &tantivy::Index, layout: &IndexLayout) -> Resul
         if managed.contains(&segment.relative_path(C::Positions)) {
             components.push(C::Positions);
         }
-        for component in components {
-            let path = segment.relative_path(component);
-            let name = path.display().to_string();
-            let now = status(&dir.join(&path));
-            if now.is_some() && known.files.get(&name) == now.as_ref() {
-                intact.files.insert(name, now.unwrap_or_default());
-                continue;
-            }
-            match store.directory().validate_checksum(&path) {
-                Ok(true) => {}
-                Ok(false) => return Err(damaged(format!("{} fails its checksum", path.display()))),
-                Err(e) => return Err(damaged(format!("{}: {e}", path.display()))),
-            }
-            if let Some(now) = now {
-                intact.files.insert(name, now);
-            }
+        out.extend(components.into_iter().map(|c| segment.relative_path(c)));
+    }
+    Ok(out)
+}
+
+/// Records the files of the commit a writer has just made as intact: it wrote them itself,
+/// so the next open need not read them back. Files of earlier commits keep their entries
+/// only while they are still part of the store.
+pub(super) fn record_own_commit(store: &tantivy::Index, layout: &IndexLayout) {
+    let Ok(current) = segment_files(store) else { return };
+    let dir = layout.tantivy();
+    let record_path = layout.store_checked();
+    let known = files::read_json::<CheckedFiles>(&record_path).ok().flatten().unwrap_or_default();
+    let mut intact = CheckedFiles::default();
+    for path in current {
+        let name = path.display().to_string();
+        let entry = known.files.get(&name).copied().or_else(|| status(&dir.join(&path)));
+        if let Some(entry) = entry {
+            intact.files.insert(name, entry);
+        }
+    }
+    if intact.files != known.files
+        && let Err(e) = files::write_json(&record_path, &intact)
+    {
+        tracing::debug!("the record of checked store files is not written: {e}");
+    }
+}
+
+/// Checks every file of every segment of the last commit against the checksum in its
+/// footer (reading it whole), except those recorded as intact with the status they have
+/// now, so that a truncated, emptied, zeroed, missing or altered file is found at open
+/// rather than in the middle of a search. The record is then brought up to date (best
+/// effort: a folder that cannot be written only costs the next open the same reads).
+pub(super) fn check_store(store: &tantivy::Index, layout: &IndexLayout) -> Result<(), IndexError> {
+    let dir = layout.tantivy();
+    let damaged = |what: String| IndexError::Store {
+        path: dir.display().to_string(),
+        source: tantivy::TantivyError::InvalidArgument(what),
+    };
+    let record_path = layout.store_checked();
+    let known = files::read_json::<CheckedFiles>(&record_path).ok().flatten().unwrap_or_default();
+    let mut intact = CheckedFiles::default();
+    for path in segment_files(store).map_err(store_err(&dir))? {
+        let name = path.display().to_string();
+        let now = status(&dir.join(&path));
+        if now.is_some() && known.files.get(&name) == now.as_ref() {
+            intact.files.insert(name, now.unwrap_or_default());
+            continue;
+        }
+        match store.directory().validate_checksum(&path) {
+            Ok(true) => {}
+            Ok(false) => return Err(damaged(format!("{} fails its checksum", path.display()))),
+            Err(e) => return Err(damaged(format!("{}: {e}", path.display()))),
+        }
+        if let Some(now) = now {
+            intact.files.insert(name, now);
         }
     }
     if intact.files != known.files

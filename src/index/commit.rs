@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::checked;
 use super::files::{self, CommitPayload, VectorsMeta};
 use super::journal::{Journal, VectorOp};
 use super::{Index, IndexError, io_err, read, store_err, write};
@@ -28,6 +29,7 @@ impl Index {
             self.committed_generation = generation;
             self.store_dirty = false;
             self.reader.reload().map_err(store_err(&tantivy_dir))?;
+            checked::record_own_commit(writer.index(), &self.layout);
         } else if !self.manifest_dirty
             && self.pending_removals.is_empty()
             && !self.quick_log.as_ref().is_some_and(|q| q.is_dirty())
