@@ -102,18 +102,15 @@ impl Folder {
             }
         }
         let view = engine.view();
-        let status = view.status();
-        if status.vectors_pending > 0 {
+        let (pending, eta_secs) = view.vectors_pending();
+        if pending > 0 {
             notices.push(format!(
                 "{} of {} passages still wait for their vectors from {}{}: the built-in static model's \
                  stand in for them meanwhile, so matches by meaning are rougher until then",
-                status.vectors_pending,
-                status.chunks,
-                status.embedder.model,
-                status
-                    .vectors_eta_secs
-                    .map(|s| format!(" (about {} min left)", s.div_ceil(60)))
-                    .unwrap_or_default()
+                pending,
+                view.snapshot().manifest().chunk_count(),
+                view.embedder().model,
+                eta_secs.map(|s| format!(" (about {} min left)", s.div_ceil(60))).unwrap_or_default()
             ));
         }
         let notice = (!notices.is_empty()).then(|| notices.join("; "));
