@@ -25,6 +25,22 @@ struct CheckedFiles {
     files: BTreeMap<String, Status>,
 }
 
+impl CheckedFiles {
+    fn load(path: &Path) -> CheckedFiles {
+        files::read_json::<CheckedFiles>(path).ok().flatten().unwrap_or_default()
+    }
+
+    /// Writes the record over `before` when it differs (best effort: a folder that cannot be
+    /// written only costs the next open the same reads).
+    fn save_over(&self, before: &CheckedFiles, path: &Path) {
+        if self.files != before.files
+            && let Err(e) = files::write_json(path, self)
+        {
+            tracing::debug!("the record of checked store files is not written: {e}");
+        }
+    }
+}
+
 fn status(path: &Path) -> Option<Status> {
     let m = std::fs::metadata(path).ok()?;
     let time = |secs: i64, nanos: i64| i128::from(secs) * 1_000_000_000 + i128::from(nanos);
@@ -59,7 +75,7 @@ pub(super) fn record_own_commit(store: &tantivy::Index, layout: &IndexLayout) {
     let Ok(current) = segment_files(store) else { return };
     let dir = layout.tantivy();
     let record_path = layout.store_checked();
-    let known = files::read_json::<CheckedFiles>(&record_path).ok().flatten().unwrap_or_default();
+    let known = CheckedFiles::load(&record_path);
     let mut intact = CheckedFiles::default();
     for path in current {
         let name = path.display().to_string();
@@ -68,18 +84,13 @@ pub(super) fn record_own_commit(store: &tantivy::Index, layout: &IndexLayout) {
             intact.files.insert(name, entry);
         }
     }
-    if intact.files != known.files
-        && let Err(e) = files::write_json(&record_path, &intact)
-    {
-        tracing::debug!("the record of checked store files is not written: {e}");
-    }
+    intact.save_over(&known, &record_path);
 }
 
 /// Checks every file of every segment of the last commit against the checksum in its
 /// footer (reading it whole), except those recorded as intact with the status they have
 /// now, so that a truncated, emptied, zeroed, missing or altered file is found at open
-/// rather than in the middle of a search. The record is then brought up to date (best
-/// effort: a folder that cannot be written only costs the next open the same reads).
+/// rather than in the middle of a search. The record is then brought up to date.
 pub(super) fn check_store(store: &tantivy::Index, layout: &IndexLayout) -> Result<(), IndexError> {
     let dir = layout.tantivy();
     let damaged = |what: String| IndexError::Store {
@@ -87,7 +98,7 @@ pub(super) fn check_store(store: &tantivy::Index, layout: &IndexLayout) -> Resul
         source: tantivy::TantivyError::InvalidArgument(what),
     };
     let record_path = layout.store_checked();
-    let known = files::read_json::<CheckedFiles>(&record_path).ok().flatten().unwrap_or_default();
+    let known = CheckedFiles::load(&record_path);
     let mut intact = CheckedFiles::default();
     for path in segment_files(store).map_err(store_err(&dir))? {
         let name = path.display().to_string();
@@ -105,10 +116,6 @@ pub(super) fn check_store(store: &tantivy::Index, layout: &IndexLayout) -> Resul
             intact.files.insert(name, now);
         }
     }
-    if intact.files != known.files
-        && let Err(e) = files::write_json(&record_path, &intact)
-    {
-        tracing::debug!("the record of checked store files is not written: {e}");
-    }
+    intact.save_over(&known, &record_path);
     Ok(())
 }

@@ -61,10 +61,7 @@ impl Index {
         self.manifest_dirty = false;
         if let Some(set) = self.quick_log.as_mut().and_then(|log| log.publish()) {
             let path = self.layout.quick();
-            self.quick = Arc::new(set.map_err(|e| IndexError::Io {
-                path: path.display().to_string(),
-                source: std::io::Error::other(e),
-            })?);
+            self.quick = Arc::new(set.map_err(io_err(&path))?);
         }
         Ok(())
     }

@@ -36,10 +36,7 @@ impl Index {
                 self.notes.push(note);
             }
             if let Some(set) = log.publish() {
-                self.quick = Arc::new(set.map_err(|e| IndexError::Io {
-                    path: path.display().to_string(),
-                    source: std::io::Error::other(e),
-                })?);
+                self.quick = Arc::new(set.map_err(io_err(&path))?);
             }
             self.quick_log = Some(log);
         } else if let Some(record) = record.filter(|r| r.model == name) {

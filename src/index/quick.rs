@@ -511,12 +511,17 @@ impl QuickLog {
 
     /// The committed live rows as a set for snapshots, or `None` when nothing changed since
     /// the last one. Call after [`QuickLog::commit`].
-    pub fn publish(&mut self) -> Option<Result<QuickSet, String>> {
+    pub fn publish(&mut self) -> Option<std::io::Result<QuickSet>> {
         if !self.changed {
             return None;
         }
         self.changed = false;
-        let rows = if self.rows == 0 { Ok(Rows::Empty) } else { map(&self.file, &self.path) };
+        // SAFETY: as in `map`: committed rows are never rewritten in place.
+        let rows = if self.rows == 0 {
+            Ok(Rows::Empty)
+        } else {
+            unsafe { memmap2::Mmap::map(&self.file) }.map(Rows::Mapped)
+        };
         Some(rows.map(|rows| QuickSet::with_live(self.dims, rows, self.live.iter().map(|(id, r)| (*id, *r)))))
     }
 }
