@@ -128,25 +128,14 @@ fn real(bytes: &'static [u8]) {
 /// What the engine embeds for every chunk of the markdown files under `dir`: the context
 /// header and the chunk's searchable text, with the default chunk and context settings.
 fn engine_texts(dir: &Path) -> Vec<String> {
-    let mut files = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = entry.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|e| e == "md" || e == "txt") {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
+    // The files the engine would index, found as the engine finds them.
+    let walked = situate::workspace::walk(dir, &situate::workspace::WalkConfig::default(), None);
     let (chunking, context) = (ChunkConfig::default(), ContextConfig::default());
     let mut texts = Vec::new();
-    for path in files {
-        let Ok(raw) = std::fs::read_to_string(&path) else { continue };
-        let rel = path.strip_prefix(dir).unwrap_or(&path).to_string_lossy().replace('\\', "/");
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    for file in walked.files {
+        let Ok(raw) = std::fs::read_to_string(&file.abs_path) else { continue };
+        let rel = file.rel_path;
+        let name = file.abs_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let doc = chunk_document(&name, &raw, situate::workspace::doc_kind(&rel), &chunking);
         for chunk in doc.chunks.iter().filter(|c| !searchable(&c.text).trim().is_empty()) {
             let header = render_header(&context, &rel, &doc.title, &chunk.heading_path, &doc.metadata);

@@ -161,15 +161,18 @@ mod tests {
         raw_tokens(text).into_iter().map(|(text, ..)| text).collect()
     }
 
-    /// The full analyzer's terms, duplicates kept, in order.
-    fn analyzed(text: &str) -> Vec<String> {
-        let mut analyzer = text_analyzer();
-        let mut stream = analyzer.token_stream(text);
+    /// The texts of a token stream's tokens, duplicates kept, in order.
+    fn texts(mut stream: impl TokenStream) -> Vec<String> {
         let mut terms = Vec::new();
         while let Some(token) = stream.next() {
             terms.push(token.text.clone());
         }
         terms
+    }
+
+    /// The full analyzer's terms, duplicates kept, in order.
+    fn analyzed(text: &str) -> Vec<String> {
+        texts(text_analyzer().token_stream(text))
     }
 
     #[test]
@@ -352,13 +355,7 @@ mod tests {
 
     /// The query analyzer's raw terms, before any filter.
     fn raw_query(text: &str) -> Vec<String> {
-        let mut tokenizer = CodeAwareTokenizer { cjk_unigrams: false };
-        let mut stream = tokenizer.token_stream(text);
-        let mut tokens = Vec::new();
-        while let Some(token) = stream.next() {
-            tokens.push(token.text.clone());
-        }
-        tokens
+        texts(CodeAwareTokenizer { cjk_unigrams: false }.token_stream(text))
     }
 
     #[test]
