@@ -22,5 +22,6 @@ pub mod providers;
 pub mod search;
 pub mod service;
 pub mod snippets;
+pub mod team;
 pub mod wire;
 pub mod workspace;

@@ -88,6 +88,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("chunk", 0),
     ("context", 0),
     ("providers", 0),
+    ("team", 0),
     ("workspace", 1),
     ("snippets", 1),
     ("index", 2),
@@ -111,8 +112,8 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("compare", &["index"]),
     ("service", &["index"]),
     ("wire", &["index", "config"]),
-    ("lsp", &["index", "workspace", "snippets", "chunk", "context", "providers", "eval", "compare"]),
-    ("mcp", &["index", "workspace", "snippets", "chunk", "context", "providers", "eval", "compare"]),
+    ("lsp", &["index", "workspace", "snippets", "chunk", "context", "providers", "team", "eval", "compare"]),
+    ("mcp", &["index", "workspace", "snippets", "chunk", "context", "providers", "team", "eval", "compare"]),
     ("cli", &["index"]),
 ];
 
@@ -358,6 +359,7 @@ fn only_wire_modules_and_storage_formats_derive_serialize() {
         "src/snippets/mod.rs",
         "src/snippets/cache.rs",
         "src/snippets/prompt.rs",
+        "src/team/tally.rs",
         "src/workspace.rs",
         "src/providers/openai.rs",
         "src/providers/anthropic.rs",

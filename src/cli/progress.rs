@@ -24,11 +24,11 @@ impl Bar {
         if !std::io::stderr().is_terminal() {
             return;
         }
-        let (done, total, what) = match *progress {
+        let (done, total, what, from_team) = match *progress {
             Progress::Scanned { .. } => return,
-            Progress::Indexing { done, total } => (done, total, "indexing {pos}/{len} files"),
-            Progress::Embedding { done, total } => {
-                (done, total, "vectors {pos}/{len} (safe to interrupt: done ones are kept)")
+            Progress::Indexing { done, total } => (done, total, "indexing {pos}/{len} files", 0),
+            Progress::Embedding { done, total, from_team } => {
+                (done, total, "vectors {pos}/{len}{msg} (safe to interrupt: done ones are kept)", from_team)
             }
         };
         if self.phase != what {
@@ -49,6 +49,9 @@ impl Bar {
         }
         if let Some(bar) = &self.bar {
             bar.set_position(done as u64);
+            if from_team > 0 {
+                bar.set_message(format!(", {from_team} from the team"));
+            }
         }
     }
 

@@ -28,6 +28,13 @@ pub fn index_summary(out: &mut impl Write, engine: &Engine, r: &ReconcileReport)
     if r.vectors_refilled > 0 {
         writeln!(out, "{} vectors re-embedded from stored texts", r.vectors_refilled)?;
     }
+    if let Some(team) = &status.team {
+        writeln!(
+            out,
+            "team cache {}: {} vectors taken from it, {} computed here",
+            team.target, r.vectors_from_team, r.vectors_embedded
+        )?;
+    }
     if status.vectors_pending > 0 {
         writeln!(out, "{}", pending_vectors_line(&status))?;
     }
@@ -206,6 +213,21 @@ pub fn status(out: &mut impl Write, s: &Status) -> Result<()> {
         )?;
         if let Some(e) = &sn.estimate {
             writeln!(out, "           to write the rest: {e}")?;
+        }
+    }
+    if let Some(t) = &s.team {
+        let state = t.live.as_ref().map(|l| format!(" ({})", l.state)).unwrap_or_default();
+        writeln!(out, "team:      {}{state}", t.target)?;
+        writeln!(
+            out,
+            "           vectors: {} from the team, {} computed here; snippets: {} from the team, {} written here",
+            t.tally.vectors_from_team,
+            t.tally.vectors_computed,
+            t.tally.snippets_from_team,
+            t.tally.snippets_written
+        )?;
+        if let Some(reason) = t.live.as_ref().and_then(|l| l.read_only.as_ref()) {
+            writeln!(out, "           reading only: {reason}")?;
         }
     }
     for p in &s.config_problems {

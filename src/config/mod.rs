@@ -16,6 +16,7 @@ use crate::context::ContextConfig;
 use crate::providers::EmbeddingConfig;
 use crate::search::SearchConfig;
 use crate::snippets::SnippetConfig;
+use crate::team::TeamConfig;
 use crate::workspace::WalkConfig;
 use layer::merge_json;
 use raw::RawConfig;
@@ -36,6 +37,8 @@ pub struct Config {
     pub embedding: EmbeddingConfig,
     /// LLM-written snippets; `None` (off) unless a `[snippets]` table is present.
     pub snippets: Option<SnippetConfig>,
+    /// The team cache; `None` unless `[team] url` (or `SITUATE_TEAM_URL`) names one.
+    pub team: Option<TeamConfig>,
 }
 
 impl Default for Config {
@@ -49,6 +52,7 @@ impl Default for Config {
             search: SearchConfig::default(),
             embedding: EmbeddingConfig::default(),
             snippets: None,
+            team: None,
         };
         config.set_embedding(EmbeddingConfig::default());
         config

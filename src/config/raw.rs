@@ -57,6 +57,7 @@ pub(super) struct RawConfig {
     pub(super) search: RawSearch,
     pub(super) embedding: RawEmbedding,
     pub(super) snippets: Option<RawSnippets>,
+    pub(super) team: Option<RawTeam>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -126,4 +127,14 @@ pub(super) struct RawSnippets {
     pub(super) document_budget: Setting<usize>,
     pub(super) timeout_secs: Setting<u64>,
     pub(super) max_retries: Setting<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct RawTeam {
+    pub(super) enabled: Setting<bool>,
+    pub(super) url: Setting<String>,
+    pub(super) push: Setting<bool>,
+    pub(super) lease_secs: Setting<u64>,
+    pub(super) timeout_secs: Setting<u64>,
 }

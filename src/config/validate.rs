@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::raw::{RawConfig, RawEmbedding, RawSnippets, Setting};
+use super::raw::{RawConfig, RawEmbedding, RawSnippets, RawTeam, Setting};
 use super::{Config, ConfigProblem};
 use crate::chunk::ChunkConfig;
 use crate::context::ContextConfig;
@@ -15,6 +15,7 @@ use crate::providers::{
 };
 use crate::search::{MAX_CANDIDATES, MAX_LIMIT, SearchConfig};
 use crate::snippets::{ChatProvider, SnippetConfig, default_key_var};
+use crate::team::{Target, TeamConfig};
 use crate::workspace::WalkConfig;
 
 /// Collects problems while raw settings are turned into validated values.
@@ -209,7 +210,8 @@ impl Config {
             }
         };
         let snippets = raw.snippets.and_then(|raw| validate_snippets(raw, v));
-        Config { index_dir, walk, chunk, context, search, embedding, snippets }
+        let team = validate_team(raw.team, v);
+        Config { index_dir, walk, chunk, context, search, embedding, snippets, team }
     }
 }
 
@@ -343,6 +345,48 @@ fn key_var(key: &str, setting: Setting<String>, v: &mut Validator) -> Option<Str
             None
         }
     }
+}
+
+/// The `[team]` table, or `SITUATE_TEAM_URL`; `None` (no team cache) when neither names
+/// one, when `enabled = false`, or when the address cannot be read (with the reason).
+fn validate_team(t: Option<RawTeam>, v: &mut Validator) -> Option<TeamConfig> {
+    let t = t.unwrap_or_default();
+    if !v.take("team.enabled", t.enabled, true, any) {
+        return None;
+    }
+    let from_env = std::env::var(crate::team::URL_VAR).ok().filter(|u| !u.trim().is_empty());
+    let url = match t.url {
+        Setting::Set(url) if !url.trim().is_empty() => url,
+        Setting::Set(_) => {
+            v.problem("team.url", "must not be empty; no team cache");
+            return None;
+        }
+        Setting::Invalid(message) => {
+            v.problem("team.url", message);
+            return None;
+        }
+        Setting::Unset => from_env?,
+    };
+    if let Err(e) = Target::parse(&url, None) {
+        v.problem("team.url", format!("{e}; no team cache"));
+        return None;
+    }
+    let d = TeamConfig::new(url);
+    let within_u64 = |lo: u64, hi: u64| {
+        move |n: &u64| {
+            if (lo..=hi).contains(n) {
+                Ok(())
+            } else {
+                Err(format!("must be between {lo} and {hi}, got {n}"))
+            }
+        }
+    };
+    Some(TeamConfig {
+        push: v.take("team.push", t.push, d.push, any),
+        lease_secs: v.take("team.lease_secs", t.lease_secs, d.lease_secs, within_u64(1, 86_400)),
+        timeout_secs: v.take("team.timeout_secs", t.timeout_secs, d.timeout_secs, within_u64(1, 600)),
+        url: d.url,
+    })
 }
 
 /// The `[snippets]` table; `None` (snippets off) when `enabled = false` or when the table

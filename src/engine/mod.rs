@@ -7,6 +7,7 @@
 mod report;
 mod snippets;
 mod sync;
+mod team;
 mod view;
 
 use std::collections::HashSet;
@@ -23,11 +24,14 @@ use crate::search::{Hit, SearchError, SearchRequest};
 use crate::snippets::SnippetSetup;
 use crate::snippets::cache::SnippetCache;
 use crate::snippets::estimate::Estimate;
+use crate::team::Team;
 use crate::workspace;
 pub use report::{
     Progress, ReconcileReport, SnippetProgress, SnippetRun, SnippetStatus, SnippetsApplied, Stale, Status,
+    TeamReport,
 };
 pub use snippets::SnippetRunner;
+pub use team::Filled;
 pub use view::{Freshness, View};
 
 /// Bumped when chunking or context code changes what it produces for the same input.
@@ -70,6 +74,8 @@ struct Setup {
     quick: Option<Arc<dyn Embedder>>,
     /// The snippet model, when snippets are on.
     snippets: Option<SnippetSetup>,
+    /// The team cache, for a writer whose settings name one.
+    team: Option<Arc<Team>>,
 }
 
 /// One workspace's engine: the only writer of its index.
@@ -85,6 +91,8 @@ pub struct Engine {
     snippet_cache: Option<Arc<SnippetCache>>,
     /// Chunks handed out by [`Engine::snippet_jobs`] whose outcome has not come back.
     snippets_in_flight: HashSet<u64>,
+    /// Where a fill with the team cache is (writers with a team cache and a slow model).
+    team_fill: Option<team::TeamFill>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -194,7 +202,21 @@ impl Engine {
                 }
             }
         }
-        let setup = Arc::new(Setup { root, config, config_problems, embedder, quick, snippets });
+        let team = match config.team.as_ref().filter(|_| !index.is_read_only()) {
+            Some(c) => match Team::new(c) {
+                Ok(team) => Some(Arc::new(team)),
+                Err(e) => {
+                    config_problems.push(ConfigProblem { key: "team".to_string(), message: e.to_string() });
+                    None
+                }
+            },
+            None => None,
+        };
+        let team_fill = team
+            .as_ref()
+            .filter(|_| quick.is_some())
+            .map(|t| team::TeamFill::new(Arc::clone(t), embedder.as_ref()));
+        let setup = Arc::new(Setup { root, config, config_problems, embedder, quick, snippets, team });
         Ok(Engine {
             setup,
             index,
@@ -202,6 +224,7 @@ impl Engine {
             fill_pending_later: false,
             snippet_cache,
             snippets_in_flight: HashSet::new(),
+            team_fill,
         })
     }
 

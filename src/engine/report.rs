@@ -4,6 +4,8 @@ use crate::index::ApplyStats;
 use crate::providers::EmbedderIdentity;
 use crate::snippets::estimate::Estimate;
 use crate::snippets::generator::{Outcome, RunEnd, Totals};
+use crate::team::TeamStatus;
+use crate::team::tally::Tally;
 use crate::workspace::Skipped;
 
 /// How far a reconcile has come.
@@ -13,8 +15,9 @@ pub enum Progress {
     Scanned { files: usize },
     /// Files read and indexed so far out of those that changed.
     Indexing { done: usize, total: usize },
-    /// Vectors filled in so far, after the texts were committed (a slow embedder).
-    Embedding { done: usize, total: usize },
+    /// Vectors filled in so far, after the texts were committed (a slow embedder); of
+    /// them, `from_team` were taken from the team cache.
+    Embedding { done: usize, total: usize, from_team: usize },
 }
 
 /// What a reconcile did.
@@ -33,6 +36,8 @@ pub struct ReconcileReport {
     pub vectors_reused: usize,
     /// Vectors re-embedded from stored texts (after a model change or a repair).
     pub vectors_refilled: usize,
+    /// Vectors taken from the team cache instead of computed.
+    pub vectors_from_team: usize,
     pub skipped: Vec<Skipped>,
     /// Files decoded with replacement characters.
     pub lossy: Vec<String>,
@@ -81,6 +86,19 @@ pub struct Status {
     pub notes: Vec<String>,
     /// LLM-written snippets, when they are on.
     pub snippets: Option<SnippetStatus>,
+    /// The team cache, when the settings name one.
+    pub team: Option<TeamReport>,
+}
+
+/// The team cache, for `status`.
+#[derive(Debug, Clone)]
+pub struct TeamReport {
+    /// The address, without its password.
+    pub target: String,
+    /// What this process saw of it (a writer that used it).
+    pub live: Option<TeamStatus>,
+    /// What it did for this index so far.
+    pub tally: Tally,
 }
 
 /// Files whose index differs from the disk, by size and modification time: what the next

@@ -75,14 +75,10 @@ impl Engine {
         self.index.pending_vector_count()
     }
 
-    /// Embeds up to `max` of the chunks committed without a vector and commits them.
-    /// Returns how many were embedded.
+    /// Stores up to about `max` of the vectors of chunks committed without one (computed
+    /// here, or taken from the team cache) and commits them. Returns how many were stored.
     pub fn fill_pending_vectors(&mut self, max: usize) -> Result<usize, EngineError> {
-        let started = Instant::now();
-        let embedded = self.index.fill_pending_vectors(self.setup.embedder.as_ref(), max)?;
-        self.index.note_fill_rate(embedded, started.elapsed().as_secs_f64());
-        self.index.commit()?;
-        Ok(embedded)
+        Ok(self.fill_pending_step(max)?.stored())
     }
 
     /// Brings the index in line with the files on disk: new, changed and deleted files only.
@@ -175,14 +171,23 @@ impl Engine {
     ) -> Result<(), EngineError> {
         let total = self.index.pending_vector_count();
         let mut done = 0;
+        let mut from_team = 0;
         let mut checkpoints = Checkpoints::new();
+        // Steps in a row whose batch other members were computing; once they cover the
+        // whole queue, this member waits for their vectors instead of spinning.
+        let mut waited = 0;
         while self.index.pending_vector_count() > 0 {
-            let batch_started = Instant::now();
-            let embedded = self.index.fill_pending_vectors(self.setup.embedder.as_ref(), FILL_BATCH)?;
-            self.index.note_fill_rate(embedded, batch_started.elapsed().as_secs_f64());
-            report.vectors_embedded += embedded;
-            done = (total - self.index.pending_vector_count()).max(done);
-            progress(Progress::Embedding { done, total });
+            let filled = self.fill_step(FILL_BATCH)?;
+            report.vectors_embedded += filled.computed;
+            report.vectors_from_team += filled.from_team;
+            from_team += filled.from_team;
+            done = (total - self.index.pending_vector_count().min(total)).max(done);
+            progress(Progress::Embedding { done, total, from_team });
+            waited = if filled.waiting { waited + FILL_BATCH } else { 0 };
+            if waited >= self.index.pending_vector_count() {
+                std::thread::sleep(std::time::Duration::from_millis(500));
+                waited = 0;
+            }
             checkpoints.after(0, &mut self.index)?;
             if self.interrupt.swap(false, Ordering::Relaxed) {
                 report.interrupted = true;

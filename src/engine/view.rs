@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::snippets::chunk_input;
-use super::{EngineError, Setup, SnippetStatus, Stale, Status, relative_to};
+use super::{EngineError, Setup, SnippetStatus, Stale, Status, TeamReport, relative_to};
 use crate::config::Config;
 use crate::index::{ChunkRecord, Snapshot};
 use crate::providers::EmbedderIdentity;
@@ -13,6 +13,8 @@ use crate::search::preview::Previewer;
 use crate::search::{self, Expand, Hit, SearchConfig, SearchRequest, expand};
 use crate::snippets::estimate::{self, Estimate};
 use crate::snippets::prompt::ChunkInput;
+use crate::team::Target;
+use crate::team::tally::Tally;
 use crate::workspace;
 
 /// How a file on disk compares with what a view indexed.
@@ -189,7 +191,23 @@ impl View {
                     estimate: None,
                 }
             }),
+            team: self.team_report(),
         }
+    }
+
+    /// The team cache named by the settings, what this process saw of it, and its tally.
+    fn team_report(&self) -> Option<TeamReport> {
+        let config = self.setup.config.team.as_ref()?;
+        let target = match &self.setup.team {
+            Some(team) => team.shown().to_string(),
+            None => Target::parse(&config.url, None).map(|t| t.shown).unwrap_or_else(|e| e.to_string()),
+        };
+        let model = super::team::model_key(self.setup.embedder.as_ref()).identity;
+        Some(TeamReport {
+            target,
+            live: self.setup.team.as_ref().map(|t| t.status()),
+            tally: Tally::load(&self.index_dir, &model),
+        })
     }
 
     /// [`View::status`], with what writing the snippets still waiting would cost when some

@@ -191,27 +191,71 @@ impl Index {
     /// Embeds up to `max` of the chunks written without a vector, from their committed
     /// texts. Returns how many were embedded; chunks removed meanwhile are dropped.
     pub fn fill_pending_vectors(&mut self, embedder: &dyn Embedder, max: usize) -> Result<usize, IndexError> {
+        let ids = self.pending_vector_ids(0, max);
+        let texts = self.pending_texts(&ids)?;
+        let vectors = embed_texts(embedder, &texts)?;
+        self.put_pending_vectors(vectors)
+    }
+
+    /// Up to `max` of the chunks waiting for a vector, from `start` in the queue.
+    pub fn pending_vector_ids(&self, start: usize, max: usize) -> Vec<u64> {
+        self.pending_vectors.iter().skip(start).take(max).copied().collect()
+    }
+
+    /// The texts the index's model embeds for these waiting chunks. Chunks removed meanwhile
+    /// leave the queue (and need no stand-in either).
+    pub fn pending_texts(&mut self, ids: &[u64]) -> Result<Vec<(u64, String)>, IndexError> {
         if self.writer.is_none() {
             return Err(IndexError::ReadOnly);
         }
-        let take = max.min(self.pending_vectors.len());
-        let ids: Vec<u64> = self.pending_vectors[..take].to_vec();
-        let records = self.snapshot().records(&ids)?;
-        let texts: Vec<(u64, String)> =
-            ids.iter().filter_map(|id| records.get(id)).map(|r| (r.id, r.embedding_text())).collect();
-        let vectors = embed_texts(embedder, &texts)?;
-        let embedded = vectors.len();
+        let records = self.snapshot().records(ids)?;
+        let gone: HashSet<u64> = ids.iter().copied().filter(|id| !records.contains_key(id)).collect();
+        if !gone.is_empty() {
+            if let Some(log) = self.quick_log.as_mut() {
+                for id in &gone {
+                    log.drop_id(*id);
+                }
+            }
+            self.remove_pending(&gone);
+        }
+        Ok(ids.iter().filter_map(|id| records.get(id)).map(|r| (r.id, r.embedding_text())).collect())
+    }
+
+    /// Stores vectors of waiting chunks (made here, or taken from a team cache) and takes
+    /// them off the queue. Returns how many were stored.
+    pub fn put_pending_vectors(&mut self, vectors: Vec<(u64, Vec<f32>)>) -> Result<usize, IndexError> {
+        if self.writer.is_none() {
+            return Err(IndexError::ReadOnly);
+        }
+        let done: HashSet<u64> = vectors.iter().map(|(id, _)| *id).collect();
+        let stored = vectors.len();
         for (id, v) in vectors {
             self.stage_vector(id, v)?;
         }
-        // A chunk removed meanwhile has no record, and needs no stand-in either.
-        if let Some(log) = self.quick_log.as_mut() {
-            for id in ids.iter().filter(|id| !records.contains_key(id)) {
-                log.drop_id(*id);
-            }
+        self.remove_pending(&done);
+        Ok(stored)
+    }
+
+    /// Moves these waiting chunks to the back of the queue (another machine is making their
+    /// vectors).
+    pub fn defer_pending_vectors(&mut self, ids: &[u64]) {
+        let later: HashSet<u64> = ids.iter().copied().collect();
+        let (mut keep, moved): (Vec<u64>, Vec<u64>) =
+            self.pending_vectors.iter().partition(|id| !later.contains(id));
+        keep.extend(moved);
+        self.pending_vectors = keep;
+    }
+
+    fn remove_pending(&mut self, ids: &HashSet<u64>) {
+        if ids.is_empty() {
+            return;
         }
-        self.pending_vectors.drain(..take);
+        let head = ids.len().min(self.pending_vectors.len());
+        if self.pending_vectors[..head].iter().all(|id| ids.contains(id)) {
+            self.pending_vectors.drain(..head);
+        } else {
+            self.pending_vectors.retain(|id| !ids.contains(id));
+        }
         self.manifest_dirty = true;
-        Ok(embedded)
     }
 }

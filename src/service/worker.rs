@@ -352,7 +352,12 @@ impl Worker {
             let (done, total, message) = match p {
                 Progress::Scanned { files } => (0, files, format!("{files} files found")),
                 Progress::Indexing { done, total } => (done, total, format!("{done}/{total} files")),
-                Progress::Embedding { done, total } => (done, total, format!("{done}/{total} vectors")),
+                Progress::Embedding { done, total, from_team: 0 } => {
+                    (done, total, format!("{done}/{total} vectors"))
+                }
+                Progress::Embedding { done, total, from_team } => {
+                    (done, total, format!("{done}/{total} vectors ({from_team} from the team)"))
+                }
             };
             lock(&folder.state).progress = Some((done, total));
             let percentage = (done * 100).checked_div(total).map_or(100, |p| p as u32);

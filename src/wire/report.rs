@@ -18,6 +18,8 @@ pub struct ReportJson {
     pub vectors_embedded: usize,
     pub vectors_reused: usize,
     pub vectors_refilled: usize,
+    /// Vectors taken from the team cache instead of computed here.
+    pub vectors_from_team: usize,
     pub skipped: Vec<SkippedJson>,
     pub lossy: Vec<String>,
     /// `path: line N: …` for what chunking noticed (broken front matter, …).
@@ -121,6 +123,7 @@ impl From<&ReconcileReport> for ReportJson {
             vectors_embedded: r.vectors_embedded,
             vectors_reused: r.vectors_reused,
             vectors_refilled: r.vectors_refilled,
+            vectors_from_team: r.vectors_from_team,
             skipped: r.skipped.iter().map(SkippedJson::from).collect(),
             lossy: r.lossy.clone(),
             warnings: r.warnings.clone(),

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::report::SkippedJson;
-use crate::engine::{SnippetStatus, Status};
+use crate::engine::{SnippetStatus, Status, TeamReport};
 use crate::providers::EmbedderIdentity;
 use crate::snippets::estimate::Estimate;
 
@@ -33,6 +33,43 @@ pub struct StatusJson {
     pub notes: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snippets: Option<SnippetStatusJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub team: Option<TeamStatusJson>,
+}
+
+/// The team cache: its address (never its password), what this process saw of it, and
+/// what it did for this index.
+#[derive(Debug, Clone, Serialize)]
+pub struct TeamStatusJson {
+    pub target: String,
+    /// `connected`, `not contacted yet`, `unreachable: …` (absent when this process did
+    /// not use it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// Why this machine only reads from it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<String>,
+    pub vectors_from_team: u64,
+    pub vectors_computed: u64,
+    pub snippets_from_team: u64,
+    pub snippets_written: u64,
+    /// Rows this process refused (failed validation).
+    pub rejected: u64,
+}
+
+impl From<&TeamReport> for TeamStatusJson {
+    fn from(t: &TeamReport) -> Self {
+        TeamStatusJson {
+            target: t.target.clone(),
+            state: t.live.as_ref().map(|l| l.state.clone()),
+            read_only: t.live.as_ref().and_then(|l| l.read_only.clone()),
+            vectors_from_team: t.tally.vectors_from_team,
+            vectors_computed: t.tally.vectors_computed,
+            snippets_from_team: t.tally.snippets_from_team,
+            snippets_written: t.tally.snippets_written,
+            rejected: t.live.as_ref().map_or(0, |l| l.rejected),
+        }
+    }
 }
 
 /// Which model made the vectors.
@@ -116,6 +153,7 @@ impl From<&Status> for StatusJson {
             config_problems: s.config_problems.clone(),
             notes: s.notes.clone(),
             snippets: s.snippets.as_ref().map(SnippetStatusJson::from),
+            team: s.team.as_ref().map(TeamStatusJson::from),
         }
     }
 }

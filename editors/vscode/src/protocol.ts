@@ -1,6 +1,6 @@
 // The situate server's commands and the shapes of their answers (docs/lsp.md), as plain types.
 // Kept in step with src/lsp/ext.rs and src/wire/ (checked by tests/house.rs):
-// wire shapes hash: 06360fc797132499
+// wire shapes hash: cf732ac54ea50924
 
 /** Names of the server's `workspace/executeCommand` commands. */
 export const ServerCommand = {
@@ -81,6 +81,8 @@ export interface ReconcileReport {
   chunks_written: number;
   vectors_embedded: number;
   vectors_reused?: number;
+  /** Vectors taken from the team cache instead of computed. */
+  vectors_from_team?: number;
   skipped?: unknown[];
   lossy?: string[];
   interrupted?: boolean;
@@ -115,6 +117,20 @@ export interface IndexStatus {
   notes: string[];
   /** LLM-written snippets, when they are on for the folder. */
   snippets?: SnippetIndexStatus;
+  /** The team cache, when the settings name one. */
+  team?: TeamStatus;
+}
+
+/** The team cache: its address (never the password), its state and what it did here. */
+export interface TeamStatus {
+  target: string;
+  state?: string;
+  read_only?: string;
+  vectors_from_team: number;
+  vectors_computed: number;
+  snippets_from_team: number;
+  snippets_written: number;
+  rejected: number;
 }
 
 /** What writing the pending snippets would cost. */

@@ -1,0 +1,191 @@
+//! Filling pending vectors with a team cache: take what the team already has, lease what
+//! nobody is computing, compute and share it, and leave what others are computing for later.
+//!
+//! A fill goes in two phases. First a pass over the whole queue asks the cache for every
+//! waiting chunk, a batch at a time (a teammate's finished index makes this the whole job).
+//! Then each step leases a batch at the head of the queue: what it wins is computed here
+//! and pushed; what another member holds is looked up again and, if still missing, moved
+//! to the back of the queue. The pass is repeated now and then, for what others pushed
+//! meanwhile. Without a reachable cache, a step is a plain local fill.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{Engine, EngineError};
+use crate::index::Index;
+use crate::providers::Embedder;
+use crate::team::tally::Tally;
+use crate::team::{BATCH, ModelKey, Team};
+
+/// How often the whole queue is looked up again while computing (teammates push meanwhile).
+const REPASS: Duration = Duration::from_secs(30);
+
+/// What one step of a fill did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Filled {
+    /// Vectors taken from the team cache.
+    pub from_team: usize,
+    /// Vectors computed here.
+    pub computed: usize,
+    /// The step's batch was being computed by other members: nothing to do but wait.
+    pub waiting: bool,
+}
+
+impl Filled {
+    pub fn stored(&self) -> usize {
+        self.from_team + self.computed
+    }
+}
+
+/// A fill's place in its pass over the queue.
+pub(super) struct TeamFill {
+    pub(super) team: Arc<Team>,
+    model: ModelKey,
+    /// Where the lookup pass is in the queue; `None` between passes.
+    cursor: Option<usize>,
+    last_pass: Option<Instant>,
+}
+
+impl TeamFill {
+    pub(super) fn new(team: Arc<Team>, embedder: &dyn Embedder) -> TeamFill {
+        TeamFill { team, model: model_key(embedder), cursor: None, last_pass: None }
+    }
+}
+
+/// How the team cache names a model: `provider/model`, whose `model` part carries what
+/// changes its vectors (quantisation, tokens kept).
+pub(super) fn model_key(embedder: &dyn Embedder) -> ModelKey {
+    let identity = embedder.identity();
+    ModelKey {
+        identity: format!("{}/{}", identity.provider, identity.model),
+        dimensions: identity.dimensions,
+    }
+}
+
+impl Engine {
+    /// Stores up to about `max` pending vectors (more when they come from the team cache)
+    /// and commits them.
+    pub fn fill_pending_step(&mut self, max: usize) -> Result<Filled, EngineError> {
+        let filled = self.fill_step(max)?;
+        self.index.commit()?;
+        Ok(filled)
+    }
+
+    /// One step of a fill, uncommitted; with a team cache, its counts are added to the
+    /// index's tally.
+    pub(super) fn fill_step(&mut self, max: usize) -> Result<Filled, EngineError> {
+        let filled = self.fill_step_uncounted(max)?;
+        if let Some(fill) = self.team_fill.as_ref().filter(|_| filled.stored() > 0) {
+            let more = Tally {
+                model: fill.model.identity.clone(),
+                vectors_from_team: filled.from_team as u64,
+                vectors_computed: filled.computed as u64,
+                ..Tally::default()
+            };
+            if let Err(e) = Tally::add(self.index.dir(), &more) {
+                tracing::debug!("cannot update the team tally: {e}");
+            }
+        }
+        Ok(filled)
+    }
+
+    fn fill_step_uncounted(&mut self, max: usize) -> Result<Filled, EngineError> {
+        let embedder = Arc::clone(&self.setup.embedder);
+        let Some(fill) = self.team_fill.as_mut().filter(|f| f.team.usable()) else {
+            return Ok(Filled {
+                computed: compute(&mut self.index, embedder.as_ref(), max)?,
+                ..Filled::default()
+            });
+        };
+        if fill.cursor.is_none() && fill.last_pass.is_none_or(|at| at.elapsed() >= REPASS) {
+            fill.cursor = Some(0);
+        }
+        if let Some(cursor) = fill.cursor {
+            let ids = self.index.pending_vector_ids(cursor, BATCH);
+            if !ids.is_empty() {
+                let texts = self.index.pending_texts(&ids)?;
+                let refs: Vec<&str> = texts.iter().map(|(_, t)| t.as_str()).collect();
+                let found = fill.team.pull_vectors(&fill.model, &refs);
+                let vectors: Vec<(u64, Vec<f32>)> =
+                    texts.iter().zip(found).filter_map(|((id, _), v)| v.map(|v| (*id, v))).collect();
+                let from_team = vectors.len();
+                fill.cursor = Some(cursor + texts.len() - from_team);
+                self.index.put_pending_vectors(vectors)?;
+                if from_team > 0 || fill.team.usable() {
+                    return Ok(Filled { from_team, ..Filled::default() });
+                }
+            }
+            fill.cursor = None;
+            fill.last_pass = Some(Instant::now());
+        }
+        let ids = self.index.pending_vector_ids(0, max);
+        let texts = self.index.pending_texts(&ids)?;
+        if texts.is_empty() {
+            return Ok(Filled::default());
+        }
+        let refs: Vec<&str> = texts.iter().map(|(_, t)| t.as_str()).collect();
+        let Some(won) = fill.team.claim_vectors(&fill.model, &refs) else {
+            // Not sharing work (this member only reads, or the cache just went away).
+            let computed = compute_texts(&mut self.index, embedder.as_ref(), texts, Some(fill))?;
+            return Ok(Filled { computed, ..Filled::default() });
+        };
+        let (mine, others): (Vec<_>, Vec<_>) = texts.into_iter().zip(won).partition(|(_, won)| *won);
+        let mine: Vec<(u64, String)> = mine.into_iter().map(|(t, _)| t).collect();
+        let others: Vec<(u64, String)> = others.into_iter().map(|(t, _)| t).collect();
+        // What others hold may be done by now; the rest waits at the back of the queue.
+        let refs: Vec<&str> = others.iter().map(|(_, t)| t.as_str()).collect();
+        let found = if others.is_empty() { Vec::new() } else { fill.team.pull_vectors(&fill.model, &refs) };
+        let mut vectors = Vec::new();
+        let mut held = Vec::new();
+        for ((id, _), v) in others.iter().zip(found.into_iter().chain(std::iter::repeat(None))) {
+            match v {
+                Some(v) => vectors.push((*id, v)),
+                None => held.push(*id),
+            }
+        }
+        let from_team = vectors.len();
+        self.index.put_pending_vectors(vectors)?;
+        self.index.defer_pending_vectors(&held);
+        let waiting = mine.is_empty() && from_team == 0;
+        let computed = compute_texts(&mut self.index, embedder.as_ref(), mine, Some(fill))?;
+        Ok(Filled { from_team, computed, waiting })
+    }
+}
+
+/// A local fill of the queue's head.
+fn compute(index: &mut Index, embedder: &dyn Embedder, max: usize) -> Result<usize, EngineError> {
+    let ids = index.pending_vector_ids(0, max);
+    let texts = index.pending_texts(&ids)?;
+    compute_texts(index, embedder, texts, None)
+}
+
+/// Embeds these waiting texts here, stores them, notes the rate, and shares them.
+fn compute_texts(
+    index: &mut Index,
+    embedder: &dyn Embedder,
+    texts: Vec<(u64, String)>,
+    team: Option<&TeamFill>,
+) -> Result<usize, EngineError> {
+    if texts.is_empty() {
+        return Ok(0);
+    }
+    let started = Instant::now();
+    let refs: Vec<&str> = texts.iter().map(|(_, t)| t.as_str()).collect();
+    let vectors = embedder.embed(&refs)?;
+    if vectors.len() != texts.len() {
+        return Err(crate::providers::EmbedError::Failed(format!(
+            "asked for {} vectors, got {}",
+            texts.len(),
+            vectors.len()
+        ))
+        .into());
+    }
+    index.note_fill_rate(texts.len(), started.elapsed().as_secs_f64());
+    if let Some(fill) = team {
+        let items: Vec<(&str, &[f32])> =
+            refs.iter().copied().zip(vectors.iter().map(Vec::as_slice)).collect();
+        fill.team.push_vectors(&fill.model, &items);
+    }
+    let stored = texts.into_iter().map(|(id, _)| id).zip(vectors).collect();
+    Ok(index.put_pending_vectors(stored)?)
+}

@@ -1,0 +1,571 @@
+//! The team cache: the expensive per-chunk work (a slow model's vectors, LLM snippets)
+//! shared through a PostgreSQL with pgvector that the team already runs.
+//!
+//! Content-addressed: a vector is found by its model's identity and the SHA-256 of exactly
+//! the text embedded, a snippet by its model and prompt identity and its key. The local
+//! index stays the source of every answer; the cache is only asked before work is done and
+//! told after. Every call has a deadline, and a failure costs no local work: it is warned
+//! about once, the caller carries on as if the cache had nothing, and the cache is tried
+//! again after a growing pause. Rows that fail validation never leave this module.
+//!
+//! tokio-postgres runs on a small runtime of the cache's own, so that the engine's plain
+//! threads (and the language server's, inside its own runtime) can call it alike.
+
+mod connect;
+mod store;
+pub mod tally;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use tokio_postgres::Client;
+use tokio_postgres::error::SqlState;
+
+pub use connect::{Target, TlsMode};
+pub use store::SCHEMA_VERSION;
+use store::{Schema, SnippetRow, VectorRow};
+
+/// The environment variable that names a team cache when `[team] url` does not.
+pub const URL_VAR: &str = "SITUATE_TEAM_URL";
+
+/// `[team]` in `situate.toml`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TeamConfig {
+    /// `postgres://user:password@host:port/db?sslmode=…`.
+    pub url: String,
+    /// Add what this machine computes; `false` makes a member who only reads.
+    pub push: bool,
+    /// How long a claim on a batch of work holds before another member may take it over.
+    pub lease_secs: u64,
+    /// The deadline of each call to the server, connecting included.
+    pub timeout_secs: u64,
+}
+
+impl TeamConfig {
+    pub fn new(url: impl Into<String>) -> TeamConfig {
+        TeamConfig { url: url.into(), push: true, lease_secs: 120, timeout_secs: 5 }
+    }
+}
+
+/// A team cache failure. Messages never hold the password.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum TeamError {
+    #[error("team cache: {0}")]
+    Config(String),
+    #[error("team cache {target}: {reason}")]
+    Server { target: String, reason: String },
+}
+
+/// A model whose vectors the cache holds.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ModelKey {
+    /// `provider/model`, with everything that changes its vectors (quantisation, tokens kept).
+    pub identity: String,
+    pub dimensions: usize,
+}
+
+/// A snippet as the cache holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedSnippet {
+    pub text: String,
+    pub input_tokens: u32,
+    pub output_tokens: u32,
+}
+
+/// The longest snippet taken from the cache; longer rows are refused as damaged.
+pub const MAX_SNIPPET_BYTES: usize = 4_000;
+/// Keys looked up or added per statement.
+pub const BATCH: usize = 1_000;
+
+/// What `status` says of the cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TeamStatus {
+    /// The address without its password.
+    pub target: String,
+    /// `connected`, `not contacted yet`, or why it is unreachable.
+    pub state: String,
+    /// Why this machine does not add to the cache, if it does not.
+    pub read_only: Option<String>,
+    pub vectors_pulled: u64,
+    pub vectors_pushed: u64,
+    pub snippets_pulled: u64,
+    pub snippets_pushed: u64,
+    /// Rows refused by validation (and computed here instead).
+    pub rejected: u64,
+}
+
+/// The longest pause between attempts to reach a server that failed.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+#[derive(Default)]
+struct State {
+    client: Option<Arc<Client>>,
+    /// Model ids by identity (`None`: not in the cache, and this member may not add it).
+    models: HashMap<ModelKey, Option<i32>>,
+    /// When the server may be tried again after a failure.
+    retry_at: Option<Instant>,
+    backoff: Duration,
+    /// The failure being waited out, warned about once.
+    down: Option<String>,
+    /// Why this member does not write (settings, schema, privileges).
+    read_only: Option<String>,
+    contacted: bool,
+}
+
+/// A connection to a team cache, shared by the threads of one process.
+pub struct Team {
+    target: Target,
+    url: String,
+    config: TeamConfig,
+    runtime: tokio::runtime::Runtime,
+    /// Names this process in leases.
+    holder: String,
+    state: Mutex<State>,
+    vectors_pulled: AtomicU64,
+    vectors_pushed: AtomicU64,
+    snippets_pulled: AtomicU64,
+    snippets_pushed: AtomicU64,
+    rejected: AtomicU64,
+}
+
+impl std::fmt::Debug for Team {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Team").field("target", &self.target.shown).finish()
+    }
+}
+
+/// Why a call did not happen or did not finish.
+enum Failure {
+    /// The server is being waited out; nothing was sent.
+    Down,
+    /// This call failed; the server's state is already updated.
+    Failed,
+}
+
+impl Team {
+    /// Reads the address; nothing is sent until the first call.
+    pub fn new(config: &TeamConfig) -> Result<Team, TeamError> {
+        let pgpassword = std::env::var("PGPASSWORD").ok();
+        let target = Target::parse(&config.url, pgpassword.as_deref())?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("situate-team")
+            .enable_all()
+            .build()
+            .map_err(|e| TeamError::Config(format!("cannot start its runtime: {e}")))?;
+        let read_only = (!config.push).then(|| "push = false".to_string());
+        let holder = format!(
+            "{}:{}:{:x}",
+            std::env::var("HOSTNAME").unwrap_or_else(|_| "host".to_string()),
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        );
+        Ok(Team {
+            target,
+            url: config.url.clone(),
+            config: config.clone(),
+            runtime,
+            holder,
+            state: Mutex::new(State { read_only, ..State::default() }),
+            vectors_pulled: AtomicU64::new(0),
+            vectors_pushed: AtomicU64::new(0),
+            snippets_pulled: AtomicU64::new(0),
+            snippets_pushed: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+        })
+    }
+
+    /// The address without its password.
+    pub fn shown(&self) -> &str {
+        &self.target.shown
+    }
+
+    /// The key of a text: the SHA-256 of its bytes.
+    pub fn text_key(text: &str) -> Vec<u8> {
+        Sha256::digest(text.as_bytes()).to_vec()
+    }
+
+    pub fn status(&self) -> TeamStatus {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let shown = match (&state.down, &state.client, state.contacted) {
+            (Some(reason), _, _) => format!("unreachable: {reason}"),
+            (None, Some(_), _) => "connected".to_string(),
+            (None, None, true) => "disconnected".to_string(),
+            (None, None, false) => "not contacted yet".to_string(),
+        };
+        TeamStatus {
+            target: self.target.shown.clone(),
+            state: shown,
+            read_only: state.read_only.clone(),
+            vectors_pulled: self.vectors_pulled.load(Ordering::Relaxed),
+            vectors_pushed: self.vectors_pushed.load(Ordering::Relaxed),
+            snippets_pulled: self.snippets_pulled.load(Ordering::Relaxed),
+            snippets_pushed: self.snippets_pushed.load(Ordering::Relaxed),
+            rejected: self.rejected.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Whether the cache may be asked now (reachable, or due for another try).
+    pub fn usable(&self) -> bool {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.client.is_some() || state.retry_at.is_none_or(|at| Instant::now() >= at)
+    }
+
+    /// Whether this member adds to the cache (and so takes leases on work).
+    pub fn writes(&self) -> bool {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).read_only.is_none()
+    }
+
+    /// The cache's vectors of these texts, one slot per text, validated: the right length,
+    /// finite, of unit length, and for the text asked for.
+    pub fn pull_vectors(&self, model: &ModelKey, texts: &[&str]) -> Vec<Option<Vec<f32>>> {
+        let mut out = vec![None; texts.len()];
+        let Some(id) = self.model_id(model) else { return out };
+        let keys: Vec<Vec<u8>> = texts.iter().map(|t| Team::text_key(t)).collect();
+        let mut slots: HashMap<&[u8], Vec<usize>> = HashMap::new();
+        for (n, key) in keys.iter().enumerate() {
+            slots.entry(key.as_slice()).or_default().push(n);
+        }
+        let mut bad = Vec::new();
+        for batch in keys.chunks(BATCH) {
+            let batch = batch.to_vec();
+            let Ok(rows) = self.run(move |c| async move { store::pull_vectors(&c, id, &batch).await }) else {
+                break;
+            };
+            for row in rows {
+                let Some(at) = slots.get(row.key.as_slice()) else {
+                    bad.push(row.key);
+                    continue;
+                };
+                if valid_vector(&row, model.dimensions, texts[at[0]].len()) {
+                    for n in at {
+                        out[*n] = Some(row.vector.clone());
+                    }
+                } else {
+                    bad.push(row.key);
+                }
+            }
+        }
+        let pulled = out.iter().filter(|v| v.is_some()).count() as u64;
+        self.vectors_pulled.fetch_add(pulled, Ordering::Relaxed);
+        if !bad.is_empty() {
+            self.rejected.fetch_add(bad.len() as u64, Ordering::Relaxed);
+            tracing::warn!(
+                target = %self.target.shown,
+                "{} vectors from the team cache failed validation (dimensions, values or key) and are computed here",
+                bad.len()
+            );
+            if self.writes() {
+                let _ = self.run(move |c| async move { store::drop_vectors(&c, id, &bad).await });
+            }
+        }
+        out
+    }
+
+    /// Takes leases on the texts that nobody computes or has computed yet. `None` when this
+    /// member does not share work (it reads only, or the cache is away): compute them all.
+    pub fn claim_vectors(&self, model: &ModelKey, texts: &[&str]) -> Option<Vec<bool>> {
+        if !self.writes() {
+            return None;
+        }
+        let id = self.model_id(model)?;
+        let keys: Vec<Vec<u8>> = texts.iter().map(|t| Team::text_key(t)).collect();
+        let scope = format!("v{id}");
+        let holder = self.holder.clone();
+        let lease = self.config.lease_secs as f64;
+        let asked = keys.clone();
+        let won = self
+            .run(move |c| async move { store::claim(&c, &scope, &asked, &holder, lease, Some(id)).await })
+            .ok()?;
+        let won: std::collections::HashSet<Vec<u8>> = won.into_iter().collect();
+        Some(keys.iter().map(|k| won.contains(k)).collect())
+    }
+
+    /// Adds computed vectors and gives back their leases. Returns how many rows were new.
+    pub fn push_vectors(&self, model: &ModelKey, items: &[(&str, &[f32])]) -> u64 {
+        if !self.writes() || items.is_empty() {
+            return 0;
+        }
+        let Some(id) = self.model_id(model) else { return 0 };
+        let mut added = 0;
+        for batch in items.chunks(BATCH) {
+            let rows: Vec<VectorRow> = batch
+                .iter()
+                .map(|(text, v)| VectorRow {
+                    key: Team::text_key(text),
+                    text_bytes: text.len() as i32,
+                    vector: v.to_vec(),
+                })
+                .collect();
+            let keys: Vec<Vec<u8>> = rows.iter().map(|r| r.key.clone()).collect();
+            let (scope, holder) = (format!("v{id}"), self.holder.clone());
+            match self.run(move |c| async move {
+                let added = store::push_vectors(&c, id, &rows).await?;
+                store::release(&c, &scope, &keys, &holder).await?;
+                Ok(added)
+            }) {
+                Ok(n) => added += n,
+                Err(_) => break,
+            }
+        }
+        self.vectors_pushed.fetch_add(added, Ordering::Relaxed);
+        added
+    }
+
+    /// The cache's snippets for these keys (a snippet model's identity and each chunk's
+    /// key), validated: not empty, not over [`MAX_SNIPPET_BYTES`], for the key asked for.
+    pub fn pull_snippets(&self, model: &str, keys: &[u128]) -> Vec<Option<SharedSnippet>> {
+        let mut out = vec![None; keys.len()];
+        let asked: Vec<Vec<u8>> = keys.iter().map(|k| k.to_be_bytes().to_vec()).collect();
+        let at: HashMap<Vec<u8>, usize> = asked.iter().cloned().enumerate().map(|(n, k)| (k, n)).collect();
+        let mut rejected = 0u64;
+        for batch in asked.chunks(BATCH) {
+            let (batch, model) = (batch.to_vec(), model.to_string());
+            let Ok(rows) = self.run(move |c| async move { store::pull_snippets(&c, &model, &batch).await })
+            else {
+                break;
+            };
+            for row in rows {
+                let fits = !row.text.trim().is_empty() && row.text.len() <= MAX_SNIPPET_BYTES;
+                let tokens = row.input_tokens >= 0 && row.output_tokens >= 0;
+                match at.get(&row.key) {
+                    Some(n) if fits && tokens => {
+                        out[*n] = Some(SharedSnippet {
+                            text: row.text,
+                            input_tokens: row.input_tokens as u32,
+                            output_tokens: row.output_tokens as u32,
+                        })
+                    }
+                    _ => rejected += 1,
+                }
+            }
+        }
+        self.snippets_pulled.fetch_add(out.iter().filter(|s| s.is_some()).count() as u64, Ordering::Relaxed);
+        if rejected > 0 {
+            self.rejected.fetch_add(rejected, Ordering::Relaxed);
+            tracing::warn!(
+                target = %self.target.shown,
+                "{rejected} snippets from the team cache failed validation (size or key) and are written here"
+            );
+        }
+        out
+    }
+
+    /// Adds written snippets. Returns how many rows were new.
+    pub fn push_snippets(&self, model: &str, items: &[(u128, SharedSnippet)]) -> u64 {
+        if !self.writes() || items.is_empty() {
+            return 0;
+        }
+        let mut added = 0;
+        for batch in items.chunks(BATCH) {
+            let rows: Vec<SnippetRow> = batch
+                .iter()
+                .filter(|(_, s)| s.text.len() <= MAX_SNIPPET_BYTES)
+                .map(|(k, s)| SnippetRow {
+                    key: k.to_be_bytes().to_vec(),
+                    text: s.text.clone(),
+                    input_tokens: s.input_tokens.min(i32::MAX as u32) as i32,
+                    output_tokens: s.output_tokens.min(i32::MAX as u32) as i32,
+                })
+                .collect();
+            let model = model.to_string();
+            match self.run(move |c| async move { store::push_snippets(&c, &model, &rows).await }) {
+                Ok(n) => added += n,
+                Err(_) => break,
+            }
+        }
+        self.snippets_pushed.fetch_add(added, Ordering::Relaxed);
+        added
+    }
+
+    /// The model's id in the cache, registering it when this member writes.
+    fn model_id(&self, model: &ModelKey) -> Option<i32> {
+        if let Some(id) = self.state.lock().unwrap_or_else(PoisonError::into_inner).models.get(model) {
+            return *id;
+        }
+        let lookup = |create: bool| {
+            let (identity, dims) = (model.identity.clone(), model.dimensions);
+            self.run(move |c| async move { store::model_id(&c, &identity, dims, create).await })
+        };
+        let create = self.writes();
+        let id = match lookup(create) {
+            Ok(id) => id,
+            // A member without the privilege to register a model may still read its vectors.
+            Err(_) if create && !self.writes() => lookup(false).ok()?,
+            Err(_) => return None,
+        };
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).models.insert(model.clone(), id);
+        id
+    }
+
+    /// Runs one call on the cache's runtime within the deadline, connecting first if needed.
+    fn run<T, F, Fut>(&self, call: F) -> Result<T, Failure>
+    where
+        T: Send + 'static,
+        F: FnOnce(Arc<Client>) -> Fut,
+        Fut: Future<Output = Result<T, tokio_postgres::Error>> + Send + 'static,
+    {
+        let client = self.client()?;
+        let deadline = Duration::from_secs(self.config.timeout_secs.max(1));
+        let future = call(client);
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.runtime.spawn(async move {
+            let _ = tx.send(tokio::time::timeout(deadline, future).await);
+        });
+        match rx.recv() {
+            Ok(Ok(Ok(value))) => Ok(value),
+            Ok(Ok(Err(e))) => Err(self.failed(Cause::Sql(e))),
+            Ok(Err(_)) | Err(_) => Err(self.failed(Cause::Timeout(deadline))),
+        }
+    }
+
+    /// The open connection, or a new one (with the schema created or checked), unless the
+    /// server is being waited out.
+    fn client(&self) -> Result<Arc<Client>, Failure> {
+        {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(client) = state.client.as_ref() {
+                if !client.is_closed() {
+                    return Ok(Arc::clone(client));
+                }
+                state.client = None;
+            }
+            if state.retry_at.is_some_and(|at| Instant::now() < at) {
+                return Err(Failure::Down);
+            }
+            state.contacted = true;
+        }
+        let tls = match self.target.tls_config() {
+            Ok(tls) => tls,
+            Err(e) => return Err(self.failed(Cause::Setup(e.to_string()))),
+        };
+        let config = self.target.config.clone();
+        let migrate = self.writes();
+        let deadline = Duration::from_secs(self.config.timeout_secs.max(1));
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let runtime = self.runtime.handle().clone();
+        self.runtime.spawn(async move {
+            let connected = tokio::time::timeout(deadline, async move {
+                let (mut client, connection) =
+                    config.connect(tokio_postgres_rustls::MakeRustlsConnect::new(tls)).await?;
+                runtime.spawn(connection);
+                let schema = if migrate { Some(store::migrate(&mut client).await?) } else { None };
+                Ok::<_, tokio_postgres::Error>((client, schema))
+            })
+            .await;
+            let _ = tx.send(connected);
+        });
+        let (client, schema) = match rx.recv() {
+            Ok(Ok(Ok(connected))) => connected,
+            Ok(Ok(Err(e))) => return Err(self.failed(Cause::Sql(e))),
+            Ok(Err(_)) | Err(_) => return Err(self.failed(Cause::Timeout(deadline))),
+        };
+        let client = Arc::new(client);
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(Schema::Newer(v)) = schema {
+            let reason = format!(
+                "its schema is version {v}, newer than this situate's ({SCHEMA_VERSION}): reading only; update situate to add to it"
+            );
+            tracing::warn!(target = %self.target.shown, "team cache: {reason}");
+            state.read_only = Some(reason);
+        }
+        if let Some(reason) = state.down.take() {
+            tracing::info!(target = %self.target.shown, "team cache reachable again (it was: {reason})");
+        }
+        state.retry_at = None;
+        state.backoff = Duration::ZERO;
+        state.client = Some(Arc::clone(&client));
+        Ok(client)
+    }
+
+    /// Records a failure: a missing privilege makes this member read-only; a conflict
+    /// between members is retried by the caller's next batch; anything else drops the
+    /// connection and waits the server out, warned about once per outage.
+    fn failed(&self, cause: Cause) -> Failure {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let code = match &cause {
+            Cause::Sql(e) => e.code().cloned(),
+            _ => None,
+        };
+        let reason = match &cause {
+            Cause::Sql(e) => connect::scrub(&sql_reason(e), &self.url),
+            Cause::Timeout(d) => format!("no answer within {} s", d.as_secs()),
+            Cause::Setup(reason) => reason.clone(),
+        };
+        match code {
+            // A role without the privilege, a read-only server, or one out of space: this
+            // process stops adding to it, and goes on reading from it.
+            Some(code)
+                if code == SqlState::INSUFFICIENT_PRIVILEGE
+                    || code == SqlState::READ_ONLY_SQL_TRANSACTION
+                    || code.code().starts_with("53") =>
+            {
+                if state.read_only.is_none() {
+                    tracing::warn!(target = %self.target.shown, "team cache: {reason}; reading only from now on");
+                    state.read_only = Some(reason);
+                }
+                return Failure::Failed;
+            }
+            Some(code)
+                if code == SqlState::T_R_DEADLOCK_DETECTED
+                    || code == SqlState::T_R_SERIALIZATION_FAILURE
+                    || code == SqlState::UNIQUE_VIOLATION =>
+            {
+                return Failure::Failed;
+            }
+            _ => {}
+        }
+        state.client = None;
+        state.models.clear();
+        state.backoff = (state.backoff * 2).clamp(Duration::from_secs(1), MAX_BACKOFF);
+        state.retry_at = Some(Instant::now() + state.backoff);
+        if state.down.is_none() {
+            tracing::warn!(
+                target = %self.target.shown,
+                "team cache unavailable ({reason}); working locally and trying again later"
+            );
+        }
+        state.down = Some(reason);
+        Failure::Failed
+    }
+}
+
+enum Cause {
+    Sql(tokio_postgres::Error),
+    Timeout(Duration),
+    Setup(String),
+}
+
+/// The server's own message when it sent one, else the client's.
+fn sql_reason(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => db.message().to_string(),
+        None => {
+            let mut text = e.to_string();
+            let mut source = std::error::Error::source(e);
+            while let Some(s) = source {
+                text = format!("{text}: {s}");
+                source = s.source();
+            }
+            text
+        }
+    }
+}
+
+/// A vector row fit to enter the local index.
+fn valid_vector(row: &VectorRow, dimensions: usize, text_bytes: usize) -> bool {
+    if row.vector.len() != dimensions || row.text_bytes as i64 != text_bytes as i64 {
+        return false;
+    }
+    if row.vector.iter().any(|x| !x.is_finite()) {
+        return false;
+    }
+    let norm = row.vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    (0.9..=1.1).contains(&norm)
+}

@@ -1,0 +1,389 @@
+//! The team cache against a real PostgreSQL with pgvector (one server per test, started by
+//! `tests/postgres`): a second machine takes the vectors a first one computed, members who
+//! only read, work shared between machines filling at once, a claimer's lease taken over,
+//! rows that fail validation, and a server that is away, stalls, cuts the connection,
+//! refuses the login, runs out of space or speaks TLS.
+
+mod common;
+mod postgres;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use common::{Counting, Fixture};
+use postgres::{Mode, Postgres, Proxy};
+use situate::engine::Engine;
+use situate::providers::{EmbedError, Embedder, EmbedderIdentity};
+use situate::search::{Expand, SearchMode, SearchRequest};
+use situate::team::TeamConfig;
+
+fn team(url: &str) -> TeamConfig {
+    TeamConfig { url: url.to_string(), push: true, lease_secs: 120, timeout_secs: 5 }
+}
+
+/// An engine on `fixture` with the team cache `config`, embedding with the static model
+/// presented as a slow one (so its vectors are filled after the texts, as e5's are).
+fn machine(fixture: &Fixture, config: TeamConfig) -> (Engine, Arc<Counting>) {
+    let embedder = Counting::slow();
+    let mut settings = fixture.config();
+    settings.team = Some(config);
+    (fixture.engine_with(settings, embedder.clone()), embedder)
+}
+
+fn answers(engine: &Engine) -> Vec<(String, u32, String)> {
+    let mut out = Vec::new();
+    for query in ["how long are backups kept", "sourdough starter feeding", "rotate the logs"] {
+        let request = SearchRequest {
+            query: query.to_string(),
+            limit: 5,
+            mode: SearchMode::Hybrid,
+            paths: Vec::new(),
+            filters: Vec::new(),
+            expand: Expand::None,
+        };
+        for hit in engine.search(&request).unwrap() {
+            out.push((hit.chunk.path.clone(), hit.chunk.start_line, format!("{:.5}", hit.score)));
+        }
+    }
+    out
+}
+
+fn vector_rows(pg: &Postgres) -> i64 {
+    pg.count("SELECT count(*) FROM situate_vectors")
+}
+
+#[test]
+fn a_second_machine_takes_the_vectors_the_first_computed() {
+    let Some(pg) = Postgres::start() else { return };
+    let (a, b) = (Fixture::standard(), Fixture::standard());
+    let (mut first, computed_a) = machine(&a, team(&pg.super_url()));
+    let report = first.reconcile(&mut |_| {}).unwrap();
+    let chunks = first.status().chunks;
+    assert!(chunks > 5);
+    assert_eq!((report.vectors_from_team, report.vectors_embedded), (0, chunks));
+    assert_eq!(computed_a.count(), chunks);
+    let rows = vector_rows(&pg);
+    assert!(rows > 0 && rows <= chunks as i64, "{rows} rows for {chunks} chunks");
+    assert_eq!(pg.count("SELECT count(*) FROM situate_claims"), 0, "leases are given back");
+    assert_eq!(pg.count("SELECT version FROM situate_schema"), situate::team::SCHEMA_VERSION as i64);
+
+    let (mut second, computed_b) = machine(&b, team(&pg.super_url()));
+    let mut progress_from_team = 0;
+    let report = second
+        .reconcile(&mut |p| {
+            if let situate::engine::Progress::Embedding { from_team, .. } = p {
+                progress_from_team = from_team;
+            }
+        })
+        .unwrap();
+    assert_eq!(report.vectors_from_team, chunks);
+    assert_eq!(report.vectors_embedded, 0);
+    assert_eq!(computed_b.count(), 0, "nothing was computed on the second machine");
+    assert_eq!(progress_from_team, chunks, "progress says how many came from the team");
+    assert_eq!(vector_rows(&pg), rows, "nothing was added twice");
+    let status = second.status();
+    assert_eq!((status.vectors, status.vectors_pending), (chunks, 0));
+    let tally = &status.team.as_ref().unwrap().tally;
+    assert_eq!((tally.vectors_from_team, tally.vectors_computed), (chunks as u64, 0));
+    // Half floats on the server are what the local index keeps: the answers are the same.
+    assert_eq!(answers(&first), answers(&second));
+}
+
+#[test]
+fn a_member_who_only_reads_pulls_and_never_pushes() {
+    let Some(pg) = Postgres::start() else { return };
+    let (a, b, c) = (Fixture::standard(), Fixture::standard(), Fixture::standard());
+    let (mut writer, _) = machine(&a, team(&pg.super_url()));
+    writer.reconcile(&mut |_| {}).unwrap();
+    let rows = vector_rows(&pg);
+    pg.sql(
+        "CREATE ROLE reader LOGIN PASSWORD 'reader-pw'; GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader",
+    );
+    b.write("new/fresh.md", "# Fresh\n\nA page only the reader has, about tidal pools and anemones.\n");
+    let (mut reader, computed) = machine(&b, team(&pg.url("reader", "reader-pw", "postgres")));
+    let report = reader.reconcile(&mut |_| {}).unwrap();
+    assert!(report.vectors_from_team > 0);
+    assert!(report.vectors_embedded >= 1);
+    assert_eq!(computed.count(), report.vectors_embedded);
+    assert_eq!(vector_rows(&pg), rows, "a reader adds nothing");
+    let live = reader.status().team.unwrap().live.unwrap();
+    assert!(live.read_only.as_deref().unwrap_or("").contains("permission denied"), "{live:?}");
+
+    // `push = false` reads the same way without trying to write.
+    c.write("new/other.md", "# Other\n\nA page about lichens on granite.\n");
+    let mut config = team(&pg.super_url());
+    config.push = false;
+    let (mut quiet, _) = machine(&c, config);
+    let report = quiet.reconcile(&mut |_| {}).unwrap();
+    assert!(report.vectors_from_team > 0 && report.vectors_embedded >= 1);
+    assert_eq!(vector_rows(&pg), rows);
+    assert_eq!(pg.count("SELECT count(*) FROM situate_claims"), 0);
+}
+
+#[test]
+fn an_unreachable_server_costs_nothing_but_a_warning() {
+    let Some(_pg) = Postgres::start() else { return };
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let f = Fixture::standard();
+    let url = format!("postgres://situate:pw-not-shown@127.0.0.1:{port}/postgres?sslmode=disable");
+    let (mut engine, computed) = machine(&f, team(&url));
+    let report = engine.reconcile(&mut |_| {}).unwrap();
+    let status = engine.status();
+    assert_eq!(report.vectors_from_team, 0);
+    assert_eq!(computed.count(), status.chunks);
+    assert_eq!((status.vectors, status.vectors_pending), (status.chunks, 0));
+    let team = status.team.as_ref().unwrap();
+    let state = &team.live.as_ref().unwrap().state;
+    assert!(state.starts_with("unreachable"), "{state}");
+    let json = serde_json::to_string(&situate::wire::StatusJson::from(&status)).unwrap();
+    assert!(!json.contains("pw-not-shown") && !state.contains("pw-not-shown"), "{json}");
+    assert!(team.target.ends_with(&format!("127.0.0.1:{port}/postgres")), "{}", team.target);
+}
+
+#[test]
+fn a_refused_login_is_reported_without_the_password() {
+    let Some(pg) = Postgres::start() else { return };
+    let f = Fixture::standard();
+    let (mut engine, computed) = machine(&f, team(&pg.url("situate", "wrong-secret-77", "postgres")));
+    engine.reconcile(&mut |_| {}).unwrap();
+    let status = engine.status();
+    assert_eq!(computed.count(), status.chunks);
+    let state = status.team.as_ref().unwrap().live.as_ref().unwrap().state.clone();
+    assert!(state.contains("password authentication failed"), "{state}");
+    let json = serde_json::to_string(&situate::wire::StatusJson::from(&status)).unwrap();
+    assert!(!json.contains("wrong-secret-77"), "{json}");
+    assert!(!pg.log().is_empty());
+}
+
+/// The static model, slowed down; `at` runs once, when the model has embedded that many
+/// texts (to cut the network, or to crash the machine, mid-fill).
+struct Slow {
+    inner: Arc<Counting>,
+    pause: Duration,
+    at: Option<(usize, Box<dyn Fn() + Send + Sync>)>,
+    fired: AtomicBool,
+}
+
+impl Slow {
+    fn new(inner: Arc<Counting>, pause: Duration) -> Slow {
+        Slow { inner, pause, at: None, fired: AtomicBool::new(false) }
+    }
+
+    fn at(mut self, texts: usize, then: impl Fn() + Send + Sync + 'static) -> Slow {
+        self.at = Some((texts, Box::new(then)));
+        self
+    }
+}
+
+impl Embedder for Slow {
+    fn identity(&self) -> EmbedderIdentity {
+        self.inner.identity()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        std::thread::sleep(self.pause);
+        if let Some((after, then)) = &self.at
+            && self.inner.count() >= *after
+            && !self.fired.swap(true, Ordering::SeqCst)
+        {
+            then();
+        }
+        self.inner.embed(texts)
+    }
+}
+
+/// A workspace of `n` pages of about one chunk each, the same on every machine.
+fn pages(n: usize) -> Fixture {
+    let f = Fixture::empty();
+    for i in 0..n {
+        let body = format!(
+            "# Page {i}\n\nNote {i} is about topic {} and subtopic {}: the {} of item {i}.\n",
+            i % 7,
+            i % 13,
+            ["colour", "weight", "origin", "price", "shape"][i % 5]
+        );
+        f.write(&format!("p/{i:03}.md"), body);
+        common::age(&f.root().join(format!("p/{i:03}.md")));
+    }
+    f
+}
+
+#[test]
+fn machines_filling_at_once_share_the_work() {
+    let Some(pg) = Postgres::start() else { return };
+    let fixtures: Vec<Fixture> = (0..3).map(|_| pages(400)).collect();
+    let handles: Vec<_> = fixtures
+        .iter()
+        .map(|f| {
+            let counting = Counting::slow();
+            let embedder = Arc::new(Slow::new(counting.clone(), Duration::from_millis(40)));
+            let mut settings = f.config();
+            settings.team = Some(team(&pg.super_url()));
+            (f.engine_with(settings, embedder), counting)
+        })
+        .collect();
+    let reports: Vec<_> = std::thread::scope(|s| {
+        let running: Vec<_> = handles
+            .into_iter()
+            .map(|(mut engine, counting)| {
+                s.spawn(move || {
+                    let report = engine.reconcile(&mut |_| {}).unwrap();
+                    let status = engine.status();
+                    (report, counting.count(), status.chunks, status.vectors)
+                })
+            })
+            .collect();
+        running.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let computed: usize = reports.iter().map(|r| r.1).sum();
+    for (report, own, chunks, vectors) in &reports {
+        assert_eq!(*vectors, *chunks, "every machine ends with every vector");
+        assert_eq!(report.vectors_from_team + report.vectors_embedded, *chunks);
+        assert_eq!(*own, report.vectors_embedded);
+    }
+    let rows = vector_rows(&pg) as usize;
+    assert_eq!(computed, rows, "each vector was computed by one machine only: {reports:?}");
+    assert!(reports.iter().all(|r| r.1 > 0), "every machine took a share: {reports:?}");
+}
+
+#[test]
+fn a_crashed_claimers_work_is_taken_over_after_its_lease() {
+    let Some(pg) = Postgres::start() else { return };
+    let (a, b) = (pages(150), pages(150));
+    let crashed = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&crashed);
+    let embedder = Arc::new(Slow::new(Counting::slow(), Duration::ZERO).at(64, move || {
+        flag.store(true, Ordering::SeqCst);
+        panic!("the machine crashed while embedding");
+    }));
+    let mut settings = a.config();
+    settings.team = Some(TeamConfig { lease_secs: 2, ..team(&pg.super_url()) });
+    let mut doomed = a.engine_with(settings, embedder);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| doomed.reconcile(&mut |_| {})));
+    assert!(outcome.is_err() && crashed.load(Ordering::SeqCst));
+    std::mem::forget(doomed);
+    let held = pg.count("SELECT count(*) FROM situate_claims");
+    assert!(held > 0, "the crashed machine left its lease");
+
+    let (mut survivor, computed) = machine(&b, team(&pg.super_url()));
+    let report = survivor.reconcile(&mut |_| {}).unwrap();
+    let status = survivor.status();
+    assert_eq!((status.vectors, status.vectors_pending), (status.chunks, 0));
+    assert_eq!(report.vectors_from_team + report.vectors_embedded, status.chunks);
+    assert_eq!(computed.count(), status.chunks - report.vectors_from_team);
+    assert_eq!(pg.count("SELECT count(*) FROM situate_claims"), 0);
+}
+
+#[test]
+fn rows_that_fail_validation_are_refused_and_replaced() {
+    let Some(pg) = Postgres::start() else { return };
+    let (a, b) = (Fixture::standard(), Fixture::standard());
+    let (mut first, _) = machine(&a, team(&pg.super_url()));
+    first.reconcile(&mut |_| {}).unwrap();
+    let dims = first.status().embedder.dimensions;
+    // Three rows damaged three ways: the wrong length, not of unit length, and recorded
+    // for a text of another size than the one its key is for.
+    pg.sql(
+        "UPDATE situate_vectors SET vector = '[1,0,0]' WHERE key = (SELECT key FROM situate_vectors ORDER BY key LIMIT 1)",
+    );
+    pg.sql(&format!(
+        "UPDATE situate_vectors SET vector = array_fill(0.5, ARRAY[{dims}])::real[]::halfvec
+         WHERE key = (SELECT key FROM situate_vectors ORDER BY key OFFSET 1 LIMIT 1)"
+    ));
+    pg.sql(
+        "UPDATE situate_vectors SET text_bytes = text_bytes + 1
+         WHERE key = (SELECT key FROM situate_vectors ORDER BY key OFFSET 2 LIMIT 1)",
+    );
+    let (mut second, computed) = machine(&b, team(&pg.super_url()));
+    let report = second.reconcile(&mut |_| {}).unwrap();
+    assert!(report.vectors_embedded >= 3, "{report:?}");
+    assert_eq!(computed.count(), report.vectors_embedded);
+    assert!(second.status().team.unwrap().live.unwrap().rejected >= 3);
+    assert_eq!(answers(&first), answers(&second), "nothing damaged entered the index");
+    let bad = pg.count(&format!(
+        "SELECT count(*) FROM situate_vectors WHERE vector_dims(vector) <> {dims}
+         OR abs(l2_norm(vector) - 1) > 0.01"
+    ));
+    assert_eq!(bad, 0, "the damaged rows were replaced by the computed ones");
+}
+
+#[test]
+fn a_server_that_goes_away_or_stalls_mid_fill_loses_nothing() {
+    let Some(pg) = Postgres::start() else { return };
+    for fault in [Mode::Cut, Mode::Stall] {
+        let proxy = Proxy::to(pg.port);
+        let f = pages(300);
+        let counting = Counting::slow();
+        let switch = proxy.switch();
+        let embedder =
+            Arc::new(Slow::new(counting.clone(), Duration::from_millis(20)).at(64, move || switch(fault)));
+        let mut settings = f.config();
+        let url = proxy.url("situate", postgres::SUPER_PASSWORD, "postgres");
+        settings.team = Some(TeamConfig { timeout_secs: 1, ..team(&url) });
+        let mut engine = f.engine_with(settings, embedder);
+        let report = engine.reconcile(&mut |_| {}).unwrap();
+        let status = engine.status();
+        assert_eq!((status.vectors, status.vectors_pending), (status.chunks, 0), "{fault:?}");
+        assert_eq!(counting.count(), report.vectors_embedded);
+        let live = status.team.as_ref().unwrap().live.clone().unwrap();
+        assert!(live.state.starts_with("unreachable"), "{fault:?}: {live:?}");
+        assert!(live.vectors_pushed > 0, "{fault:?}: some vectors went out before the fault");
+
+        // Once the server is back, the cache is used again (after a pause that grows with
+        // the failures, at most a minute).
+        proxy.set(Mode::Pass);
+        // (A write stalled before may land late: only a push made once connected counts.)
+        let mut n = 0;
+        loop {
+            assert!(n < 120, "{fault:?}: the cache was never used again");
+            n += 1;
+            let before = vector_rows(&pg);
+            f.write(
+                &format!("later/{n}.md"),
+                format!("# Later {n}\n\nA note written after the fault, number {n}.\n"),
+            );
+            engine.reconcile(&mut |_| {}).unwrap();
+            let live = engine.status().team.unwrap().live.unwrap();
+            if live.state == "connected" && vector_rows(&pg) > before {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        pg.sql("TRUNCATE situate_vectors, situate_claims");
+    }
+}
+
+#[test]
+fn a_newer_schema_or_a_full_disk_makes_a_member_read_only() {
+    let Some(pg) = Postgres::start() else { return };
+    let (a, b, c) = (Fixture::standard(), Fixture::standard(), Fixture::standard());
+    let (mut first, _) = machine(&a, team(&pg.super_url()));
+    first.reconcile(&mut |_| {}).unwrap();
+    let rows = vector_rows(&pg);
+
+    pg.sql("UPDATE situate_schema SET version = 99");
+    b.write("new/fresh.md", "# Fresh\n\nA page about tidal pools.\n");
+    let (mut second, _) = machine(&b, team(&pg.super_url()));
+    let report = second.reconcile(&mut |_| {}).unwrap();
+    assert!(report.vectors_from_team > 0, "a newer schema is still read");
+    assert_eq!(vector_rows(&pg), rows);
+    let reason = second.status().team.unwrap().live.unwrap().read_only.unwrap();
+    assert!(reason.contains("version 99"), "{reason}");
+    pg.sql(&format!("UPDATE situate_schema SET version = {}", situate::team::SCHEMA_VERSION));
+
+    // The server's own error for a full disk, raised by a trigger.
+    pg.sql(
+        "CREATE FUNCTION full_disk() RETURNS trigger LANGUAGE plpgsql AS
+           $$ BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END $$;
+         CREATE TRIGGER out_of_space BEFORE INSERT ON situate_vectors FOR EACH ROW EXECUTE FUNCTION full_disk()",
+    );
+    c.write("new/other.md", "# Other\n\nA page about lichens on granite.\n");
+    let (mut third, computed) = machine(&c, team(&pg.super_url()));
+    let report = third.reconcile(&mut |_| {}).unwrap();
+    let status = third.status();
+    assert_eq!((status.vectors, status.vectors_pending), (status.chunks, 0));
+    assert_eq!(computed.count(), report.vectors_embedded);
+    let reason = status.team.unwrap().live.unwrap().read_only.unwrap();
+    assert!(reason.contains("No space left"), "{reason}");
+    assert_eq!(vector_rows(&pg), rows);
+}
