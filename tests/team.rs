@@ -5,6 +5,7 @@
 //! refuses the login, runs out of space or speaks TLS.
 
 mod common;
+mod http_server;
 mod postgres;
 
 use std::sync::Arc;
@@ -386,4 +387,91 @@ fn a_newer_schema_or_a_full_disk_makes_a_member_read_only() {
     let reason = status.team.unwrap().live.unwrap().read_only.unwrap();
     assert!(reason.contains("No space left"), "{reason}");
     assert_eq!(vector_rows(&pg), rows);
+}
+
+#[test]
+fn a_teammates_snippets_are_taken_instead_of_written_again() {
+    let Some(pg) = Postgres::start() else { return };
+    let chat = http_server::TestServer::start();
+    chat.set_reply(|_| "This part of the notes describes a routine task for the team.".to_string());
+    let snippets = situate::snippets::SnippetConfig {
+        base_url: chat.openai_url(),
+        max_retries: 1,
+        timeout_secs: 5,
+        ..situate::snippets::SnippetConfig::new(situate::snippets::ChatProvider::OpenAi, "small-chat")
+    };
+    let with_snippets = |f: &Fixture| {
+        let mut settings = f.config();
+        settings.snippets = Some(snippets.clone());
+        settings.team = Some(team(&pg.super_url()));
+        f.engine_with(settings, Counting::slow())
+    };
+    let (a, b) = (Fixture::standard(), Fixture::standard());
+    let mut first = with_snippets(&a);
+    first.reconcile(&mut |_| {}).unwrap();
+    let run = first.write_snippets(situate::snippets::generator::Totals::default(), &mut |_| {}).unwrap();
+    let calls = chat.chat_requests().len();
+    assert!(run.indexed > 0 && calls == run.indexed, "{run:?}, {calls} calls");
+    let shared =
+        pg.count("SELECT count(*) FROM situate_snippets WHERE input_tokens >= 0 AND length(snippet) > 0");
+    assert_eq!(shared, run.indexed as i64);
+
+    chat.clear_requests();
+    let mut second = with_snippets(&b);
+    second.reconcile(&mut |_| {}).unwrap();
+    let run = second.write_snippets(situate::snippets::generator::Totals::default(), &mut |_| {}).unwrap();
+    assert_eq!(chat.chat_requests().len(), 0, "no call was made for a snippet the team has");
+    assert_eq!(run.waiting, 0);
+    let status = second.status();
+    assert_eq!(status.snippets.as_ref().unwrap().pending, 0);
+    assert_eq!(status.team.unwrap().tally.snippets_from_team, shared as u64);
+    assert_eq!(answers(&first), answers(&second));
+
+    // A snippet over the size limit on the server is refused, and written here instead.
+    pg.sql("UPDATE situate_snippets SET snippet = repeat('x', 5000) WHERE key = (SELECT key FROM situate_snippets ORDER BY key LIMIT 1)");
+    let c = Fixture::standard();
+    let mut third = with_snippets(&c);
+    third.reconcile(&mut |_| {}).unwrap();
+    third.write_snippets(situate::snippets::generator::Totals::default(), &mut |_| {}).unwrap();
+    assert_eq!(chat.chat_requests().len(), 1, "the refused snippet was written again");
+    assert_eq!(answers(&first), answers(&third));
+    assert_eq!(
+        pg.count("SELECT count(*) FROM situate_snippets WHERE length(snippet) > 4000"),
+        0,
+        "and replaced"
+    );
+}
+
+#[test]
+fn tls_is_used_and_checked_as_sslmode_says() {
+    let Some(pg) = Postgres::start() else { return };
+    let front = postgres::TlsFront::to(pg.port);
+    let base = format!("postgres://situate:{}@127.0.0.1:{}/postgres", postgres::SUPER_PASSWORD, front.port);
+    // Checked against the CA named by sslrootcert, host name included.
+    let f = Fixture::standard();
+    let (mut checked, _) =
+        machine(&f, team(&format!("{base}?sslmode=verify-full&sslrootcert={}", front.ca.display())));
+    checked.reconcile(&mut |_| {}).unwrap();
+    assert_eq!(checked.status().team.unwrap().live.unwrap().state, "connected");
+    assert!(vector_rows(&pg) > 0);
+
+    // `require` encrypts without checking, as libpq does.
+    let g = Fixture::standard();
+    let (mut unchecked, computed) = machine(&g, team(&format!("{base}?sslmode=require")));
+    let report = unchecked.reconcile(&mut |_| {}).unwrap();
+    assert_eq!((report.vectors_from_team, computed.count()), (unchecked.status().chunks, 0));
+
+    // `verify-full` with only the system's roots refuses a certificate they did not sign,
+    // and so does `disable` against a front that speaks TLS only: the fill goes on here.
+    for mode in ["verify-full", "disable"] {
+        let h = Fixture::standard();
+        let (mut refused, computed) = machine(&h, team(&format!("{base}?sslmode={mode}")));
+        refused.reconcile(&mut |_| {}).unwrap();
+        let state = refused.status().team.unwrap().live.unwrap().state;
+        assert!(state.starts_with("unreachable"), "{mode}: {state}");
+        if mode == "verify-full" {
+            assert!(state.contains("certificate") || state.contains("issuer"), "{state}");
+        }
+        assert_eq!(computed.count(), refused.status().chunks);
+    }
 }

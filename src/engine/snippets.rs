@@ -11,7 +11,9 @@ use super::{Engine, EngineError, SnippetProgress, SnippetRun, SnippetsApplied};
 use crate::index::{ChunkRecord, IndexError, SnippetUpdate, VectorTiming};
 use crate::snippets::generator::{self, Limits, Outcome, RunEnd, SnippetJob, Totals};
 use crate::snippets::prompt::ChunkInput;
-use crate::snippets::{SnippetSetup, SnippetSlot};
+use crate::snippets::{Snippet, SnippetSetup, SnippetSlot, now_secs};
+use crate::team::SharedSnippet;
+use crate::team::tally::Tally;
 
 /// Snippets that arrived are indexed in batches of this many, or
 const SNIPPET_BATCH: usize = 256;
@@ -144,6 +146,7 @@ impl Engine {
                 }
             }
         }
+        self.take_team_snippets(&setup, &mut jobs, &mut cached)?;
         if !cached.is_empty() {
             self.index.set_snippets(
                 &cached,
@@ -162,10 +165,23 @@ impl Engine {
     pub fn apply_snippets(&mut self, outcomes: Vec<Outcome>) -> Result<SnippetsApplied, EngineError> {
         let mut applied = SnippetsApplied::default();
         let mut updates = Vec::new();
+        let mut written = Vec::new();
         for outcome in outcomes {
             self.snippets_in_flight.remove(&outcome.chunk_id());
             match outcome {
-                Outcome::Written { chunk_id, key, snippet, .. } => {
+                Outcome::Written { chunk_id, key, snippet, usage } => {
+                    if !snippet.text.is_empty() {
+                        let tokens = (
+                            usage.input_tokens.min(u32::MAX as u64),
+                            usage.output_tokens.min(u32::MAX as u64),
+                        );
+                        let shared = SharedSnippet {
+                            text: snippet.text.clone(),
+                            input_tokens: tokens.0 as u32,
+                            output_tokens: tokens.1 as u32,
+                        };
+                        written.push((key, shared));
+                    }
                     if let Some(cache) = &self.snippet_cache {
                         cache.put(key, &snippet).map_err(|e| IndexError::Io {
                             path: cache.path().display().to_string(),
@@ -176,6 +192,12 @@ impl Engine {
                 }
                 Outcome::Failed { .. } | Outcome::NotRun { .. } => applied.returned += 1,
             }
+        }
+        if let (Some(team), Some(setup)) = (&self.setup.team, &self.setup.snippets)
+            && !written.is_empty()
+        {
+            team.push_snippets(&setup.identity(), &written);
+            self.tally(Tally { snippets_written: written.len() as u64, ..Tally::default() });
         }
         if updates.is_empty() {
             return Ok(applied);
@@ -193,6 +215,55 @@ impl Engine {
         applied.indexed = self.index.set_snippets(&updates, self.setup.embedder.as_ref(), timing, &wanted)?;
         self.index.commit()?;
         Ok(applied)
+    }
+
+    /// Takes from the team cache the snippets of these jobs that a teammate wrote: into
+    /// the local cache (made durable first) and `cached`, and off the list of jobs.
+    fn take_team_snippets(
+        &mut self,
+        setup: &SnippetSetup,
+        jobs: &mut Vec<SnippetJob>,
+        cached: &mut Vec<SnippetUpdate>,
+    ) -> Result<(), EngineError> {
+        let (Some(team), Some(cache)) = (self.setup.team.clone(), self.snippet_cache.clone()) else {
+            return Ok(());
+        };
+        if jobs.is_empty() || !team.usable() {
+            return Ok(());
+        }
+        let keys: Vec<u128> = jobs.iter().map(|j| j.key).collect();
+        let found = team.pull_snippets(&setup.identity(), &keys);
+        let mut taken = 0;
+        let mut left = Vec::with_capacity(jobs.len());
+        for (job, shared) in jobs.drain(..).zip(found) {
+            let Some(shared) = shared else {
+                left.push(job);
+                continue;
+            };
+            let snippet =
+                Snippet { text: shared.text, model: setup.model_label.clone(), created_at: now_secs() };
+            let io = |e| IndexError::Io { path: cache.path().display().to_string(), source: e };
+            cache.put(job.key, &snippet).map_err(io)?;
+            self.snippets_in_flight.remove(&job.chunk_id);
+            cached.push(SnippetUpdate { chunk_id: job.chunk_id, key: job.key, snippet });
+            taken += 1;
+        }
+        *jobs = left;
+        if taken > 0 {
+            cache
+                .sync()
+                .map_err(|e| IndexError::Io { path: cache.path().display().to_string(), source: e })?;
+            self.tally(Tally { snippets_from_team: taken, ..Tally::default() });
+        }
+        Ok(())
+    }
+
+    /// Adds to the index's team tally (best effort: it is only a count).
+    pub(super) fn tally(&self, mut more: Tally) {
+        more.model = super::team::model_key(self.setup.embedder.as_ref()).identity;
+        if let Err(e) = Tally::add(self.index.dir(), &more) {
+            tracing::debug!("cannot update the team tally: {e}");
+        }
     }
 
     /// The run that writes the snippets of every chunk waiting for one and not handed out

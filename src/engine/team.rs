@@ -75,16 +75,12 @@ impl Engine {
     /// index's tally.
     pub(super) fn fill_step(&mut self, max: usize) -> Result<Filled, EngineError> {
         let filled = self.fill_step_uncounted(max)?;
-        if let Some(fill) = self.team_fill.as_ref().filter(|_| filled.stored() > 0) {
-            let more = Tally {
-                model: fill.model.identity.clone(),
+        if self.team_fill.is_some() && filled.stored() > 0 {
+            self.tally(Tally {
                 vectors_from_team: filled.from_team as u64,
                 vectors_computed: filled.computed as u64,
                 ..Tally::default()
-            };
-            if let Err(e) = Tally::add(self.index.dir(), &more) {
-                tracing::debug!("cannot update the team tally: {e}");
-            }
+            });
         }
         Ok(filled)
     }

@@ -324,7 +324,7 @@ impl Team {
         let mut out = vec![None; keys.len()];
         let asked: Vec<Vec<u8>> = keys.iter().map(|k| k.to_be_bytes().to_vec()).collect();
         let at: HashMap<Vec<u8>, usize> = asked.iter().cloned().enumerate().map(|(n, k)| (k, n)).collect();
-        let mut rejected = 0u64;
+        let mut rejected = Vec::new();
         for batch in asked.chunks(BATCH) {
             let (batch, model) = (batch.to_vec(), model.to_string());
             let Ok(rows) = self.run(move |c| async move { store::pull_snippets(&c, &model, &batch).await })
@@ -342,17 +342,22 @@ impl Team {
                             output_tokens: row.output_tokens as u32,
                         })
                     }
-                    _ => rejected += 1,
+                    _ => rejected.push(row.key),
                 }
             }
         }
         self.snippets_pulled.fetch_add(out.iter().filter(|s| s.is_some()).count() as u64, Ordering::Relaxed);
-        if rejected > 0 {
-            self.rejected.fetch_add(rejected, Ordering::Relaxed);
+        if !rejected.is_empty() {
+            self.rejected.fetch_add(rejected.len() as u64, Ordering::Relaxed);
             tracing::warn!(
                 target = %self.target.shown,
-                "{rejected} snippets from the team cache failed validation (size or key) and are written here"
+                "{} snippets from the team cache failed validation (size or key) and are written here",
+                rejected.len()
             );
+            if self.writes() {
+                let model = model.to_string();
+                let _ = self.run(move |c| async move { store::drop_snippets(&c, &model, &rejected).await });
+            }
         }
         out
     }

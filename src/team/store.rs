@@ -187,6 +187,16 @@ pub async fn drop_vectors(
     client.execute("DELETE FROM situate_vectors WHERE model = $1 AND key = ANY($2)", &[&model, &keys]).await
 }
 
+/// Removes snippets that failed validation here, so that the ones written in their place
+/// can be added.
+pub async fn drop_snippets(
+    client: &Client,
+    model: &str,
+    keys: &[Vec<u8>],
+) -> Result<u64, tokio_postgres::Error> {
+    client.execute("DELETE FROM situate_snippets WHERE model = $1 AND key = ANY($2)", &[&model, &keys]).await
+}
+
 /// A snippet as the server holds it.
 pub struct SnippetRow {
     pub key: Vec<u8>,

@@ -290,3 +290,151 @@ fn pipe(mut from: TcpStream, mut to: TcpStream, mode: Arc<AtomicU8>) {
         let _ = to.shutdown(Shutdown::Both);
     });
 }
+
+/// A TLS front for a server (the embedded build has no TLS of its own), as a cloud proxy
+/// or a pooler terminates it: it answers PostgreSQL's `SSLRequest` with `S`, completes the
+/// handshake with a certificate for `localhost` and 127.0.0.1 signed by a CA of the test's
+/// own (made with openssl), and passes the decrypted protocol to the server.
+pub struct TlsFront {
+    pub port: u16,
+    /// The CA certificate that signed the front's certificate.
+    pub ca: PathBuf,
+    _certs: tempfile::TempDir,
+    stop: Arc<AtomicBool>,
+}
+
+impl TlsFront {
+    pub fn to(server_port: u16) -> TlsFront {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let certs = tempfile::Builder::new().prefix("situate-tls-").tempdir().unwrap();
+        let d = certs.path();
+        std::fs::write(d.join("ext"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n").unwrap();
+        for args in [
+            "req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=situate-test-ca",
+            "req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=localhost",
+            "x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile ext",
+        ] {
+            let out = Command::new("openssl").args(args.split(' ')).current_dir(d).output().unwrap();
+            assert!(out.status.success(), "openssl {args}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let chain: Vec<CertificateDer<'static>> =
+            CertificateDer::pem_file_iter(d.join("server.pem")).unwrap().map(Result::unwrap).collect();
+        let key = PrivateKeyDer::from_pem_file(d.join("server.key")).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = Arc::new(
+            rustls::ServerConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_no_client_auth()
+                .with_single_cert(chain, key)
+                .unwrap(),
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        listener.set_nonblocking(true).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((client, _)) => {
+                        let config = Arc::clone(&config);
+                        std::thread::spawn(move || {
+                            let _ = terminate_tls(client, server_port, config);
+                        });
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        });
+        TlsFront { port, ca: d.join("ca.pem"), _certs: certs, stop }
+    }
+}
+
+impl Drop for TlsFront {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// One client through the front: the `SSLRequest`, the handshake, then bytes both ways.
+fn terminate_tls(
+    mut client: TcpStream,
+    server_port: u16,
+    config: Arc<rustls::ServerConfig>,
+) -> std::io::Result<()> {
+    client.set_nonblocking(false)?;
+    let mut request = [0u8; 8];
+    client.read_exact(&mut request)?;
+    if request != [0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f] {
+        return Ok(()); // Not an SSLRequest: this front speaks TLS only.
+    }
+    client.write_all(b"S")?;
+    let mut tls = rustls::ServerConnection::new(config).map_err(std::io::Error::other)?;
+    while tls.is_handshaking() {
+        tls.complete_io(&mut client)?;
+    }
+    let mut server = TcpStream::connect(("127.0.0.1", server_port))?;
+    client.set_nonblocking(true)?;
+    server.set_nonblocking(true)?;
+    let mut buf = vec![0u8; 32 * 1024];
+    loop {
+        let mut moved = false;
+        match tls.read_tls(&mut client) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {
+                tls.process_new_packets().map_err(std::io::Error::other)?;
+                moved = true;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+        loop {
+            match tls.reader().read(&mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(n) => {
+                    write_fully(&mut server, &buf[..n])?;
+                    moved = true;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            }
+        }
+        match server.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => {
+                tls.writer().write_all(&buf[..n])?;
+                moved = true;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+        while tls.wants_write() {
+            match tls.write_tls(&mut client) {
+                Ok(_) => moved = true,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if !moved {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+/// Writes all of `bytes` to a non-blocking stream.
+fn write_fully(stream: &mut TcpStream, mut bytes: &[u8]) -> std::io::Result<()> {
+    while !bytes.is_empty() {
+        match stream.write(bytes) {
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(1))
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}

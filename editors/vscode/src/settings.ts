@@ -59,6 +59,10 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
   { key: "snippets.maxRunTokens", server: "snippets.max_run_tokens" },
   { key: "snippets.maxTokens", server: "snippets.max_tokens" },
   { key: "snippets.documentBudget", server: "snippets.document_budget" },
+  // The team cache: its address (the password is best left to PGPASSWORD) and whether
+  // this machine adds to it.
+  { key: "team.url", server: "team.url", emptyIsUnset: true },
+  { key: "team.push", server: "team.push" },
 ];
 
 /** The values VS Code's `WorkspaceConfiguration.inspect` reports for one key. */
