@@ -475,3 +475,59 @@ fn tls_is_used_and_checked_as_sslmode_says() {
         assert_eq!(computed.count(), refused.status().chunks);
     }
 }
+
+/// `situate` itself, on `fixture`, with its cache folder inside the fixture.
+fn situate(fixture: &Fixture, args: &[&str], env: &[(&str, &str)]) -> (String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_situate"))
+        .args(args)
+        .current_dir(fixture.root())
+        .env("XDG_CACHE_HOME", fixture.index.path())
+        .env_remove("SITUATE_TEAM_URL")
+        .env_remove("PGPASSWORD")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap());
+    assert!(out.status.success(), "{args:?}: {stdout}\n{stderr}");
+    (stdout, stderr)
+}
+
+#[test]
+fn the_binary_with_e5_shares_through_the_team_and_searches_never_wait_on_it() {
+    let Some(pg) = Postgres::start() else { return };
+    let proxy = Proxy::to(pg.port);
+    let url = format!("postgres://situate@127.0.0.1:{}/postgres?sslmode=disable", proxy.port);
+    let password = [("PGPASSWORD", postgres::SUPER_PASSWORD)];
+    // The first machine names the cache in situate.toml, the password in PGPASSWORD.
+    let a = Fixture::standard();
+    a.write("situate.toml", format!("[team]\nurl = \"{url}\"\n"));
+    let (out, _) = situate(&a, &["index", "--json"], &password);
+    let first: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let chunks = first["chunks_written"].as_u64().unwrap();
+    assert_eq!(
+        (first["vectors_embedded"].as_u64(), first["vectors_from_team"].as_u64()),
+        (Some(chunks), Some(0))
+    );
+
+    // The second names it in SITUATE_TEAM_URL, and computes nothing.
+    let b = Fixture::standard();
+    let env = [("PGPASSWORD", postgres::SUPER_PASSWORD), ("SITUATE_TEAM_URL", url.as_str())];
+    let (out, _) = situate(&b, &["index"], &env);
+    assert!(out.contains(&format!("{chunks} vectors taken from it, 0 computed here")), "{out}");
+    let (out, _) = situate(&b, &["status", "--json"], &env);
+    let status: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(status["team"]["vectors_from_team"].as_u64(), Some(chunks));
+    assert_eq!(status["team"]["target"], format!("postgres://situate@127.0.0.1:{}/postgres", proxy.port));
+    assert!(!out.contains(postgres::SUPER_PASSWORD));
+    let (text, _) = situate(&b, &["status"], &env);
+    assert!(text.contains(&format!("vectors: {chunks} from the team, 0 computed here")), "{text}");
+
+    // Searches read the local index only: not one connection, even with the server hung.
+    proxy.set(Mode::Stall);
+    let before = proxy.connections();
+    let (out, _) = situate(&b, &["search", "how long are backups kept", "-k", "3"], &env);
+    assert!(out.contains("ops/backup.md"), "{out}");
+    let (out, _) = situate(&b, &["search", "--no-update", "sourdough", "-k", "3"], &env);
+    assert!(out.contains("kitchen/"), "{out}");
+    assert_eq!(proxy.connections(), before, "a search never contacts the team cache");
+}

@@ -102,7 +102,8 @@ impl Config {
     pub fn load(root: &Path) -> LoadedConfig {
         let path = root.join(CONFIG_FILE);
         if !path.exists() {
-            return LoadedConfig::default();
+            // Validated all the same: the environment may name a team cache.
+            return Config::from_toml("");
         }
         Config::load_file(&path)
     }
@@ -150,7 +151,7 @@ impl Config {
             return if config_file.is_some() || path.exists() {
                 Config::load_file(&path)
             } else {
-                LoadedConfig::default()
+                Config::from_toml("")
             };
         };
         let file = (config_file.is_some() || path.exists()).then(|| {

@@ -207,6 +207,7 @@ pub struct Proxy {
     pub port: u16,
     mode: Arc<AtomicU8>,
     stop: Arc<AtomicBool>,
+    accepted: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Proxy {
@@ -216,11 +217,13 @@ impl Proxy {
         listener.set_nonblocking(true).unwrap();
         let mode = Arc::new(AtomicU8::new(Mode::Pass as u8));
         let stop = Arc::new(AtomicBool::new(false));
-        let (m, s) = (Arc::clone(&mode), Arc::clone(&stop));
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (m, s, a) = (Arc::clone(&mode), Arc::clone(&stop), Arc::clone(&accepted));
         std::thread::spawn(move || {
             while !s.load(Ordering::Relaxed) {
                 match listener.accept() {
                     Ok((client, _)) => {
+                        a.fetch_add(1, Ordering::SeqCst);
                         client.set_nonblocking(false).unwrap();
                         if m.load(Ordering::Relaxed) == Mode::Cut as u8 {
                             let _ = client.shutdown(Shutdown::Both);
@@ -234,11 +237,16 @@ impl Proxy {
                 }
             }
         });
-        Proxy { port, mode, stop }
+        Proxy { port, mode, stop, accepted }
     }
 
     pub fn set(&self, mode: Mode) {
         self.mode.store(mode as u8, Ordering::Relaxed);
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
     }
 
     /// A handle that sets the mode from elsewhere (another thread, a callback).
