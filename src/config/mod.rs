@@ -569,4 +569,22 @@ mod tests {
         assert_eq!(loaded.config.search.limit, 7);
         assert_eq!(Config::load_layered(dir.path(), None, None).config.search.limit, 7);
     }
+
+    #[test]
+    fn a_team_cache_is_read_and_checked_without_showing_its_password() {
+        let loaded = Config::from_toml(
+            "[team]\nurl = \"postgres://u@db.example/docs\"\npush = false\nlease_secs = 0\n",
+        );
+        assert_eq!(keys(&loaded), ["team.lease_secs"]);
+        let team = loaded.config.team.unwrap();
+        assert_eq!((team.push, team.lease_secs, team.timeout_secs), (false, 120, 5));
+
+        let loaded = Config::from_toml("[team]\nurl = \"postgres://u:hunter22@db/docs?sslmode=sometimes\"\n");
+        assert_eq!(keys(&loaded), ["team.url"]);
+        assert!(loaded.config.team.is_none());
+        assert!(!loaded.problems[0].message.contains("hunter22"), "{}", loaded.problems[0]);
+
+        let loaded = Config::from_toml("[team]\nurl = \"postgres://u@db/docs\"\nenabled = false\n");
+        assert!(loaded.problems.is_empty() && loaded.config.team.is_none());
+    }
 }

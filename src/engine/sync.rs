@@ -195,6 +195,17 @@ impl Engine {
             }
         }
         self.index.commit()?;
+        if let Some(team) = &self.setup.team {
+            let s = team.status();
+            tracing::info!(
+                target = %s.target,
+                vectors_pulled = s.vectors_pulled,
+                pull_seconds = s.pull_seconds,
+                vectors_pushed = s.vectors_pushed,
+                push_seconds = s.push_seconds,
+                "team cache: vectors taken and added"
+            );
+        }
         Ok(())
     }
 

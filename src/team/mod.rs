@@ -82,7 +82,7 @@ pub const MAX_SNIPPET_BYTES: usize = 4_000;
 pub const BATCH: usize = 1_000;
 
 /// What `status` says of the cache.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TeamStatus {
     /// The address without its password.
     pub target: String,
@@ -96,6 +96,9 @@ pub struct TeamStatus {
     pub snippets_pushed: u64,
     /// Rows refused by validation (and computed here instead).
     pub rejected: u64,
+    /// Seconds spent looking vectors up and adding them (waiting on the server included).
+    pub pull_seconds: f64,
+    pub push_seconds: f64,
 }
 
 /// The longest pause between attempts to reach a server that failed.
@@ -130,6 +133,9 @@ pub struct Team {
     snippets_pulled: AtomicU64,
     snippets_pushed: AtomicU64,
     rejected: AtomicU64,
+    /// Microseconds spent pulling and pushing vectors.
+    pull_micros: AtomicU64,
+    push_micros: AtomicU64,
 }
 
 impl std::fmt::Debug for Team {
@@ -160,7 +166,12 @@ impl Team {
         let read_only = (!config.push).then(|| "push = false".to_string());
         let holder = format!(
             "{}:{}:{:x}",
-            std::env::var("HOSTNAME").unwrap_or_else(|_| "host".to_string()),
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+                .filter(|h| !h.is_empty())
+                .or_else(|| std::env::var("HOSTNAME").ok())
+                .unwrap_or_else(|| "host".to_string()),
             std::process::id(),
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -178,6 +189,8 @@ impl Team {
             snippets_pulled: AtomicU64::new(0),
             snippets_pushed: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
+            pull_micros: AtomicU64::new(0),
+            push_micros: AtomicU64::new(0),
         })
     }
 
@@ -208,6 +221,8 @@ impl Team {
             snippets_pulled: self.snippets_pulled.load(Ordering::Relaxed),
             snippets_pushed: self.snippets_pushed.load(Ordering::Relaxed),
             rejected: self.rejected.load(Ordering::Relaxed),
+            pull_seconds: self.pull_micros.load(Ordering::Relaxed) as f64 / 1e6,
+            push_seconds: self.push_micros.load(Ordering::Relaxed) as f64 / 1e6,
         }
     }
 
@@ -225,6 +240,13 @@ impl Team {
     /// The cache's vectors of these texts, one slot per text, validated: the right length,
     /// finite, of unit length, and for the text asked for.
     pub fn pull_vectors(&self, model: &ModelKey, texts: &[&str]) -> Vec<Option<Vec<f32>>> {
+        let started = Instant::now();
+        let out = self.pull_vectors_untimed(model, texts);
+        self.pull_micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        out
+    }
+
+    fn pull_vectors_untimed(&self, model: &ModelKey, texts: &[&str]) -> Vec<Option<Vec<f32>>> {
         let mut out = vec![None; texts.len()];
         let Some(id) = self.model_id(model) else { return out };
         let keys: Vec<Vec<u8>> = texts.iter().map(|t| Team::text_key(t)).collect();
@@ -289,6 +311,13 @@ impl Team {
 
     /// Adds computed vectors and gives back their leases. Returns how many rows were new.
     pub fn push_vectors(&self, model: &ModelKey, items: &[(&str, &[f32])]) -> u64 {
+        let started = Instant::now();
+        let added = self.push_vectors_untimed(model, items);
+        self.push_micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        added
+    }
+
+    fn push_vectors_untimed(&self, model: &ModelKey, items: &[(&str, &[f32])]) -> u64 {
         if !self.writes() || items.is_empty() {
             return 0;
         }
