@@ -177,15 +177,19 @@ impl Engine {
         // whole queue, this member waits for their vectors instead of spinning.
         let mut waited = 0;
         while self.index.pending_vector_count() > 0 {
-            let filled = self.fill_step(FILL_BATCH)?;
+            // Batches shrink towards the end of the queue (to a quarter), so that machines
+            // sharing a fill through the team cache finish together rather than one batch
+            // apart; alone, the last few batches are merely smaller.
+            let batch = (self.index.pending_vector_count() / 8).clamp(FILL_BATCH / 4, FILL_BATCH);
+            let filled = self.fill_step(batch)?;
             report.vectors_embedded += filled.computed;
             report.vectors_from_team += filled.from_team;
             from_team += filled.from_team;
             done = (total - self.index.pending_vector_count().min(total)).max(done);
             progress(Progress::Embedding { done, total, from_team });
-            waited = if filled.waiting { waited + FILL_BATCH } else { 0 };
+            waited = if filled.waiting { waited + batch } else { 0 };
             if waited >= self.index.pending_vector_count() {
-                std::thread::sleep(std::time::Duration::from_millis(500));
+                std::thread::sleep(std::time::Duration::from_millis(200));
                 waited = 0;
             }
             checkpoints.after(0, &mut self.index)?;
