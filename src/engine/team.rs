@@ -43,12 +43,17 @@ pub(super) struct TeamFill {
     model: ModelKey,
     /// Where the lookup pass is in the queue; `None` between passes.
     cursor: Option<usize>,
-    last_pass: Option<Instant>,
+    /// When the pass under way started.
+    pass_started: Option<Instant>,
+    /// When the next pass may start: [`REPASS`] after the last one, or ten times its length
+    /// if that is longer (a pass over a million waiting chunks takes a while, and finds
+    /// nothing when nobody else is filling).
+    next_pass: Option<Instant>,
 }
 
 impl TeamFill {
     pub(super) fn new(team: Arc<Team>, embedder: &dyn Embedder) -> TeamFill {
-        TeamFill { team, model: model_key(embedder), cursor: None, last_pass: None }
+        TeamFill { team, model: model_key(embedder), cursor: None, pass_started: None, next_pass: None }
     }
 }
 
@@ -93,8 +98,9 @@ impl Engine {
                 ..Filled::default()
             });
         };
-        if fill.cursor.is_none() && fill.last_pass.is_none_or(|at| at.elapsed() >= REPASS) {
+        if fill.cursor.is_none() && fill.next_pass.is_none_or(|at| Instant::now() >= at) {
             fill.cursor = Some(0);
+            fill.pass_started = Some(Instant::now());
         }
         if let Some(cursor) = fill.cursor {
             let ids = self.index.pending_vector_ids(cursor, BATCH);
@@ -112,7 +118,8 @@ impl Engine {
                 }
             }
             fill.cursor = None;
-            fill.last_pass = Some(Instant::now());
+            let took = fill.pass_started.map_or(Duration::ZERO, |at| at.elapsed());
+            fill.next_pass = Some(Instant::now() + REPASS.max(took * 10));
         }
         let ids = self.index.pending_vector_ids(0, max);
         let texts = self.index.pending_texts(&ids)?;
