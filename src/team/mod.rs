@@ -124,7 +124,8 @@ pub struct Team {
     target: Target,
     url: String,
     config: TeamConfig,
-    runtime: tokio::runtime::Runtime,
+    /// Taken only when the cache is dropped.
+    runtime: Option<tokio::runtime::Runtime>,
     /// Names this process in leases.
     holder: String,
     state: Mutex<State>,
@@ -181,7 +182,7 @@ impl Team {
             target,
             url: config.url.clone(),
             config: config.clone(),
-            runtime,
+            runtime: Some(runtime),
             holder,
             state: Mutex::new(State { read_only, ..State::default() }),
             vectors_pulled: AtomicU64::new(0),
@@ -438,6 +439,10 @@ impl Team {
         id
     }
 
+    fn handle(&self) -> tokio::runtime::Handle {
+        self.runtime.as_ref().expect("the runtime lives as long as the cache").handle().clone()
+    }
+
     /// Runs one call on the cache's runtime within the deadline, connecting first if needed.
     fn run<T, F, Fut>(&self, call: F) -> Result<T, Failure>
     where
@@ -449,7 +454,7 @@ impl Team {
         let deadline = Duration::from_secs(self.config.timeout_secs.max(1));
         let future = call(client);
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        self.runtime.spawn(async move {
+        self.handle().spawn(async move {
             let _ = tx.send(tokio::time::timeout(deadline, future).await);
         });
         match rx.recv() {
@@ -483,8 +488,8 @@ impl Team {
         let migrate = self.writes();
         let deadline = Duration::from_secs(self.config.timeout_secs.max(1));
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let runtime = self.runtime.handle().clone();
-        self.runtime.spawn(async move {
+        let runtime = self.handle();
+        self.handle().spawn(async move {
             let connected = tokio::time::timeout(deadline, async move {
                 let (mut client, connection) =
                     config.connect(tokio_postgres_rustls::MakeRustlsConnect::new(tls)).await?;
@@ -570,6 +575,17 @@ impl Team {
     }
 }
 
+impl Drop for Team {
+    /// The last holder of a view may let go of it on an async thread (the language
+    /// server's), where dropping a runtime the usual way would block: stop it in the
+    /// background instead.
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 enum Cause {
     Sql(tokio_postgres::Error),
     Timeout(Duration),
@@ -602,4 +618,39 @@ fn valid_vector(row: &VectorRow, dimensions: usize, text_bytes: usize) -> bool {
     }
     let norm = row.vector.iter().map(|x| x * x).sum::<f32>().sqrt();
     (0.9..=1.1).contains(&norm)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dead_cache() -> Team {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        Team::new(&TeamConfig::new(format!("postgres://u:pw@127.0.0.1:{port}/db?sslmode=disable"))).unwrap()
+    }
+
+    #[test]
+    fn the_cache_is_called_and_dropped_from_async_threads_alike() {
+        let model = ModelKey { identity: "e5/x".to_string(), dimensions: 3 };
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let team = dead_cache();
+        runtime.block_on(async move {
+            assert_eq!(team.pull_vectors(&model, &["a", "b"]), vec![None, None]);
+            assert!(team.status().state.starts_with("unreachable"), "{:?}", team.status());
+            assert!(!team.usable(), "a failed server is waited out");
+            drop(team);
+        });
+    }
+
+    #[test]
+    fn rows_are_validated() {
+        let row = |vector: Vec<f32>, text_bytes| VectorRow { key: vec![1], text_bytes, vector };
+        let unit = vec![0.6, 0.8, 0.0];
+        assert!(valid_vector(&row(unit.clone(), 5), 3, 5));
+        assert!(!valid_vector(&row(unit.clone(), 5), 4, 5), "dimensions");
+        assert!(!valid_vector(&row(unit, 6), 3, 5), "text size");
+        assert!(!valid_vector(&row(vec![f32::NAN, 0.8, 0.0], 5), 3, 5), "NaN");
+        assert!(!valid_vector(&row(vec![f32::INFINITY, 0.0, 0.0], 5), 3, 5), "infinite");
+        assert!(!valid_vector(&row(vec![3.0, 0.0, 0.0], 5), 3, 5), "not of unit length");
+    }
 }
