@@ -209,3 +209,36 @@ fn an_index_analysed_by_an_older_analyzer_is_analysed_again_with_its_vectors_kep
     assert_eq!(embedder.count(), embedded);
     assert_eq!(first_path(&engine, "Sicherung kopieren").as_deref(), Some("de/sicherung.md"));
 }
+
+#[test]
+fn the_language_setting_stands_for_a_missing_front_matter_field() {
+    let loaded = situate::config::Config::from_toml("[chunk]\nlanguage = \"de\"\n");
+    assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+    assert_eq!(loaded.config.chunk.language.as_deref(), Some("de"));
+    let auto = situate::config::Config::from_toml("[chunk]\nlanguage = \"auto\"\n");
+    assert_eq!((auto.problems.len(), auto.config.chunk.language), (0, None));
+    let bad = situate::config::Config::from_toml("[chunk]\nlanguage = \"klingon\"\n");
+    assert_eq!(bad.problems.len(), 1);
+    assert_eq!(bad.problems[0].key, "chunk.language");
+    assert!(
+        bad.problems[0].message.contains("must be `auto` or one of en, ar"),
+        "{}",
+        bad.problems[0].message
+    );
+    assert_eq!(bad.config.chunk.language, None);
+
+    let f = Fixture::empty();
+    let text = "Die Sicherungen der Datenbank.\n";
+    f.write("german.md", text);
+    // A note's own front matter wins over the setting.
+    f.write("french.md", format!("---\nlanguage: fr\n---\n\n{text}"));
+    let mut config = f.config();
+    config.chunk.language = Some("de".to_string());
+    let mut engine = f.engine_with(config, Counting::new());
+    engine.reconcile(&mut |_| {}).unwrap();
+    assert_eq!(paths(&engine.search(&request("Sicherung")).unwrap()), ["german.md"]);
+    let hits = engine.search(&request("Sicherungen")).unwrap();
+    assert_eq!(hits.len(), 2);
+    let german = hits.iter().find(|h| h.chunk.path == "german.md").unwrap();
+    assert_eq!(german.chunk.metadata.get("language"), Some(&vec!["de".to_string()]));
+}
