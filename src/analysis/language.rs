@@ -18,7 +18,7 @@
 //! [`super::query_terms_in`]), and so meets every chunk with the terms that chunk was indexed
 //! with.
 
-use tantivy::tokenizer::Language as Stemming;
+use tantivy::tokenizer::{Language as Stemming, LowerCaser, SimpleTokenizer, StopWordFilter, TextAnalyzer};
 
 /// A language with rules of its own: a Snowball stemmer, and a stop word list for most.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -111,7 +111,13 @@ impl Language {
         if !info.is_reliable() {
             return Language::ENGLISH;
         }
-        Language::all().find(|language| language.spec().detected == info.lang()).unwrap_or(Language::ENGLISH)
+        let Some(language) = Language::all().find(|language| language.spec().detected == info.lang()) else {
+            return Language::ENGLISH;
+        };
+        if language != Language::ENGLISH && !speaks(&prose, language) {
+            return Language::ENGLISH;
+        }
+        language
     }
 
     /// Where the language stands in [`Language::all`].
@@ -130,6 +136,37 @@ impl Language {
     pub fn marker(self) -> String {
         format!("\u{1}language={}", self.code())
     }
+}
+
+/// Share of a text's words that must be stop words of a language (its articles,
+/// prepositions, pronouns) before the detector's guess is believed. Prose has plenty (a
+/// quarter to a half of its words, in every language with a list); configuration files,
+/// shell sessions and source code, which the detector readily takes for French or Italian,
+/// have almost none.
+const MIN_STOP_WORD_SHARE: f32 = 0.12;
+
+/// Whether `prose` reads as `language`: enough of its words are the language's stop words.
+/// Arabic, Greek and Tamil have no list, but code is not written in their scripts, so their
+/// detection stands; Romanian and Turkish have no list and share the Latin script with code,
+/// so they are taken only when declared.
+fn speaks(prose: &str, language: Language) -> bool {
+    let Some(stop_words) = StopWordFilter::new(language.stemming()) else {
+        return matches!(language.code(), "ar" | "el" | "ta");
+    };
+    let count = |analyzer: TextAnalyzer| {
+        let mut analyzer = analyzer;
+        let mut stream = analyzer.token_stream(prose);
+        let mut n = 0usize;
+        while stream.advance() {
+            n += 1;
+        }
+        n
+    };
+    let words = count(TextAnalyzer::builder(SimpleTokenizer::default()).filter(LowerCaser).build());
+    let kept = count(
+        TextAnalyzer::builder(SimpleTokenizer::default()).filter(LowerCaser).filter(stop_words).build(),
+    );
+    words > 0 && (words - kept) as f32 >= MIN_STOP_WORD_SHARE * words as f32
 }
 
 /// The detector, choosing among the languages with rules here only.
@@ -209,6 +246,18 @@ mod tests {
         let code =
             "```rust\nfn main() { let sicherungen = vec![1, 2, 3]; println!(\"{sicherungen:?}\"); }\n```";
         assert_eq!(Language::detect(code), Language::ENGLISH);
+    }
+
+    #[test]
+    fn configuration_and_code_are_not_taken_for_a_language() {
+        // The detector alone calls these French.
+        let yaml = "Dynamic Configuration\nhttp:\n  routers:\n    dashboard:\n      rule: Host(traefik.example.com) \
+            && (PathPrefix(/api) || PathPrefix(/dashboard))\n      service: api@internal\n      middlewares:\n        - auth\n";
+        let shell = "Request goes through parent router → auth middleware → admin child router\ncurl -H Host: \
+            admin.example.com http://localhost/admin/users\ncurl -u admin:password -H Host: admin.example.com http://localhost/";
+        for text in [yaml, shell] {
+            assert_eq!(Language::detect(text), Language::ENGLISH, "{text}");
+        }
     }
 
     #[test]

@@ -29,11 +29,14 @@
 //! character too). Latin letters and CJK ones never share a run, so an English name in
 //! Chinese text (`使用v-model指令`) is split as code and matches as it does in English.
 //!
-//! The filters after the tokenizer are the usual English ones (lowercase, stop words,
-//! Snowball stemming) plus a length cap. Whole compounds are stemmed too: it is harmless for
-//! `traefik.http.routers` and helps `entryPoints` meet `entryPoint`; what matters is that
-//! documents and queries go through the very same chain, which [`query_terms`] guarantees
-//! (with one difference, for CJK text: queries leave out its single characters).
+//! The filters after the tokenizer are lowercasing, a length cap, stop words and Snowball
+//! stemming, the last two by the rules of the chunk's language ([`language`]: English unless
+//! a chunk is detected or declared to be in another of the seventeen languages with a
+//! stemmer). Whole compounds are stemmed too: it is harmless for `traefik.http.routers` and
+//! helps `entryPoints` meet `entryPoint`; what matters is that documents and queries go
+//! through the very same chains, which [`query_terms_in`] guarantees by analysing a query by
+//! the rules of every language the index holds (with one difference, for CJK text: queries
+//! leave out its single characters).
 
 mod cjk;
 mod code;
