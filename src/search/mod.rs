@@ -251,7 +251,7 @@ pub fn search(
         let terms = analysis::query_terms_in(&request.query, &languages_held(index));
         arms.words.ids = bm25(index, &terms, config.boosts(), candidates, &within)?;
         if use_vector && arms.coverage_power > 0.0 {
-            let share = best_coverage(index, &terms, config.boosts(), &arms.words.ids)?;
+            let share = best_coverage(index, &request.query, config.boosts(), &arms.words.ids)?;
             arms.words.weight *= share.powf(arms.coverage_power);
         }
     }
@@ -297,17 +297,20 @@ pub fn search(
     hits_of(index, arms, config, limit, keep)
 }
 
-/// The share of the query (by IDF) that BM25's best candidate holds.
+/// The share of the query (by IDF) that BM25's best candidate holds, the query analysed by
+/// the rules of the candidate's language: the terms other languages' rules give it are not
+/// words the candidate could hold.
 fn best_coverage(
     index: &Snapshot,
-    terms: &[String],
+    query: &str,
     boosts: FieldBoosts,
     ids: &[(u64, f32)],
 ) -> Result<f32, SearchError> {
     let Some(&(best, _)) = ids.first() else { return Ok(1.0) };
     let Some(record) = index.records(&[best])?.remove(&best) else { return Ok(1.0) };
-    let held = analysis::document_terms_in(&record.embedding_text(), record.language());
-    Ok(coverage(index, terms, boosts, &held))
+    let language = record.language();
+    let held = analysis::document_terms_in(&record.embedding_text(), language);
+    Ok(coverage(index, &analysis::query_terms_in(query, &[language]), boosts, &held))
 }
 
 /// The languages whose rules analysed some chunk of `index`: a query is analysed by each.
