@@ -18,6 +18,8 @@
 //! [`super::query_terms_in`]), and so meets every chunk with the terms that chunk was indexed
 //! with.
 
+use std::collections::HashSet;
+
 use tantivy::tokenizer::{Language as Stemming, LowerCaser, SimpleTokenizer, StopWordFilter, TextAnalyzer};
 
 /// A language with rules of its own: a Snowball stemmer, and a stop word list for most.
@@ -145,6 +147,10 @@ impl Language {
 /// have almost none.
 const MIN_STOP_WORD_SHARE: f32 = 0.12;
 
+/// Different stop words a text must hold besides: code repeats a few short words that some
+/// language happens to list (`on`, `c` and `en` are French ones), prose uses many.
+const MIN_DISTINCT_STOP_WORDS: usize = 4;
+
 /// Whether `prose` reads as `language`: enough of its words are the language's stop words.
 /// Arabic, Greek and Tamil have no list, but code is not written in their scripts, so their
 /// detection stands; Romanian and Turkish have no list and share the Latin script with code,
@@ -153,20 +159,23 @@ fn speaks(prose: &str, language: Language) -> bool {
     let Some(stop_words) = StopWordFilter::new(language.stemming()) else {
         return matches!(language.code(), "ar" | "el" | "ta");
     };
-    let count = |analyzer: TextAnalyzer| {
+    let words = |analyzer: TextAnalyzer| {
         let mut analyzer = analyzer;
         let mut stream = analyzer.token_stream(prose);
-        let mut n = 0usize;
-        while stream.advance() {
-            n += 1;
+        let mut words = Vec::new();
+        while let Some(token) = stream.next() {
+            words.push(token.text.clone());
         }
-        n
+        words
     };
-    let words = count(TextAnalyzer::builder(SimpleTokenizer::default()).filter(LowerCaser).build());
-    let kept = count(
+    let all = words(TextAnalyzer::builder(SimpleTokenizer::default()).filter(LowerCaser).build());
+    let kept = words(
         TextAnalyzer::builder(SimpleTokenizer::default()).filter(LowerCaser).filter(stop_words).build(),
     );
-    words > 0 && (words - kept) as f32 >= MIN_STOP_WORD_SHARE * words as f32
+    let kept_set: HashSet<&String> = kept.iter().collect();
+    let distinct_stop_words = all.iter().filter(|w| !kept_set.contains(w)).collect::<HashSet<_>>().len();
+    distinct_stop_words >= MIN_DISTINCT_STOP_WORDS
+        && (all.len() - kept.len()) as f32 >= MIN_STOP_WORD_SHARE * all.len() as f32
 }
 
 /// The detector, choosing among the languages with rules here only.
@@ -255,7 +264,11 @@ mod tests {
             && (PathPrefix(/api) || PathPrefix(/dashboard))\n      service: api@internal\n      middlewares:\n        - auth\n";
         let shell = "Request goes through parent router → auth middleware → admin child router\ncurl -H Host: \
             admin.example.com http://localhost/admin/users\ncurl -u admin:password -H Host: admin.example.com http://localhost/";
-        for text in [yaml, shell] {
+        let javascript = "c.pipe(c);\n});\nserver.on('error', (err) => {\n  throw err;\n});\nserver.listen(8124, () => {\n  \
+            console.log('server bound');\n});\n```\n\n```cjs\nconst net = require('node:net');\nconst server = \
+            net.createServer((c) => {\n  // 'connection' listener.\n  console.log('client connected');\n  c.on('end', () => {\n    \
+            console.log('client disconnected');\n  });\n  c.write('hello\\r\\n');\n  c.pipe(c);\n});\n";
+        for text in [yaml, shell, javascript] {
             assert_eq!(Language::detect(text), Language::ENGLISH, "{text}");
         }
     }
