@@ -116,7 +116,13 @@ impl Language {
         let Some(language) = Language::all().find(|language| language.spec().detected == info.lang()) else {
             return Language::ENGLISH;
         };
-        if language != Language::ENGLISH && !speaks(&prose, language) {
+        // Code, configuration and shell sessions are written in Latin letters, and the
+        // detector readily takes them for French or Italian: text in Latin letters must also
+        // read as prose in the language found.
+        if language != Language::ENGLISH
+            && info.script() == whatlang::Script::Latin
+            && !speaks(&prose, language)
+        {
             return Language::ENGLISH;
         }
         language
@@ -147,24 +153,26 @@ impl Language {
 /// have almost none.
 const MIN_STOP_WORD_SHARE: f32 = 0.12;
 
-/// Different stop words a text must hold besides: code repeats a few short words that some
-/// language happens to list (`on`, `c` and `en` are French ones), prose uses many.
+/// Different stop words of two letters or more a text must hold besides: code repeats a few
+/// short words that some language happens to list (`on`, `c`, `s` and `t` are French ones),
+/// prose uses many.
 const MIN_DISTINCT_STOP_WORDS: usize = 4;
 
 /// Whether `prose` reads as `language`: enough of its words are the language's stop words.
-/// Arabic, Greek and Tamil have no list, but code is not written in their scripts, so their
-/// detection stands; Romanian and Turkish have no list and share the Latin script with code,
-/// so they are taken only when declared.
+/// Romanian and Turkish have no list, so they are taken only when declared.
 fn speaks(prose: &str, language: Language) -> bool {
     let Some(stop_words) = StopWordFilter::new(language.stemming()) else {
-        return matches!(language.code(), "ar" | "el" | "ta");
+        return false;
     };
     let words = |analyzer: TextAnalyzer| {
         let mut analyzer = analyzer;
         let mut stream = analyzer.token_stream(prose);
         let mut words = Vec::new();
         while let Some(token) = stream.next() {
-            words.push(token.text.clone());
+            // One-letter words are as often variables and escapes (`c`, `n`) as words.
+            if token.text.chars().nth(1).is_some() {
+                words.push(token.text.clone());
+            }
         }
         words
     };
