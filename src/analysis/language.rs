@@ -191,8 +191,9 @@ fn speaks(prose: &str, language: Language) -> bool {
 /// Left to choose among all it knows, it takes short Russian notes for Bulgarian or
 /// Ukrainian, and it would take, say, Polish text for Polish, which has no rules here either
 /// way. Among these languages only, Cyrillic text is Russian, and a note in a language without
-/// rules gets the closest rules that have them; either way, queries are analysed by the same
-/// rules as the chunk (see [`super::query_terms_in`]), so its words are met all the same.
+/// rules gets the closest rules that have them when it passes [`speaks`]; either way,
+/// queries are analysed by the same rules as the chunk (see [`super::query_terms_in`]), so
+/// its words are met all the same.
 fn detector() -> &'static whatlang::Detector {
     static DETECTOR: std::sync::OnceLock<whatlang::Detector> = std::sync::OnceLock::new();
     DETECTOR.get_or_init(|| {
