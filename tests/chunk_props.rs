@@ -220,6 +220,7 @@ fn small_config() -> impl Strategy<Value = ChunkConfig> {
             max_tokens,
             overlap_tokens,
             semantic_threshold,
+            language: None,
         },
     )
 }

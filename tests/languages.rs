@@ -1,7 +1,10 @@
-//! A small Japanese and Korean smoke set: notes written for this test, indexed by the real
-//! engine, searched by words in their own script (and by the English names inside them),
-//! with the matching sentence marked in the preview. The Chinese dev set in
-//! `../shared/data` measures the same analysis at scale (`scripts/quality`).
+//! Notes in other languages than English, indexed by the real engine and searched by
+//! keywords alone: a small Japanese and Korean smoke set (words in their own script, and the
+//! English names inside them, with the matching sentence marked in the preview), and notes
+//! in German, French, Spanish and Russian (`tests/data/languages`) found by other
+//! inflections of their words, each stemmed by its own language's rules. The Chinese dev set
+//! in `../shared/data` measures the CJK analysis at scale, and `tests/data/languages` with
+//! its queries the stemming (`scripts/quality`).
 
 mod common;
 
@@ -107,4 +110,135 @@ fn the_preview_marks_the_words_in_their_sentence() {
     let hits = engine.search(&request(query)).unwrap();
     let lines = Previewer::new(query, None).preview(&hits[0].chunk);
     assert!(lines[0].marked("[", "]").contains("[데이터베이스]를 [백업]하세요"), "{:?}", lines[0]);
+}
+
+/// The German, French, Spanish, Russian and English notes of `tests/data/languages`.
+fn indexed_languages() -> (Fixture, Engine, std::sync::Arc<Counting>) {
+    let f = Fixture::copy_of("languages");
+    let embedder = Counting::new();
+    let mut engine = f.engine(embedder.clone());
+    engine.reconcile(&mut |_| {}).unwrap();
+    (f, engine, embedder)
+}
+
+fn first_path(engine: &Engine, query: &str) -> Option<String> {
+    engine.search(&request(query)).unwrap().first().map(|h| h.chunk.path.clone())
+}
+
+#[test]
+fn other_inflections_find_their_notes_in_each_language() {
+    let (_f, engine, _) = indexed_languages();
+    // Each query's words stand in its note in another form only (a plural, a conjugated
+    // verb, another case), except for function words.
+    for (query, answer) in [
+        ("Sicherung kopieren", "de/sicherung.md"),
+        ("Zertifikat", "de/zertifikate.md"),
+        ("Urlaubstag", "de/urlaub.md"),
+        ("Migrationen", "de/datenbank.md"),
+        ("sauvegarde conservée", "fr/sauvegardes.md"),
+        ("déployer", "fr/deploiement.md"),
+        ("cambiar contraseña compartida", "es/contrasenas.md"),
+        ("solicitar vacaciones", "es/vacaciones.md"),
+        ("удалить старую копию", "ru/rezervnye-kopii.md"),
+        ("ошибка сборки", "ru/oshibki.md"),
+    ] {
+        assert_eq!(first_path(&engine, query).as_deref(), Some(answer), "{query}");
+    }
+}
+
+#[test]
+fn english_notes_and_english_names_in_other_languages_are_found_as_before() {
+    let (_f, engine, _) = indexed_languages();
+    assert_eq!(first_path(&engine, "older backups deleted").as_deref(), Some("en/backups.md"));
+    assert_eq!(first_path(&engine, "certificate renewal fails").as_deref(), Some("en/certificates.md"));
+    // Identifiers in a German note, whole and by their parts.
+    for query in ["maxRetries", "max retries", "runMigrations", "run migrations", "shipped_at"] {
+        assert_eq!(first_path(&engine, query).as_deref(), Some("de/datenbank.md"), "{query}");
+    }
+}
+
+#[test]
+fn a_declared_language_overrides_detection() {
+    let f = Fixture::empty();
+    // Too short for the detector to be sure: English rules apply unless the note says
+    // otherwise, and they do not join `Sicherungen` and `Sicherung`.
+    let text = "Die Sicherungen der Datenbank.\n";
+    f.write("declared.md", format!("---\nlanguage: de\n---\n\n{text}"));
+    f.write("undeclared.md", text);
+    let mut engine = f.engine(Counting::new());
+    engine.reconcile(&mut |_| {}).unwrap();
+    let hits = engine.search(&request("Sicherung")).unwrap();
+    assert_eq!(paths(&hits), ["declared.md"]);
+    // Both still match the very words they hold.
+    assert_eq!(engine.search(&request("Sicherungen")).unwrap().len(), 2);
+}
+
+#[test]
+fn the_preview_marks_inflections_by_the_chunks_language() {
+    let (_f, engine, _) = indexed_languages();
+    let query = "Sicherung kopieren";
+    let hits = engine.search(&request(query)).unwrap();
+    let lines = Previewer::new(query, None).preview(&hits[0].chunk);
+    let marked = lines[0].marked("[", "]");
+    // `Sicherungen` is marked for `Sicherung`: German rules join them, English ones do not.
+    assert!(marked.starts_with("Die [Sicherungen] des Servers"), "{marked}");
+    assert!(marked.contains("Jede [Sicherung] wird"), "{marked}");
+}
+
+#[test]
+fn an_index_analysed_by_an_older_analyzer_is_analysed_again_with_its_vectors_kept() {
+    let f = Fixture::copy_of("languages");
+    let embedder = Counting::new();
+    let mut engine = f.engine(embedder.clone());
+    let first = engine.reconcile(&mut |_| {}).unwrap();
+    drop(engine);
+    let embedded = embedder.count();
+    // The commit records the analyzer's version in its pipeline fingerprint: make it an
+    // older one, as an index written by the previous release has.
+    let meta = f.index_dir().join("tantivy/meta.json");
+    let current = format!(":a{}:", situate::analysis::VERSION);
+    let json = std::fs::read_to_string(&meta).unwrap();
+    assert!(json.contains(&current), "{json}");
+    std::fs::write(&meta, json.replace(&current, &format!(":a{}:", situate::analysis::VERSION - 1))).unwrap();
+
+    let mut engine = f.engine(embedder.clone());
+    assert!(engine.index().notes().iter().any(|n| n.contains("re-chunked")), "{:?}", engine.index().notes());
+    let again = engine.reconcile(&mut |_| {}).unwrap();
+    assert_eq!(again.files_indexed, first.files_indexed);
+    assert_eq!(again.vectors_embedded, 0);
+    assert_eq!(embedder.count(), embedded);
+    assert_eq!(first_path(&engine, "Sicherung kopieren").as_deref(), Some("de/sicherung.md"));
+}
+
+#[test]
+fn the_language_setting_stands_for_a_missing_front_matter_field() {
+    let loaded = situate::config::Config::from_toml("[chunk]\nlanguage = \"de\"\n");
+    assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+    assert_eq!(loaded.config.chunk.language.as_deref(), Some("de"));
+    let auto = situate::config::Config::from_toml("[chunk]\nlanguage = \"auto\"\n");
+    assert_eq!((auto.problems.len(), auto.config.chunk.language), (0, None));
+    let bad = situate::config::Config::from_toml("[chunk]\nlanguage = \"klingon\"\n");
+    assert_eq!(bad.problems.len(), 1);
+    assert_eq!(bad.problems[0].key, "chunk.language");
+    assert!(
+        bad.problems[0].message.contains("must be `auto` or one of en, ar"),
+        "{}",
+        bad.problems[0].message
+    );
+    assert_eq!(bad.config.chunk.language, None);
+
+    let f = Fixture::empty();
+    let text = "Die Sicherungen der Datenbank.\n";
+    f.write("german.md", text);
+    // A note's own front matter wins over the setting.
+    f.write("french.md", format!("---\nlanguage: fr\n---\n\n{text}"));
+    let mut config = f.config();
+    config.chunk.language = Some("de".to_string());
+    let mut engine = f.engine_with(config, Counting::new());
+    engine.reconcile(&mut |_| {}).unwrap();
+    assert_eq!(paths(&engine.search(&request("Sicherung")).unwrap()), ["german.md"]);
+    let hits = engine.search(&request("Sicherungen")).unwrap();
+    assert_eq!(hits.len(), 2);
+    let german = hits.iter().find(|h| h.chunk.path == "german.md").unwrap();
+    assert_eq!(german.chunk.metadata.get("language"), Some(&vec!["de".to_string()]));
 }

@@ -29,27 +29,35 @@
 //! character too). Latin letters and CJK ones never share a run, so an English name in
 //! Chinese text (`使用v-model指令`) is split as code and matches as it does in English.
 //!
-//! The filters after the tokenizer are the usual English ones (lowercase, stop words,
-//! Snowball stemming) plus a length cap. Whole compounds are stemmed too: it is harmless for
-//! `traefik.http.routers` and helps `entryPoints` meet `entryPoint`; what matters is that
-//! documents and queries go through the very same chain, which [`query_terms`] guarantees
-//! (with one difference, for CJK text: queries leave out its single characters).
+//! The filters after the tokenizer are lowercasing, a length cap, stop words and Snowball
+//! stemming, the last two by the rules of the chunk's language ([`language`]: English unless
+//! a chunk is detected or declared to be in another of the seventeen languages with a
+//! stemmer). Whole compounds are stemmed too: it is harmless for `traefik.http.routers` and
+//! helps `entryPoints` meet `entryPoint`; what matters is that documents and queries go
+//! through the very same chains, which [`query_terms_in`] guarantees by analysing a query by
+//! the rules of every language the index holds (with one difference, for CJK text: queries
+//! leave out its single characters).
 
 mod cjk;
 mod code;
+mod language;
 
 use std::collections::HashSet;
+use std::sync::OnceLock;
 
 use tantivy::Index;
-use tantivy::tokenizer::{Language, LowerCaser, RemoveLongFilter, Stemmer, StopWordFilter, TextAnalyzer};
+use tantivy::tokenizer::{
+    LowerCaser, PreTokenizedString, RemoveLongFilter, Stemmer, StopWordFilter, TextAnalyzer, Token,
+};
 
 use code::CodeAwareTokenizer;
+pub use language::Language;
 
 /// Bumped whenever the analyzer turns the same text into other terms. It is part of the
 /// pipeline fingerprint that every commit records, so an index analysed the old way is
 /// analysed again (its vectors are kept: their texts did not change) rather than searched
 /// with terms it does not hold.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 /// The name under which [`register`] puts the analyzer in an index's tokenizer manager; text
 /// fields name it in their indexing options.
@@ -66,7 +74,9 @@ const MAX_TERM_BYTES: usize = 255;
 /// Registers the analyzer in `index` under [`TEXT_ANALYZER`].
 ///
 /// Tokenizers are not stored with an index, so this must be called every time an index is
-/// created or opened, before documents are added or queries are parsed.
+/// created or opened, before documents are added or queries are parsed. The registered
+/// analyzer applies English rules; text in another language is analysed before it reaches
+/// the index ([`pre_tokenized`]).
 pub fn register(index: &Index) {
     index.tokenizers().register(TEXT_ANALYZER, text_analyzer());
 }
@@ -74,54 +84,118 @@ pub fn register(index: &Index) {
 /// The analyzer for every BM25 text field and every query: identifier-aware splitting,
 /// lowercasing, a length cap, English stop words, English stemming.
 pub fn text_analyzer() -> TextAnalyzer {
-    analyzer(CodeAwareTokenizer { cjk_unigrams: true })
+    analyzer_for(Language::ENGLISH)
 }
 
-/// The analyzer of queries: the same chain as [`text_analyzer`], except that a run of CJK
-/// text gives its pairs of characters only, not each character as well.
-fn query_analyzer() -> TextAnalyzer {
-    analyzer(CodeAwareTokenizer { cjk_unigrams: false })
+/// The document analyzer of `language`: the chain of [`text_analyzer`] with that language's
+/// stop words and stemmer.
+pub fn analyzer_for(language: Language) -> TextAnalyzer {
+    static ANALYZERS: OnceLock<Vec<TextAnalyzer>> = OnceLock::new();
+    let analyzers = ANALYZERS.get_or_init(|| {
+        Language::all().map(|l| analyzer(CodeAwareTokenizer { cjk_unigrams: true }, l)).collect()
+    });
+    analyzers[language.index()].clone()
 }
 
-fn analyzer(tokenizer: CodeAwareTokenizer) -> TextAnalyzer {
-    let stop_words = StopWordFilter::new(Language::English)
-        .expect("tantivy's `stopwords` feature provides an English list");
+/// The analyzer of queries in `language`: the same chain as [`analyzer_for`], except that a
+/// run of CJK text gives its pairs of characters only, not each character as well.
+fn query_analyzer(language: Language) -> TextAnalyzer {
+    static ANALYZERS: OnceLock<Vec<TextAnalyzer>> = OnceLock::new();
+    let analyzers = ANALYZERS.get_or_init(|| {
+        Language::all().map(|l| analyzer(CodeAwareTokenizer { cjk_unigrams: false }, l)).collect()
+    });
+    analyzers[language.index()].clone()
+}
+
+fn analyzer(tokenizer: CodeAwareTokenizer, language: Language) -> TextAnalyzer {
+    // Some languages have a stemmer but no stop word list in tantivy: nothing is dropped
+    // for them.
+    let stop_words = StopWordFilter::new(language.stemming())
+        .unwrap_or_else(|| StopWordFilter::remove(Vec::<String>::new()));
     TextAnalyzer::builder(tokenizer)
         .filter(LowerCaser)
         // Lowercasing can lengthen a term (`İ` becomes two chars), so the cap the tokenizer
         // already applies is checked again after it. `RemoveLongFilter` keeps terms strictly
         // shorter than its limit.
         .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
-        // Stop words go before stemming, as in Lucene's English analyzer: the list holds
-        // surface forms, and a stemmed form could collide with one.
+        // Stop words go before stemming, as in Lucene's analyzers: the lists hold surface
+        // forms, and a stemmed form could collide with one.
         .filter(stop_words)
-        .filter(Stemmer::new(Language::English))
+        .filter(Stemmer::new(language.stemming()))
         .build()
 }
 
-/// The analysed terms of a user query, de-duplicated, in the order they first appear.
-///
-/// The query goes through [`text_analyzer`], the analyzer documents were indexed with, so a
-/// term from here matches exactly what indexing produced. Nothing in the input is syntax:
-/// quotes, colons, brackets, `*`, `AND` and emoji are separators or stop words like any other
-/// text. An empty or all-stopword query gives an empty list.
-pub fn query_terms(text: &str) -> Vec<String> {
-    let mut analyzer = query_analyzer();
+/// `text` analysed by `language`'s rules, ready for a text field of a chunk in that language.
+/// With `marked`, the text also carries the language's marker term ([`Language::marker`]),
+/// after its last word, so that the index knows it holds the language.
+pub fn pre_tokenized(text: &str, language: Language, marked: bool) -> PreTokenizedString {
+    let mut analyzer = analyzer_for(language);
     let mut stream = analyzer.token_stream(text);
+    let mut tokens = Vec::new();
+    while let Some(token) = stream.next() {
+        tokens.push(token.clone());
+    }
+    if marked {
+        let position = tokens.last().map_or(0, |t: &Token| t.position + 1);
+        tokens.push(Token {
+            offset_from: text.len(),
+            offset_to: text.len(),
+            position,
+            text: language.marker(),
+            position_length: 1,
+        });
+    }
+    PreTokenizedString { text: text.to_string(), tokens }
+}
+
+/// The languages an index holds, English always among them: those whose marker term has a
+/// document frequency above zero by `doc_freq` (the text field's).
+pub fn languages_held(doc_freq: impl Fn(&str) -> u64) -> Vec<Language> {
+    Language::all().filter(|&l| l == Language::ENGLISH || doc_freq(&l.marker()) > 0).collect()
+}
+
+/// The analysed terms of a user query, by English rules, de-duplicated, in the order they
+/// first appear (see [`query_terms_in`]).
+pub fn query_terms(text: &str) -> Vec<String> {
+    query_terms_in(text, &[Language::ENGLISH])
+}
+
+/// The analysed terms of a user query by the rules of each of `languages` (those the index
+/// holds), de-duplicated, in the order they first appear.
+///
+/// The query goes through the analyzer each language's chunks were indexed with, so a term
+/// from here matches exactly what indexing produced for a chunk in any of them: `Sicherungen`
+/// gives `sicherungen` by English rules and `sicher` by German ones, and a German chunk
+/// holds the second. A chunk matches through the terms of its own language only (the others
+/// are rarely words of it), so its BM25 score is the one a query in its language would give.
+///
+/// Nothing in the input is syntax: quotes, colons, brackets, `*`, `AND` and emoji are
+/// separators or stop words like any other text. An empty or all-stopword query gives an
+/// empty list.
+pub fn query_terms_in(text: &str, languages: &[Language]) -> Vec<String> {
     let mut seen = HashSet::new();
     let mut terms = Vec::new();
-    while let Some(token) = stream.next() {
-        if seen.insert(token.text.clone()) {
-            terms.push(token.text.clone());
+    for &language in languages {
+        let mut analyzer = query_analyzer(language);
+        let mut stream = analyzer.token_stream(text);
+        while let Some(token) = stream.next() {
+            if seen.insert(token.text.clone()) {
+                terms.push(token.text.clone());
+            }
         }
     }
     terms
 }
 
-/// The distinct terms indexing gives `text`: what a chunk holds, for comparing with the
-/// [`query_terms`] of a query.
+/// The distinct terms indexing gives `text` by English rules (see [`document_terms_in`]).
 pub fn document_terms(text: &str) -> HashSet<String> {
-    let mut analyzer = text_analyzer();
+    document_terms_in(text, Language::ENGLISH)
+}
+
+/// The distinct terms indexing gives `text` in `language`: what a chunk holds, for comparing
+/// with the [`query_terms_in`] of a query.
+pub fn document_terms_in(text: &str, language: Language) -> HashSet<String> {
+    let mut analyzer = analyzer_for(language);
     let mut stream = analyzer.token_stream(text);
     let mut terms = HashSet::new();
     while let Some(token) = stream.next() {

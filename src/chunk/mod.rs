@@ -71,6 +71,10 @@ pub struct ChunkConfig {
     /// `k` of the `semantic` strategy: a section is cut where the distance between two
     /// consecutive sentences exceeds the mean of its distances by `k` standard deviations.
     pub semantic_threshold: f32,
+    /// The language of every document whose front matter names none (`chunk.language`):
+    /// it is given to them as their `language` front matter field. `None` lets the language
+    /// of each chunk be detected.
+    pub language: Option<String>,
 }
 
 impl Default for ChunkConfig {
@@ -80,6 +84,7 @@ impl Default for ChunkConfig {
             max_tokens: 400,
             overlap_tokens: 40,
             semantic_threshold: 2.0,
+            language: None,
         }
     }
 }
@@ -147,7 +152,7 @@ pub fn chunk_document_with(
     // A byte order mark is an encoding artefact, not content: it would hide a heading on the
     // first line from the parser.
     let bom = if text.starts_with('\u{feff}') { '\u{feff}'.len_utf8() } else { 0 };
-    let (body_start, front_title, metadata) = match kind {
+    let (body_start, front_title, mut metadata) = match kind {
         DocKind::Text => (bom, None, Metadata::new()),
         DocKind::Markdown => match front_matter::detect(text) {
             Detection::Absent => (bom, None, Metadata::new()),
@@ -163,6 +168,12 @@ pub fn chunk_document_with(
             }
         },
     };
+    if let Some(language) = &config.language
+        && !metadata.contains_key("language")
+        && !metadata.contains_key("lang")
+    {
+        metadata.insert("language".to_string(), vec![language.clone()]);
+    }
     let body = body_start..text.len();
     let outline = match kind {
         DocKind::Markdown => markdown::parse(text, body.clone()),

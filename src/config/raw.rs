@@ -67,6 +67,7 @@ pub(super) struct RawChunk {
     pub(super) max_tokens: Setting<usize>,
     pub(super) overlap_tokens: Setting<usize>,
     pub(super) semantic_threshold: Setting<f32>,
+    pub(super) language: Setting<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -54,6 +54,17 @@ impl Validator {
     }
 }
 
+/// `auto`, or a language with rules of its own in the analyzer.
+fn known_language(name: &Option<String>) -> Result<(), String> {
+    match name.as_deref() {
+        Some(name) if name != "auto" && crate::analysis::Language::named(name).is_none() => {
+            let known: Vec<&str> = crate::analysis::Language::all().map(|l| l.code()).collect();
+            Err(format!("must be `auto` or one of {}, got {name:?}", known.join(", ")))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn any<T>(_: &T) -> Result<(), String> {
     Ok(())
 }
@@ -123,6 +134,9 @@ impl Config {
                 d.chunk.semantic_threshold,
                 non_negative_finite,
             ),
+            language: v
+                .take("chunk.language", raw.chunk.language.map(Some), None, known_language)
+                .filter(|l| l != "auto"),
         };
         let context = ContextConfig {
             header_template: v.take(

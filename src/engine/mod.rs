@@ -112,6 +112,9 @@ fn pipeline_fingerprint(chunk: &ChunkConfig, config: &Config, embedder: &Embedde
         config.context.header_template,
         config.context.header_fields.join(",")
     );
+    if let Some(language) = &chunk.language {
+        fingerprint.push_str(&format!(":lang={language}"));
+    }
     // Semantic breakpoints move with the threshold and with the model that embeds sentences.
     if chunk.strategy == ChunkStrategy::Semantic {
         fingerprint

@@ -6,6 +6,7 @@ use tantivy::schema::Value;
 
 use super::manifest::ChunkRef;
 use super::schema::Fields;
+use crate::analysis::{self, Language};
 use crate::chunk::{Chunk, Metadata};
 use crate::context;
 use crate::snippets::{Snippet, SnippetSlot};
@@ -47,6 +48,13 @@ impl ChunkRecord {
     /// The text the embedder saw.
     pub fn embedding_text(&self) -> String {
         context::embedding_text(&self.context, self.snippet_text(), &self.text)
+    }
+
+    /// The language whose rules analyse the chunk: its document's `language` (or `lang`)
+    /// front matter field, else the language detected in its text.
+    pub fn language(&self) -> Language {
+        let declared = ["language", "lang"].iter().find_map(|key| self.metadata.get(*key)?.first());
+        Language::of_chunk(declared.map(String::as_str), &self.text)
     }
 }
 
@@ -236,9 +244,25 @@ pub(super) fn document(f: &Fields, r: &ChunkRecord, file: StoredFileMeta) -> Tan
     doc.add_u64(f.start_byte, r.start_byte);
     doc.add_u64(f.end_byte, r.end_byte);
     doc.add_text(f.title, &r.title);
-    doc.add_text(f.headings, context::context_headings(&r.title, &r.heading_path).join(" > "));
+    // A chunk in English, or in a language without rules of its own, is analysed by the
+    // field's registered analyzer; one in another language is analysed here by its
+    // language's rules, and its text carries the language's marker.
+    let language = r.language();
+    let add_searched = |doc: &mut TantivyDocument, field, text: String, marked: bool| {
+        if language == Language::ENGLISH {
+            doc.add_text(field, text);
+        } else {
+            doc.add_pre_tokenized_text(field, analysis::pre_tokenized(&text, language, marked));
+        }
+    };
+    add_searched(
+        &mut doc,
+        f.headings,
+        context::context_headings(&r.title, &r.heading_path).join(" > "),
+        false,
+    );
     doc.add_text(f.heading_path, serde_json::to_string(&r.heading_path).unwrap_or_default());
-    doc.add_text(f.text, context::searchable(&r.text));
+    add_searched(&mut doc, f.text, context::searchable(&r.text).into_owned(), true);
     doc.add_text(f.stored_text, &r.text);
     doc.add_text(f.context, &r.context);
     if !r.metadata.is_empty() {
@@ -246,7 +270,7 @@ pub(super) fn document(f: &Fields, r: &ChunkRecord, file: StoredFileMeta) -> Tan
         for term in super::metadata::terms(&r.metadata) {
             doc.add_text(f.metadata_terms, term);
         }
-        doc.add_text(f.metadata_text, context::header_field_values(&r.context));
+        add_searched(&mut doc, f.metadata_text, context::header_field_values(&r.context), false);
     }
     if let Some(snippet) = &r.snippet {
         doc.add_text(f.snippet, &snippet.text);

@@ -248,10 +248,10 @@ pub fn search(
     // nothing in the fusion.
     let mut arms = Arms::new(config, index);
     if use_bm25 {
-        let terms = analysis::query_terms(&request.query);
+        let terms = analysis::query_terms_in(&request.query, &languages_held(index));
         arms.words.ids = bm25(index, &terms, config.boosts(), candidates, &within)?;
         if use_vector && arms.coverage_power > 0.0 {
-            let share = best_coverage(index, &terms, config.boosts(), &arms.words.ids)?;
+            let share = best_coverage(index, &request.query, config.boosts(), &arms.words.ids)?;
             arms.words.weight *= share.powf(arms.coverage_power);
         }
     }
@@ -297,17 +297,25 @@ pub fn search(
     hits_of(index, arms, config, limit, keep)
 }
 
-/// The share of the query (by IDF) that BM25's best candidate holds.
+/// The share of the query (by IDF) that BM25's best candidate holds, the query analysed by
+/// the rules of the candidate's language: the terms other languages' rules give it are not
+/// words the candidate could hold.
 fn best_coverage(
     index: &Snapshot,
-    terms: &[String],
+    query: &str,
     boosts: FieldBoosts,
     ids: &[(u64, f32)],
 ) -> Result<f32, SearchError> {
     let Some(&(best, _)) = ids.first() else { return Ok(1.0) };
     let Some(record) = index.records(&[best])?.remove(&best) else { return Ok(1.0) };
-    let held = analysis::document_terms(&record.embedding_text());
-    Ok(coverage(index, terms, boosts, &held))
+    let language = record.language();
+    let held = analysis::document_terms_in(&record.embedding_text(), language);
+    Ok(coverage(index, &analysis::query_terms_in(query, &[language]), boosts, &held))
+}
+
+/// The languages whose rules analysed some chunk of `index`: a query is analysed by each.
+fn languages_held(index: &Snapshot) -> Vec<analysis::Language> {
+    analysis::languages_held(|marker| index.doc_freq(crate::index::TextField::Text, marker))
 }
 
 /// The query's vector, or `None` when it embeds to nothing (only unknown tokens).
@@ -329,7 +337,7 @@ pub fn similar(
     let limit = limit.clamp(1, MAX_LIMIT);
     // Room for the excluded chunks, which rank high by construction.
     let candidates = config.candidates.max(limit).min(MAX_CANDIDATES) + 8;
-    let mut terms = analysis::query_terms(&of.embedding_text());
+    let mut terms = analysis::query_terms_in(&of.embedding_text(), &languages_held(index));
     let mut seen = std::collections::HashSet::new();
     terms.retain(|t| seen.insert(t.clone()));
     let mut arms = Arms::new(config, index);

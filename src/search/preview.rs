@@ -51,6 +51,8 @@ impl PreviewLine {
 
 /// Makes the previews of one query's hits.
 pub struct Previewer<'a> {
+    /// The language whose rules `terms` and `analyzer` follow: the last chunk's.
+    language: analysis::Language,
     terms: HashSet<String>,
     analyzer: TextAnalyzer,
     query: &'a str,
@@ -73,6 +75,7 @@ impl<'a> Previewer<'a> {
     /// no query term matches.
     pub fn new(query: &'a str, embedder: Option<&'a dyn Embedder>) -> Previewer<'a> {
         Previewer {
+            language: analysis::Language::ENGLISH,
             terms: analysis::query_terms(query).into_iter().collect(),
             analyzer: analysis::text_analyzer(),
             query,
@@ -84,6 +87,13 @@ impl<'a> Previewer<'a> {
     /// The preview of `chunk`: one or two lines, in document order. Empty only for a chunk
     /// without a line of text.
     pub fn preview(&mut self, chunk: &ChunkRecord) -> Vec<PreviewLine> {
+        // A chunk's words were indexed by its language's rules, so they are marked by them.
+        let language = chunk.language();
+        if language != self.language {
+            self.language = language;
+            self.terms = analysis::query_terms_in(self.query, &[language]).into_iter().collect();
+            self.analyzer = analysis::analyzer_for(language);
+        }
         let mut candidates: Vec<Candidate> = chunk
             .text
             .lines()

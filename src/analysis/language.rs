@@ -1,0 +1,400 @@
+//! The language of a chunk, and the stemmer and stop words that go with it.
+//!
+//! A German note is best matched by German stems (`Sicherungen` and `Sicherung` meet at
+//! `sicher`), a Russian one by Russian stems; English rules leave such words as they are, or
+//! worse, cut English suffixes off them. Each chunk is therefore analysed by the rules of its
+//! language: the one its front matter declares (`language: de`), else the one detected in
+//! its prose (code blocks and inline code are left out of the detection, since they are
+//! English whatever the note is written in), else English.
+//!
+//! English is also the rule set of every chunk whose language has no stemmer here, or whose
+//! detection is not sure: short chunks, code, tables, and Chinese, Japanese and Korean text,
+//! whose pairs of characters no stemmer changes. Such chunks are analysed exactly as before
+//! languages were told apart.
+//!
+//! A chunk analysed by other rules than English carries a marker term in its text field
+//! ([`Language::marker`]), so that the index can say which languages it holds without a
+//! field of its own: a query is analysed by the rules of each of them (see
+//! [`super::query_terms_in`]), and so meets every chunk with the terms that chunk was indexed
+//! with.
+
+use std::collections::HashSet;
+
+use tantivy::tokenizer::{Language as Stemming, LowerCaser, SimpleTokenizer, StopWordFilter, TextAnalyzer};
+
+/// A language with rules of its own: a Snowball stemmer, and a stop word list for most.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Language(u8);
+
+/// What is known of one language: its two-letter (ISO 639-1) code, its English name, its
+/// stemmer, and the detector's name for it.
+struct Spec {
+    code: &'static str,
+    name: &'static str,
+    stemming: Stemming,
+    detected: whatlang::Lang,
+}
+
+/// English first: [`Language::ENGLISH`] is index 0.
+const LANGUAGES: [Spec; 18] = [
+    Spec { code: "en", name: "english", stemming: Stemming::English, detected: whatlang::Lang::Eng },
+    Spec { code: "ar", name: "arabic", stemming: Stemming::Arabic, detected: whatlang::Lang::Ara },
+    Spec { code: "da", name: "danish", stemming: Stemming::Danish, detected: whatlang::Lang::Dan },
+    Spec { code: "de", name: "german", stemming: Stemming::German, detected: whatlang::Lang::Deu },
+    Spec { code: "el", name: "greek", stemming: Stemming::Greek, detected: whatlang::Lang::Ell },
+    Spec { code: "es", name: "spanish", stemming: Stemming::Spanish, detected: whatlang::Lang::Spa },
+    Spec { code: "fi", name: "finnish", stemming: Stemming::Finnish, detected: whatlang::Lang::Fin },
+    Spec { code: "fr", name: "french", stemming: Stemming::French, detected: whatlang::Lang::Fra },
+    Spec { code: "hu", name: "hungarian", stemming: Stemming::Hungarian, detected: whatlang::Lang::Hun },
+    Spec { code: "it", name: "italian", stemming: Stemming::Italian, detected: whatlang::Lang::Ita },
+    Spec { code: "nl", name: "dutch", stemming: Stemming::Dutch, detected: whatlang::Lang::Nld },
+    Spec { code: "no", name: "norwegian", stemming: Stemming::Norwegian, detected: whatlang::Lang::Nob },
+    Spec { code: "pt", name: "portuguese", stemming: Stemming::Portuguese, detected: whatlang::Lang::Por },
+    Spec { code: "ro", name: "romanian", stemming: Stemming::Romanian, detected: whatlang::Lang::Ron },
+    Spec { code: "ru", name: "russian", stemming: Stemming::Russian, detected: whatlang::Lang::Rus },
+    Spec { code: "sv", name: "swedish", stemming: Stemming::Swedish, detected: whatlang::Lang::Swe },
+    Spec { code: "ta", name: "tamil", stemming: Stemming::Tamil, detected: whatlang::Lang::Tam },
+    Spec { code: "tr", name: "turkish", stemming: Stemming::Turkish, detected: whatlang::Lang::Tur },
+];
+
+/// Letters of prose a chunk needs before its detected language is trusted: below that (a
+/// heading, a short list, a line of code) the detector guesses, and English rules are the
+/// safe choice, as they were for every chunk before.
+const MIN_LETTERS: usize = 40;
+
+/// The most bytes of prose the detector reads: a chunk's first paragraphs say its language
+/// as well as all of it.
+const MAX_DETECTED_BYTES: usize = 4096;
+
+impl Language {
+    /// The rules of every chunk whose language is not known to be another.
+    pub const ENGLISH: Language = Language(0);
+
+    fn spec(self) -> &'static Spec {
+        &LANGUAGES[self.0 as usize]
+    }
+
+    /// Every language with rules of its own, English first.
+    pub fn all() -> impl Iterator<Item = Language> {
+        (0..LANGUAGES.len() as u8).map(Language)
+    }
+
+    /// The two-letter code: `de`.
+    pub fn code(self) -> &'static str {
+        self.spec().code
+    }
+
+    /// The language a front matter value or a setting names: a two-letter code (`de`), the
+    /// detector's three-letter one (`deu`), or the English name (`German`), in any case, with
+    /// a region ignored (`de-AT`, `pt_BR`). `None` for a language without rules here.
+    pub fn named(name: &str) -> Option<Language> {
+        let name = name.trim().to_lowercase();
+        let base = name.split(['-', '_']).next().unwrap_or_default();
+        Language::all().find(|language| {
+            let spec = language.spec();
+            base == spec.code || base == spec.name || base == spec.detected.code()
+        })
+    }
+
+    /// The language of a chunk: `declared` (its front matter's `language`) when it names a
+    /// language with rules here, else the one detected in its prose, else English.
+    pub fn of_chunk(declared: Option<&str>, text: &str) -> Language {
+        declared.and_then(Language::named).unwrap_or_else(|| Language::detect(text))
+    }
+
+    /// The language of `text`'s prose when the detector is sure of it and has rules here,
+    /// else English.
+    pub fn detect(text: &str) -> Language {
+        let prose = prose_of(text);
+        if prose.chars().filter(|c| c.is_alphabetic()).count() < MIN_LETTERS {
+            return Language::ENGLISH;
+        }
+        let Some(info) = detector().detect(&prose) else { return Language::ENGLISH };
+        if !info.is_reliable() {
+            return Language::ENGLISH;
+        }
+        let Some(language) = Language::all().find(|language| language.spec().detected == info.lang()) else {
+            return Language::ENGLISH;
+        };
+        // Code, configuration and shell sessions are written in Latin letters, and the
+        // detector readily takes them for French or Italian: text in Latin letters must also
+        // read as prose in the language found.
+        if language != Language::ENGLISH
+            && info.script() == whatlang::Script::Latin
+            && !speaks(&prose, language)
+        {
+            return Language::ENGLISH;
+        }
+        language
+    }
+
+    /// Where the language stands in [`Language::all`].
+    pub(super) fn index(self) -> usize {
+        self.0 as usize
+    }
+
+    /// The stemmer of the language.
+    pub(super) fn stemming(self) -> Stemming {
+        self.spec().stemming
+    }
+
+    /// The term a chunk analysed by this language's rules carries in its text field, so that
+    /// the index can tell which languages it holds. The tokenizer never emits a control
+    /// character, so no word can be mistaken for it.
+    pub fn marker(self) -> String {
+        format!("\u{1}language={}", self.code())
+    }
+}
+
+/// Share of a text's words that must be stop words of a language (its articles,
+/// prepositions, pronouns) before the detector's guess is believed. Prose has plenty (a
+/// quarter to a half of its words, in every language with a list); configuration files,
+/// shell sessions and source code, which the detector readily takes for French or Italian,
+/// have almost none.
+const MIN_STOP_WORD_SHARE: f32 = 0.12;
+
+/// Different stop words of two letters or more a text must hold besides: code repeats a few
+/// short words that some language happens to list (`on`, `c`, `s` and `t` are French ones),
+/// prose uses many.
+const MIN_DISTINCT_STOP_WORDS: usize = 4;
+
+/// Whether `prose` reads as `language`: enough of its words are the language's stop words.
+/// Romanian and Turkish have no list, so they are taken only when declared.
+fn speaks(prose: &str, language: Language) -> bool {
+    let Some(stop_words) = StopWordFilter::new(language.stemming()) else {
+        return false;
+    };
+    let words = |analyzer: TextAnalyzer| {
+        let mut analyzer = analyzer;
+        let mut stream = analyzer.token_stream(prose);
+        let mut words = Vec::new();
+        while let Some(token) = stream.next() {
+            // One-letter words are as often variables and escapes (`c`, `n`) as words.
+            if token.text.chars().nth(1).is_some() {
+                words.push(token.text.clone());
+            }
+        }
+        words
+    };
+    let all = words(TextAnalyzer::builder(SimpleTokenizer::default()).filter(LowerCaser).build());
+    let kept = words(
+        TextAnalyzer::builder(SimpleTokenizer::default()).filter(LowerCaser).filter(stop_words).build(),
+    );
+    let kept_set: HashSet<&String> = kept.iter().collect();
+    let distinct_stop_words = all.iter().filter(|w| !kept_set.contains(w)).collect::<HashSet<_>>().len();
+    distinct_stop_words >= MIN_DISTINCT_STOP_WORDS
+        && (all.len() - kept.len()) as f32 >= MIN_STOP_WORD_SHARE * all.len() as f32
+}
+
+/// The detector, choosing among the languages with rules here only.
+///
+/// Left to choose among all it knows, it takes short Russian notes for Bulgarian or
+/// Ukrainian, and it would take, say, Polish text for Polish, which has no rules here either
+/// way. Among these languages only, Cyrillic text is Russian, and a note in a language without
+/// rules gets the closest rules that have them when it passes [`speaks`]; either way,
+/// queries are analysed by the same rules as the chunk (see [`super::query_terms_in`]), so
+/// its words are met all the same.
+fn detector() -> &'static whatlang::Detector {
+    static DETECTOR: std::sync::OnceLock<whatlang::Detector> = std::sync::OnceLock::new();
+    DETECTOR.get_or_init(|| {
+        whatlang::Detector::with_allowlist(LANGUAGES.iter().map(|spec| spec.detected).collect())
+    })
+}
+
+/// The prose of `text`, up to [`MAX_DETECTED_BYTES`]: fenced code blocks and inline code
+/// left out, since their words are the programming language's, not the note's.
+fn prose_of(text: &str) -> String {
+    let mut prose = String::new();
+    let mut fence: Option<&str> = None;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if let Some(open) = fence {
+            if trimmed.starts_with(open) {
+                fence = None;
+            }
+            continue;
+        }
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            fence = Some(&trimmed[..3]);
+            continue;
+        }
+        // Text between backticks is code; what lies outside them alternates with it.
+        for (n, piece) in line.split('`').enumerate() {
+            if n % 2 == 0 {
+                prose.push_str(piece);
+                prose.push(' ');
+            }
+        }
+        prose.push('\n');
+        if prose.len() >= MAX_DETECTED_BYTES {
+            break;
+        }
+    }
+    prose
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GERMAN: &str = "Die Sicherungen werden jede Nacht auf den zweiten Server kopiert und \
+        dort dreißig Tage lang aufbewahrt, bevor sie gelöscht werden.";
+    const FRENCH: &str = "Les sauvegardes sont copiées chaque nuit sur le second serveur et \
+        conservées pendant trente jours avant d'être supprimées.";
+    const RUSSIAN: &str = "Резервные копии каждую ночь копируются на второй сервер и хранятся \
+        там тридцать дней, после чего удаляются.";
+    const ENGLISH: &str = "The backups are copied to the second server every night and kept \
+        there for thirty days before they are deleted.";
+
+    #[test]
+    fn prose_languages_are_detected() {
+        assert_eq!(Language::detect(GERMAN).code(), "de");
+        assert_eq!(Language::detect(FRENCH).code(), "fr");
+        assert_eq!(Language::detect(RUSSIAN).code(), "ru");
+        assert_eq!(Language::detect(ENGLISH), Language::ENGLISH);
+    }
+
+    #[test]
+    fn short_text_code_and_cjk_keep_english_rules() {
+        assert_eq!(Language::detect("Sicherungen"), Language::ENGLISH);
+        assert_eq!(
+            Language::detect("所有权是 Rust 最为与众不同的特性，它让 Rust 无需垃圾回收即可保障内存安全。"),
+            Language::ENGLISH
+        );
+        let code =
+            "```rust\nfn main() { let sicherungen = vec![1, 2, 3]; println!(\"{sicherungen:?}\"); }\n```";
+        assert_eq!(Language::detect(code), Language::ENGLISH);
+    }
+
+    #[test]
+    fn configuration_and_code_are_not_taken_for_a_language() {
+        // The detector alone calls these French.
+        let yaml = "Dynamic Configuration\nhttp:\n  routers:\n    dashboard:\n      rule: Host(traefik.example.com) \
+            && (PathPrefix(/api) || PathPrefix(/dashboard))\n      service: api@internal\n      middlewares:\n        - auth\n";
+        let shell = "Request goes through parent router → auth middleware → admin child router\ncurl -H Host: \
+            admin.example.com http://localhost/admin/users\ncurl -u admin:password -H Host: admin.example.com http://localhost/";
+        let javascript = "c.pipe(c);\n});\nserver.on('error', (err) => {\n  throw err;\n});\nserver.listen(8124, () => {\n  \
+            console.log('server bound');\n});\n```\n\n```cjs\nconst net = require('node:net');\nconst server = \
+            net.createServer((c) => {\n  // 'connection' listener.\n  console.log('client connected');\n  c.on('end', () => {\n    \
+            console.log('client disconnected');\n  });\n  c.write('hello\\r\\n');\n  c.pipe(c);\n});\n";
+        for text in [yaml, shell, javascript] {
+            assert_eq!(Language::detect(text), Language::ENGLISH, "{text}");
+        }
+    }
+
+    #[test]
+    fn code_does_not_outvote_the_prose_around_it() {
+        let note = format!(
+            "{GERMAN}\n\n```yaml\nbackup:\n  schedule: every night at two\n  retention_days: 30\n  \
+             target: the second server of the cluster\n```\n\nSetze `retentionDays` auf den Wert, den du brauchst."
+        );
+        assert_eq!(Language::detect(&note).code(), "de");
+    }
+
+    #[test]
+    fn a_declared_language_wins() {
+        assert_eq!(Language::of_chunk(Some("fr"), GERMAN).code(), "fr");
+        assert_eq!(Language::of_chunk(Some("German"), ENGLISH).code(), "de");
+        assert_eq!(Language::of_chunk(Some("pt-BR"), ENGLISH).code(), "pt");
+        assert_eq!(Language::of_chunk(Some("rus"), ENGLISH).code(), "ru");
+        // A language without rules here leaves the choice to detection.
+        assert_eq!(Language::of_chunk(Some("klingon"), GERMAN).code(), "de");
+        assert_eq!(Language::of_chunk(None, GERMAN).code(), "de");
+    }
+
+    #[test]
+    fn markers_are_distinct_and_unlike_words() {
+        let markers: std::collections::HashSet<String> = Language::all().map(Language::marker).collect();
+        assert_eq!(markers.len(), LANGUAGES.len());
+        assert!(markers.iter().all(|m| m.starts_with('\u{1}')));
+    }
+
+    fn language(code: &str) -> Language {
+        Language::named(code).expect(code)
+    }
+
+    #[test]
+    fn each_language_stems_its_own_inflections_together() {
+        use crate::analysis::{document_terms_in, query_terms_in};
+        let pairs = [
+            ("de", "Sicherungen", "Sicherung", true),
+            ("fr", "sauvegardes", "sauvegarde", false),
+            ("es", "contraseñas", "contraseña", false),
+            ("ru", "копии", "копия", true),
+            ("it", "configurazioni", "configurazione", true),
+        ];
+        for (code, document, query, english_misses) in pairs {
+            let held = document_terms_in(document, language(code));
+            let asked = query_terms_in(query, &[language(code)]);
+            assert!(asked.iter().all(|t| held.contains(t)), "{code}: {held:?} {asked:?}");
+            // English rules join plural `-s` forms, but not these: the language's stemmer does.
+            let held = document_terms_in(document, Language::ENGLISH);
+            let asked = query_terms_in(query, &[Language::ENGLISH]);
+            assert_eq!(!asked.iter().all(|t| held.contains(t)), english_misses, "{code} by English rules");
+        }
+    }
+
+    #[test]
+    fn each_language_drops_its_own_stop_words() {
+        use crate::analysis::document_terms_in;
+        let held = document_terms_in("die Sicherung und der Server", language("de"));
+        assert!(!held.contains("die") && !held.contains("und") && !held.contains("der"), "{held:?}");
+        // English rules keep German function words, and drop English ones.
+        let held = document_terms_in("die Sicherung und der Server", Language::ENGLISH);
+        assert!(held.contains("die") && held.contains("und"), "{held:?}");
+        assert!(document_terms_in("the backup", language("de")).contains("the"));
+    }
+
+    #[test]
+    fn english_identifiers_in_a_german_note_stay_searchable() {
+        use crate::analysis::{document_terms_in, query_terms_in};
+        let note = "Danach führt man `runMigrations()` aus; der Parameter `maxRetries` bestimmt, wie oft \
+            ein fehlgeschlagener Schritt wiederholt wird. Die Einstellung `traefik.http.routers.my-router.rule` \
+            bleibt unverändert.";
+        let held = document_terms_in(note, language("de"));
+        // The German stemmer changes some English words (`router` → `rout`), identically in
+        // the note and in a query analysed by German rules, so every identifier is met whole
+        // and by its parts, as in an English note.
+        let languages = [Language::ENGLISH, language("de")];
+        for query in ["runMigrations", "maxRetries", "traefik.http.routers.my-router.rule"] {
+            let whole = query_terms_in(query, &[language("de")]).remove(0);
+            assert!(held.contains(&whole), "{query}: {whole} not in {held:?}");
+        }
+        for query in ["run migrations", "max retries", "router rule", "traefik"] {
+            let asked = query_terms_in(query, &languages);
+            let words = query.split(' ').count();
+            let met = asked.iter().filter(|t| held.contains(*t)).count();
+            assert!(met >= words, "{query}: {asked:?} met {met} in {held:?}");
+        }
+    }
+
+    #[test]
+    fn a_query_meets_each_language_by_its_rules() {
+        use crate::analysis::{document_terms_in, query_terms_in};
+        let german = document_terms_in("Die Sicherungen werden kopiert.", language("de"));
+        let english = document_terms_in("The backups are copied.", Language::ENGLISH);
+        let both = [Language::ENGLISH, language("de")];
+        assert!(query_terms_in("Sicherung", &both).iter().any(|t| german.contains(t)));
+        assert!(query_terms_in("backup", &both).iter().any(|t| english.contains(t)));
+        // By English rules alone, the German inflection is missed.
+        assert!(!query_terms_in("Sicherung", &[Language::ENGLISH]).iter().any(|t| german.contains(t)));
+        // An English query's terms are the same as before when the index holds English only.
+        assert_eq!(query_terms_in("backups kept", &[Language::ENGLISH]), ["backup", "kept"]);
+    }
+
+    #[test]
+    fn the_marker_follows_the_last_word() {
+        let tokens = crate::analysis::pre_tokenized("Die Sicherungen", language("de"), true).tokens;
+        let texts: Vec<&str> = tokens.iter().map(|t| t.text.as_str()).collect();
+        assert_eq!(texts, ["sicher", "\u{1}language=de"]);
+        assert_eq!(tokens[1].position, tokens[0].position + 1);
+        let tokens = crate::analysis::pre_tokenized("Die Sicherungen", language("de"), false).tokens;
+        assert_eq!(tokens.len(), 1);
+        assert!(
+            crate::analysis::languages_held(|marker| u64::from(marker == language("fr").marker()))
+                .iter()
+                .map(|l| l.code())
+                .eq(["en", "fr"])
+        );
+    }
+}
