@@ -20,6 +20,7 @@ mod journal;
 mod load;
 pub mod lock;
 pub mod manifest;
+mod manifest_file;
 pub mod metadata;
 mod open;
 mod pending;
