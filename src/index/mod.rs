@@ -25,6 +25,7 @@ pub mod metadata;
 mod open;
 mod pending;
 mod quick;
+mod quick_scan;
 mod record;
 mod schema;
 mod snapshot;
