@@ -234,7 +234,11 @@ fn a_corrupt_manifest_is_rebuilt_from_the_chunk_store() {
     reconcile(&mut engine);
     let files = engine.index().manifest().files.clone();
     drop(engine);
-    std::fs::write(f.index_dir().join("manifest.json"), b"{\"generation\": tru").unwrap();
+    let manifest = f.index_dir().join("manifest.bin");
+    let mut bytes = std::fs::read(&manifest).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x40;
+    std::fs::write(&manifest, bytes).unwrap();
 
     let embedder = Counting::new();
     let mut engine = f.engine(embedder.clone());
@@ -245,6 +249,37 @@ fn a_corrupt_manifest_is_rebuilt_from_the_chunk_store() {
     }
     let report = reconcile(&mut engine);
     assert_eq!((report.files_indexed, report.vectors_embedded), (0, 0));
+}
+
+#[test]
+fn a_manifest_in_the_older_json_form_is_read_and_replaced() {
+    // An index written before the manifest was kept in binary form opens without a
+    // rebuild or a note, and its writer replaces the JSON file at its next commit.
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    let manifest = engine.index().manifest().clone();
+    drop(engine);
+    let (binary, json) = (f.index_dir().join("manifest.bin"), f.index_dir().join("manifest.json"));
+    std::fs::write(&json, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    std::fs::remove_file(&binary).unwrap();
+
+    let embedder = Counting::new();
+    let mut engine = f.engine(embedder.clone());
+    // A reader beside the writer reads the JSON form too.
+    let reader = f.engine(Counting::new());
+    assert!(reader.index().is_read_only());
+    assert_eq!(reader.index().manifest(), &manifest);
+    drop(reader);
+    assert!(engine.index().notes().is_empty(), "{:?}", engine.index().notes());
+    assert_eq!(engine.index().manifest(), &manifest);
+    let report = reconcile(&mut engine);
+    assert_eq!((report.files_indexed, report.vectors_embedded, embedder.count()), (0, 0, 0));
+    assert!(binary.exists() && !json.exists(), "the JSON manifest is replaced by the binary one");
+    drop(engine);
+    let engine = f.engine(Counting::new());
+    assert!(engine.index().notes().is_empty(), "{:?}", engine.index().notes());
+    assert_eq!(engine.index().manifest().files, manifest.files);
 }
 
 #[test]
@@ -268,7 +303,7 @@ fn a_crash_between_commit_and_manifest_is_repaired() {
     let f = Fixture::standard();
     let mut engine = f.engine(Counting::new());
     reconcile(&mut engine);
-    let written_after_commit = ["manifest.json", "vectors.usearch", "vectors.json", "vectors.journal"];
+    let written_after_commit = ["manifest.bin", "vectors.usearch", "vectors.json", "vectors.journal"];
     let old: Vec<Vec<u8>> =
         written_after_commit.iter().map(|n| std::fs::read(f.index_dir().join(n)).unwrap()).collect();
     f.write("ops/new.md", "# Incidents\n\nPage the on-call engineer through the pager rotation.\n");

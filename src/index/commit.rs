@@ -5,6 +5,7 @@ use std::sync::Arc;
 use super::checked;
 use super::files::{self, CommitPayload, VectorsMeta};
 use super::journal::{Journal, VectorOp};
+use super::manifest_file;
 use super::{Index, IndexError, io_err, read, store_err, write};
 
 /// The vector file is rewritten whole (and the journal emptied) once the journal holds more
@@ -46,18 +47,27 @@ impl Index {
         self.persist_vectors()?;
         if let Some(log) = self.quick_log.as_mut() {
             let path = self.layout.quick();
-            self.manifest.quick = Some(log.commit().map_err(io_err(&path))?);
+            Arc::make_mut(&mut self.manifest).quick = Some(log.commit().map_err(io_err(&path))?);
         }
-        self.manifest.generation = self.committed_generation;
+        Arc::make_mut(&mut self.manifest).generation = self.committed_generation;
         // Chunks committed without vectors are embedded after a restart if not before.
-        self.manifest.vectors_pending = !self.pending_vectors.is_empty() || self.vectors_unchecked;
+        Arc::make_mut(&mut self.manifest).vectors_pending =
+            !self.pending_vectors.is_empty() || self.vectors_unchecked;
         if store_changed {
-            self.manifest.committed_at =
+            Arc::make_mut(&mut self.manifest).committed_at =
                 std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
         }
-        files::write_json(&self.layout.manifest(), &self.manifest)
-            .map_err(io_err(&self.layout.manifest()))?;
-        self.committed_manifest = Arc::new(self.manifest.clone());
+        let manifest_path = self.layout.manifest();
+        files::write_atomic(&manifest_path, &manifest_file::encode(&self.manifest))
+            .map_err(io_err(&manifest_path))?;
+        // An index written by an older version kept its manifest as JSON; the binary one
+        // of a later commit now stands in its place.
+        let older = self.layout.manifest_json();
+        if older.exists() {
+            std::fs::remove_file(&older).map_err(io_err(&older))?;
+            files::sync_parent(&older);
+        }
+        self.committed_manifest = Arc::clone(&self.manifest);
         self.manifest_dirty = false;
         if let Some(set) = self.quick_log.as_mut().and_then(|log| log.publish()) {
             let path = self.layout.quick();

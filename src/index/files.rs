@@ -46,7 +46,13 @@ impl IndexLayout {
     pub fn store_checked(&self) -> PathBuf {
         self.dir.join("store-checked.json")
     }
+    /// The manifest, in its binary form (the manifest_file module).
     pub fn manifest(&self) -> PathBuf {
+        self.dir.join("manifest.bin")
+    }
+    /// The manifest as older versions wrote it (JSON): read when no binary one of the
+    /// same commit exists, and removed once a writer has written the binary one.
+    pub fn manifest_json(&self) -> PathBuf {
         self.dir.join("manifest.json")
     }
     pub fn lock(&self) -> PathBuf {

@@ -12,6 +12,7 @@ use super::files::{self, CommitPayload, FORMAT_VERSION, FormatRecord, IndexLayou
 use super::journal::{Journal, VectorOp};
 use super::lock::WriterLock;
 use super::manifest::{ChunkRef, FileEntry, Manifest};
+use super::manifest_file;
 use super::quick::{QuickLog, QuickSet};
 use super::schema::{self, Fields};
 use super::snapshot::Snapshot;
@@ -36,7 +37,9 @@ pub struct Index {
     /// Shared with snapshots: searches read it while the writer adds to it. A snapshot's
     /// chunk store decides which ids exist, so vectors of uncommitted chunks are never seen.
     pub(super) vectors: Arc<RwLock<VectorIndex>>,
-    pub(super) manifest: Manifest,
+    /// Shared with `committed_manifest` until the first change after a commit, so that
+    /// neither an open nor a commit copies a manifest of a million chunks.
+    pub(super) manifest: Arc<Manifest>,
     /// The manifest as of the last commit, shared with snapshots.
     pub(super) committed_manifest: Arc<Manifest>,
     pub(super) embedder: EmbedderIdentity,
@@ -116,7 +119,8 @@ impl Index {
         pipeline: &str,
     ) -> Result<Index, IndexError> {
         let mut notes = Vec::new();
-        let has_contents = layout.tantivy().exists() || layout.manifest().exists();
+        let has_contents =
+            layout.tantivy().exists() || layout.manifest().exists() || layout.manifest_json().exists();
         let wipe = match files::read_json::<FormatRecord>(&layout.meta()) {
             Ok(Some(r)) if r.format == FORMAT_VERSION => false,
             Ok(Some(r)) => {
@@ -170,7 +174,7 @@ impl Index {
             index.notes.push("chunking or context settings changed: files are re-chunked".to_string());
             // Forgetting the content hashes makes the next reconcile re-chunk every file,
             // while vectors of unchanged embedded texts are still reused.
-            for entry in index.manifest.files.values_mut() {
+            for entry in Arc::make_mut(&mut index.manifest).files.values_mut() {
                 entry.content_hash = 0;
             }
         }
@@ -245,7 +249,7 @@ impl Index {
             fields,
             reader,
             writer,
-            manifest: Manifest::default(),
+            manifest: Arc::default(),
             committed_manifest: Arc::default(),
             embedder: embedder.clone(),
             pipeline: pipeline.to_string(),
@@ -273,13 +277,12 @@ impl Index {
         if index.manifest.vectors_pending {
             index.vectors_unchecked = true;
         }
-        index.committed_manifest = Arc::new(index.manifest.clone());
+        index.committed_manifest = Arc::clone(&index.manifest);
         Ok((index, payload))
     }
 
     fn load_manifest(&mut self, payload: &CommitPayload) -> Result<(), IndexError> {
-        let path = self.layout.manifest();
-        let loaded = match files::read_json::<Manifest>(&path) {
+        let loaded = match self.read_manifest() {
             Ok(Some(m)) if m.generation == payload.generation => Some(m),
             Ok(Some(m)) => {
                 self.notes.push(format!(
@@ -298,11 +301,49 @@ impl Index {
                 None
             }
         };
-        self.manifest = match loaded {
+        self.manifest = Arc::new(match loaded {
             Some(m) => m,
             None => self.manifest_from_store(payload.generation)?,
-        };
+        });
         Ok(())
+    }
+
+    /// The manifest on disk: the binary one, or, in an index that an older version wrote
+    /// (or one whose binary manifest is missing), the JSON one, which a writer then
+    /// replaces with the binary one at its next commit.
+    fn read_manifest(&mut self) -> Result<Option<Manifest>, String> {
+        let path = self.layout.manifest();
+        let binary = match std::fs::read(&path) {
+            Ok(bytes) => Some(manifest_file::decode(&bytes).map_err(|e| format!("{}: {e}", path.display()))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => Some(Err(format!("{}: {e}", path.display()))),
+        };
+        let older = self.layout.manifest_json();
+        match binary {
+            Some(found) if !older.exists() => found.map(Some),
+            // Both forms exist only between a writer's writing the binary one and removing
+            // the JSON one: the later commit wins.
+            Some(found) => {
+                let json = files::read_json::<Manifest>(&older).ok().flatten();
+                match (found, json) {
+                    (Ok(b), Some(j)) if j.generation > b.generation => Ok(Some(self.migrated(j))),
+                    (Ok(b), _) => Ok(Some(b)),
+                    (Err(_), Some(j)) => Ok(Some(self.migrated(j))),
+                    (Err(e), None) => Err(e),
+                }
+            }
+            None => Ok(files::read_json::<Manifest>(&older)?.map(|m| self.migrated(m))),
+        }
+    }
+
+    /// A manifest read in its older JSON form: a writer writes it in the binary form at
+    /// its next commit, even when nothing else changed.
+    fn migrated(&mut self, manifest: Manifest) -> Manifest {
+        if self.writer.is_some() {
+            self.manifest_dirty = true;
+        }
+        tracing::info!(index = %self.layout.dir.display(), "manifest read in its older form");
+        manifest
     }
 
     /// Rebuilds the manifest from the stored chunks.
@@ -484,6 +525,7 @@ fn clear_index_files(layout: &IndexLayout) -> Result<(), IndexError> {
         layout.vectors_journal(),
         layout.quick(),
         layout.manifest(),
+        layout.manifest_json(),
         layout.meta(),
     ] {
         match std::fs::remove_file(&p) {

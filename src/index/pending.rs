@@ -19,7 +19,8 @@ impl Index {
         self.quick_embedder = quick.filter(|_| !self.words_only);
         let path = self.layout.quick();
         let Some(model) = self.quick_embedder.as_ref().map(|q| q.identity()) else {
-            if self.writer.is_some() && self.manifest.quick.take().is_some() {
+            if self.writer.is_some() && self.manifest.quick.is_some() {
+                Arc::make_mut(&mut self.manifest).quick = None;
                 self.manifest_dirty = true;
                 let _ = std::fs::remove_file(&path);
             }
@@ -142,7 +143,10 @@ impl Index {
     /// Committed chunks without a vector of their own, in id order.
     fn vectorless_ids(&self) -> Vec<u64> {
         let vectors = read(&self.vectors);
-        let mut ids: Vec<u64> = self.manifest.chunk_ids().filter(|id| !vectors.contains(*id)).collect();
+        // Before the first of the model's own vectors arrives, none needs looking up.
+        let none = vectors.is_empty();
+        let mut ids: Vec<u64> =
+            self.manifest.chunk_ids().filter(|id| none || !vectors.contains(*id)).collect();
         ids.sort_unstable();
         ids
     }
@@ -179,7 +183,7 @@ impl Index {
             Some(old) => 0.7 * old + 0.3 * rate,
             None => rate,
         };
-        self.manifest.fill_rate = Some(smoothed);
+        Arc::make_mut(&mut self.manifest).fill_rate = Some(smoothed);
         self.manifest_dirty = true;
     }
 

@@ -15,7 +15,6 @@
 //! [`QuickLog`] is the writer's side; [`QuickSet`] is one commit's searchable rows, shared
 //! by snapshots and read through a memory map.
 
-use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -25,6 +24,7 @@ use xxhash_rust::xxh3::Xxh3;
 
 use super::files;
 use super::manifest::QuickFile;
+use super::quick_scan::{Scan, ScanRows, dot_i8};
 
 const MAGIC: &[u8; 8] = b"SITQVEC1";
 const HEADER_LEN: u64 = 16;
@@ -66,11 +66,6 @@ fn header(dims: usize) -> [u8; HEADER_LEN as usize] {
     h[..8].copy_from_slice(MAGIC);
     h[8..12].copy_from_slice(&(dims as u32).to_le_bytes());
     h
-}
-
-fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
-    // Integer sums may be reordered, so this loop is vectorised.
-    a.iter().zip(b).map(|(x, y)| i32::from(*x) * i32::from(*y)).sum()
 }
 
 /// The bytes of a quick file's rows: mapped from disk, or made in memory.
@@ -146,22 +141,6 @@ impl QuickSet {
         &self.rows.bytes()[start..start + len]
     }
 
-    fn id_at(&self, row: u32) -> u64 {
-        let r = self.row(row);
-        u64::from_le_bytes(r[..8].try_into().unwrap_or_default())
-    }
-
-    fn scale_at(&self, row: u32) -> f32 {
-        let r = self.row(row);
-        f32::from_le_bytes(r[8..12].try_into().unwrap_or_default())
-    }
-
-    fn bytes_at(&self, row: u32) -> &[i8] {
-        let r = &self.row(row)[ROW_PREFIX..];
-        // SAFETY: i8 and u8 have the same size and alignment; every bit pattern is valid.
-        unsafe { std::slice::from_raw_parts(r.as_ptr().cast::<i8>(), r.len()) }
-    }
-
     /// Chunks with a quick vector.
     pub fn len(&self) -> usize {
         self.live.len()
@@ -205,16 +184,8 @@ impl QuickSet {
             return Vec::new();
         }
         let (qscale, q) = quantize(query);
-        let best_of = |rows: &[u32]| -> Vec<(u64, f32)> {
-            let mut top = TopK::new(limit);
-            for &row in rows {
-                let score = dot_i8(self.bytes_at(row), &q) as f32 * self.scale_at(row);
-                if top.admits(score) {
-                    top.push((self.id_at(row), score));
-                }
-            }
-            top.into_sorted()
-        };
+        let scan = Scan::detect();
+        let best_of = |rows: &[u32]| scan.best_of(self, rows, &q, limit);
         let mut all: Vec<(u64, f32)> = if self.live.len() > PARALLEL_ROWS {
             self.live.par_chunks(PARALLEL_ROWS).flat_map_iter(&best_of).collect()
         } else {
@@ -229,36 +200,24 @@ impl QuickSet {
     }
 }
 
-/// The best `limit` scores seen, kept unsorted until the end.
-struct TopK {
-    limit: usize,
-    items: Vec<(u64, f32)>,
-    /// The worst kept score once `limit` items are kept.
-    floor: f32,
-}
-
-impl TopK {
-    fn new(limit: usize) -> Self {
-        TopK { limit, items: Vec::with_capacity(limit * 2), floor: f32::NEG_INFINITY }
+impl ScanRows for QuickSet {
+    #[inline(always)]
+    fn id_at(&self, row: u32) -> u64 {
+        let r = self.row(row);
+        u64::from_le_bytes(r[..8].try_into().unwrap_or_default())
     }
 
-    fn admits(&self, score: f32) -> bool {
-        self.items.len() < self.limit * 2 || score >= self.floor
+    #[inline(always)]
+    fn scale_at(&self, row: u32) -> f32 {
+        let r = self.row(row);
+        f32::from_le_bytes(r[8..12].try_into().unwrap_or_default())
     }
 
-    fn push(&mut self, item: (u64, f32)) {
-        self.items.push(item);
-        if self.items.len() >= self.limit * 2 {
-            self.items.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            self.items.truncate(self.limit);
-            self.floor = self.items.last().map_or(f32::NEG_INFINITY, |i| i.1);
-        }
-    }
-
-    fn into_sorted(mut self) -> Vec<(u64, f32)> {
-        self.items.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        self.items.truncate(self.limit);
-        self.items
+    #[inline(always)]
+    fn bytes_at(&self, row: u32) -> &[i8] {
+        let r = &self.row(row)[ROW_PREFIX..];
+        // SAFETY: i8 and u8 have the same size and alignment; every bit pattern is valid.
+        unsafe { std::slice::from_raw_parts(r.as_ptr().cast::<i8>(), r.len()) }
     }
 }
 
@@ -335,6 +294,66 @@ pub fn open_set(
     Ok(QuickSet::with_live(dims, loaded.rows, loaded.live.into_iter()))
 }
 
+/// The live row of each chunk, in a table indexed by chunk id. Ids are handed out in order
+/// from zero and never reused, so the table is dense; at a million chunks it is a tenth of
+/// the memory of a hash map and is built and asked many times faster, which an open of a
+/// large index does a million times over.
+#[derive(Default)]
+struct RowsById {
+    rows: Vec<u32>,
+    count: usize,
+}
+
+/// A table slot without a row.
+const NO_ROW: u32 = u32::MAX;
+
+impl RowsById {
+    /// A table of (id, row) pairs; an id given twice keeps its later row.
+    fn from_rows(pairs: impl IntoIterator<Item = (u64, u32)>) -> Self {
+        let mut table = RowsById::default();
+        for (id, row) in pairs {
+            table.insert(id, row);
+        }
+        table
+    }
+
+    fn get(&self, id: u64) -> Option<u32> {
+        self.rows.get(usize::try_from(id).ok()?).copied().filter(|row| *row != NO_ROW)
+    }
+
+    fn insert(&mut self, id: u64, row: u32) {
+        let slot = id as usize;
+        if slot >= self.rows.len() {
+            self.rows.resize((slot + 1).max(self.rows.len() * 2), NO_ROW);
+        }
+        if self.rows[slot] == NO_ROW {
+            self.count += 1;
+        }
+        self.rows[slot] = row;
+    }
+
+    /// Whether the id had a row.
+    fn remove(&mut self, id: u64) -> bool {
+        match self.rows.get_mut(id as usize) {
+            Some(row) if *row != NO_ROW => {
+                *row = NO_ROW;
+                self.count -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.count
+    }
+
+    /// The (id, row) pairs, by id.
+    fn iter(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.rows.iter().enumerate().filter(|(_, row)| **row != NO_ROW).map(|(id, row)| (id as u64, *row))
+    }
+}
+
 /// The writer's side of the quick file: rows staged for the next commit, the live row of
 /// each chunk whose vector is pending, and the running checksum.
 pub struct QuickLog {
@@ -346,7 +365,7 @@ pub struct QuickLog {
     rows: u64,
     hasher: Xxh3,
     /// The row that stands in for each pending chunk (staged rows included).
-    live: HashMap<u64, u32>,
+    live: RowsById,
     /// Encoded rows written at the next commit.
     staged: Vec<u8>,
     /// The live rows changed since the set was last published.
@@ -383,7 +402,7 @@ impl QuickLog {
                 drop(rows);
                 let file = OpenOptions::new().read(true).write(true).open(path)?;
                 file.set_len(HEADER_LEN + r.rows * row_len(dims) as u64)?;
-                (file, hasher, live.into_iter().collect(), r.rows, None)
+                (file, hasher, RowsById::from_rows(live), r.rows, None)
             }
             problem => {
                 let note = match problem {
@@ -395,7 +414,7 @@ impl QuickLog {
                 file.write_all(&header(dims))?;
                 file.sync_all()?;
                 files::sync_parent(path);
-                (file, Xxh3::new(), HashMap::new(), 0, note)
+                (file, Xxh3::new(), RowsById::default(), 0, note)
             }
         };
         let log = QuickLog {
@@ -414,7 +433,7 @@ impl QuickLog {
 
     /// Whether a chunk has a quick vector (committed or staged).
     pub fn contains(&self, id: u64) -> bool {
-        self.live.contains_key(&id)
+        self.live.get(id).is_some()
     }
 
     /// Chunks with a quick vector (committed or staged).
@@ -435,7 +454,7 @@ impl QuickLog {
 
     /// The chunk no longer needs a stand-in (its own vector arrived, or it went).
     pub fn drop_id(&mut self, id: u64) {
-        if self.live.remove(&id).is_some() {
+        if self.live.remove(id) {
             self.changed = true;
         }
     }
@@ -476,7 +495,7 @@ impl QuickLog {
         let len = row_len(self.dims);
         let committed = self.rows;
         let mapped = unsafe { memmap2::Mmap::map(&self.file)? };
-        let mut order: Vec<(u32, u64)> = self.live.iter().map(|(id, row)| (*row, *id)).collect();
+        let mut order: Vec<(u32, u64)> = self.live.iter().map(|(id, row)| (row, id)).collect();
         order.sort_unstable();
         let mut out = Vec::with_capacity(order.len() * len);
         for (row, _) in &order {
@@ -503,7 +522,7 @@ impl QuickLog {
         self.hasher = Xxh3::new();
         self.hasher.update(&out);
         self.rows = order.len() as u64;
-        self.live = order.iter().enumerate().map(|(n, (_, id))| (*id, n as u32)).collect();
+        self.live = RowsById::from_rows(order.iter().enumerate().map(|(n, (_, id))| (*id, n as u32)));
         self.staged.clear();
         self.changed = true;
         Ok(())
@@ -522,7 +541,7 @@ impl QuickLog {
         } else {
             unsafe { memmap2::Mmap::map(&self.file) }.map(Rows::Mapped)
         };
-        Some(rows.map(|rows| QuickSet::with_live(self.dims, rows, self.live.iter().map(|(id, r)| (*id, *r)))))
+        Some(rows.map(|rows| QuickSet::with_live(self.dims, rows, self.live.iter())))
     }
 }
 
@@ -567,6 +586,36 @@ mod tests {
         }
         assert!((set.similarity(got[0].0, &query).unwrap() - got[0].1).abs() < 1e-6);
         assert!(set.nearest(&[1.0; 3], 5).is_empty(), "another dimension is never compared");
+    }
+
+    #[test]
+    fn every_scan_finds_the_same_rows_with_the_same_scores() {
+        // The loop compiled for the processor's widest instructions must agree exactly with
+        // the portable one: integer sums do not depend on their order.
+        let mut seed = 11u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+        };
+        let dims = 256;
+        // Each vector four times over, under ids out of row order, as near-duplicate files
+        // give: ties must go to the smaller id.
+        let distinct: Vec<Vec<f32>> =
+            (0..1_000).map(|_| unit(&(0..dims).map(|_| next()).collect::<Vec<_>>())).collect();
+        let vectors: Vec<(u64, Vec<f32>)> =
+            (0..4_000u64).map(|n| ((n * 7_919) % 4_001, distinct[(n % 1_000) as usize].clone())).collect();
+        let set = QuickSet::in_memory(dims, &vectors);
+        let (_, q) = quantize(&unit(&(0..dims).map(|_| next()).collect::<Vec<_>>()));
+        let portable = Scan::Portable.best_of(&set, &set.live, &q, 25);
+        let mut brute: Vec<(u64, f32)> = set
+            .live
+            .iter()
+            .map(|&row| (set.id_at(row), dot_i8(set.bytes_at(row), &q) as f32 * set.scale_at(row)))
+            .collect();
+        brute.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        brute.truncate(25);
+        assert_eq!(portable, brute);
+        assert_eq!(Scan::detect().best_of(&set, &set.live, &q, 25), portable);
     }
 
     #[test]

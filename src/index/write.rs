@@ -2,6 +2,7 @@
 //! arrived, the skip list and snippet bookkeeping.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use tantivy::Term;
 
@@ -38,7 +39,7 @@ impl Index {
         for change in changes {
             match change {
                 FileChange::Touch { path, size, mtime_ns } => {
-                    if let Some(entry) = self.manifest.files.get_mut(&path) {
+                    if let Some(entry) = Arc::make_mut(&mut self.manifest).files.get_mut(&path) {
                         entry.size = size;
                         entry.mtime_ns = mtime_ns;
                         entry.racy = manifest::is_racy(mtime_ns);
@@ -46,7 +47,7 @@ impl Index {
                     }
                 }
                 FileChange::Remove { path } => {
-                    if let Some(entry) = self.manifest.files.remove(&path) {
+                    if let Some(entry) = Arc::make_mut(&mut self.manifest).files.remove(&path) {
                         self.delete_file_docs(&path);
                         self.pending_removals.extend(entry.chunks.iter().map(|c| c.id));
                         stats.files_removed += 1;
@@ -67,7 +68,7 @@ impl Index {
                 };
                 let embed_text = context::embedding_text(&prepared.context, snippet, &prepared.chunk.text);
                 let embed_hash = xxhash_rust::xxh3::xxh3_64(embed_text.as_bytes());
-                let id = self.manifest.allocate_id();
+                let id = Arc::make_mut(&mut self.manifest).allocate_id();
                 match reusable.get(&embed_hash).and_then(|old| read(&self.vectors).get(*old)) {
                     Some(v) => {
                         new_vectors.push((id, v));
@@ -105,7 +106,7 @@ impl Index {
             }
             stats.files_written += 1;
             stats.chunks_written += refs.len();
-            self.manifest.files.insert(
+            Arc::make_mut(&mut self.manifest).files.insert(
                 file.path.clone(),
                 FileEntry {
                     size: file.size,
@@ -224,7 +225,7 @@ impl Index {
             let doc = record::document(&self.fields, record, *file);
             let writer = self.writer.as_ref().ok_or(IndexError::ReadOnly)?;
             writer.add_document(doc).map_err(store_err(&self.layout.tantivy()))?;
-            if let Some(entry) = self.manifest.files.get_mut(&record.path)
+            if let Some(entry) = Arc::make_mut(&mut self.manifest).files.get_mut(&record.path)
                 && let Some(c) = entry.chunks.iter_mut().find(|c| c.id == record.id)
             {
                 c.embed_hash = record.embed_hash;
@@ -242,7 +243,11 @@ impl Index {
     /// Marks chunks as waiting for their snippet (after a change of snippet settings), or
     /// as no longer waiting.
     pub fn set_snippet_pending(&mut self, ids: &HashSet<u64>, pending: bool) {
-        for c in self.manifest.files.values_mut().flat_map(|f| f.chunks.iter_mut()) {
+        if ids.is_empty() {
+            // Nothing to mark: the manifest shared with the last commit stays uncopied.
+            return;
+        }
+        for c in Arc::make_mut(&mut self.manifest).files.values_mut().flat_map(|f| f.chunks.iter_mut()) {
             if ids.contains(&c.id) && c.snippet_pending != pending {
                 c.snippet_pending = pending;
                 self.manifest_dirty = true;
@@ -253,7 +258,7 @@ impl Index {
     /// Records the snippet settings every chunk has now been checked against.
     pub fn set_snippet_identity(&mut self, identity: &str) {
         if self.manifest.snippet_identity != identity {
-            self.manifest.snippet_identity = identity.to_string();
+            Arc::make_mut(&mut self.manifest).snippet_identity = identity.to_string();
             self.manifest_dirty = true;
         }
     }
@@ -261,7 +266,7 @@ impl Index {
     /// Replaces the list of files left out (after an update of single files).
     pub fn set_skipped(&mut self, skipped: Vec<crate::workspace::Skipped>) {
         if self.manifest.skipped != skipped {
-            self.manifest.skipped = skipped;
+            Arc::make_mut(&mut self.manifest).skipped = skipped;
             self.manifest_dirty = true;
         }
     }
