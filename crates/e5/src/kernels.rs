@@ -94,6 +94,13 @@ unsafe fn tile_product(
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above, for AVX2 and FMA.
         Isa::Avx2 => unsafe { super::kernels_x86::tile_avx2(w, x, tok, rows, out) },
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: `Isa::NeonDot` is only chosen when the CPU has the dot-product extension;
+        // the caller upholds the output contract.
+        Isa::NeonDot => unsafe { super::kernels_arm::tile_neon_dot(w, x, tok, rows, out) },
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: every AArch64 CPU has NEON; the caller upholds the output contract.
+        Isa::Neon => unsafe { super::kernels_arm::tile_neon(w, x, tok, rows, out) },
         // SAFETY: the caller upholds the output contract.
         _ => unsafe { tile_portable(w, x, tok, rows, out) },
     }
@@ -260,5 +267,7 @@ mod tests {
                 }
             }
         }
+        // Which kernels ran shows with `--nocapture` (scripts/e5-arm reads it under qemu).
+        eprintln!("product kernels checked: {:?}", Isa::available());
     }
 }

@@ -4,10 +4,10 @@
 //!
 //! `format` reads and checks the file, `tokenizer` turns text into piece ids, `model` runs
 //! the layers over a batch, `packed` holds the quantised layouts and `kernels` (with
-//! `kernels_x86`) the products over them,
+//! `kernels_x86` and `kernels_arm`) the products over them,
 //! `attention` and `rowwise` the float steps between them. The instruction set is chosen
-//! once per model, at load: AVX-512 VNNI, else AVX-VNNI, else AVX2, else portable code that
-//! every SIMD path is tested against.
+//! once per model, at load: AVX-512 VNNI, else AVX-VNNI, else AVX2 on x86-64; NEON with
+//! `sdot`, else NEON on AArch64; else portable code that every SIMD path is tested against.
 
 /// Defines `fn $name(isa: Isa, args…)` that runs the plain-Rust `$body::<FMA>(args…)`
 /// compiled for the instruction set `isa` names: the body is `#[inline(always)]`, so each
@@ -49,6 +49,8 @@ mod attention;
 mod attention_x86;
 mod format;
 mod kernels;
+#[cfg(target_arch = "aarch64")]
+mod kernels_arm;
 #[cfg(target_arch = "x86_64")]
 mod kernels_x86;
 mod model;
@@ -123,6 +125,12 @@ enum Isa {
     /// AVX-512 F, BW and VNNI (Intel since Ice Lake, AMD since Zen 4).
     #[cfg(target_arch = "x86_64")]
     Avx512Vnni,
+    /// NEON, which every 64-bit ARM CPU has: its own product kernel, the rest portable.
+    #[cfg(target_arch = "aarch64")]
+    Neon,
+    /// NEON with the dot-product extension (`sdot`: Apple M1 and later, Cortex-A76 and later).
+    #[cfg(target_arch = "aarch64")]
+    NeonDot,
 }
 
 impl Isa {
@@ -134,6 +142,10 @@ impl Isa {
             Isa::AvxVnni => "avx-vnni",
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2 => "avx2",
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon => "neon",
+            #[cfg(target_arch = "aarch64")]
+            Isa::NeonDot => "neon-dotprod",
             Isa::Scalar => "portable",
         }
     }
@@ -160,6 +172,13 @@ impl Isa {
                 {
                     isas.push(Isa::Avx512Vnni);
                 }
+            }
+        }
+        #[cfg(target_arch = "aarch64")]
+        {
+            isas.push(Isa::Neon);
+            if std::arch::is_aarch64_feature_detected!("dotprod") {
+                isas.push(Isa::NeonDot);
             }
         }
         isas
