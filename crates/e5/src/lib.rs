@@ -297,8 +297,8 @@ impl E5Model {
         self.fingerprint.get_or_init(|| fingerprint(self.image.bytes(), self.encoder.word_range.clone()))
     }
 
-    /// The instruction set the kernels run with: `avx512-vnni`, `avx-vnni`, `avx2` or
-    /// `portable`.
+    /// The instruction set the kernels run with: `avx512-vnni`, `avx-vnni`, `avx2`,
+    /// `neon-dotprod`, `neon` or `portable`.
     pub fn instruction_set(&self) -> &'static str {
         self.options.isa.name()
     }
