@@ -42,6 +42,26 @@ fn the_tokenizer_gives_the_reference_ids() {
     }
 }
 
+/// A fresh model looks a few short texts up by one pass over the vocabulary, and builds its
+/// hash table for a long one or after a few: both give the reference ids.
+#[test]
+fn both_ways_of_finding_pieces_give_the_reference_ids() {
+    let Some(bytes) = situate::providers::builtin_model() else { return };
+    let cases = reference()["tokens"].as_array().unwrap().clone();
+    let long = "a long text that makes the model build its table of pieces ".repeat(8);
+    for build_table_first in [false, true] {
+        for case in &cases {
+            let model = E5Model::from_bytes(bytes).expect("the model loads");
+            if build_table_first {
+                model.tokenize(&long);
+            }
+            let text = case["text"].as_str().unwrap();
+            let expected: Vec<u32> = numbers(&case["ids"]).iter().map(|&v| v as u32).collect();
+            assert_eq!(model.tokenize(text), expected, "{text:?}, table built first: {build_table_first}");
+        }
+    }
+}
+
 #[test]
 fn vectors_and_token_counts_match_the_reference() {
     let Some(model) = model() else { return };

@@ -112,7 +112,8 @@ fn load_error(path: &Path, e: super::e5::E5Error) -> EmbedError {
     EmbedError::Load { path: path.display().to_string(), reason: e.to_string() }
 }
 
-/// The built-in model, loaded once per process (about 30 MB of tables and repacked weights).
+/// The built-in model, loaded once per process (about 10 MB of tables; the weights are
+/// repacked, 24 MB, by the first call of more than a query's length).
 fn shared_builtin(bytes: &'static [u8]) -> Result<Arc<E5Model>, EmbedError> {
     static SHARED: OnceLock<Arc<E5Model>> = OnceLock::new();
     static LOADING: Mutex<()> = Mutex::new(());

@@ -41,6 +41,35 @@ pub(super) fn matmul(isa: Isa, w: &PackedMatrix, x: &Int8Rows, tokens: usize, ou
     });
 }
 
+/// [`matmul`] for a matrix of `rows` rows that is not repacked whole: `fill` repacks rows
+/// `r..r + 32` into `panel`, which is then multiplied for all `tokens` at once, on this
+/// thread. Every output comes from the same kernel over the same values as in [`matmul`],
+/// so the two agree to the bit.
+pub(super) fn matmul_by_panels(
+    isa: Isa,
+    rows: usize,
+    fill: impl Fn(Range<usize>, &mut PackedMatrix),
+    x: &Int8Rows,
+    tokens: usize,
+    out: &mut [f32],
+    panel: &mut PackedMatrix,
+) {
+    assert!(rows.is_multiple_of(PANEL) && out.len() >= tokens * rows);
+    for first in (0..rows).step_by(PANEL) {
+        fill(first..first + PANEL, panel);
+        assert_eq!(x.cols, panel.cols);
+        assert!(x.values.len() >= tokens * panel.cols);
+        // The kernels address row `r` of token `t` at `ptr + t·stride + r`: starting at
+        // column `first` with the full row length as stride, the panel's rows 0..32 land on
+        // the matrix's rows `first..first + 32`.
+        // SAFETY: `first + 32 ≤ rows`, so every write `t·rows + first + r` with `t < tokens`
+        // and `r < 32` lies inside `out` (asserted above); the one tile has `out` alone.
+        let target = OutPtr { ptr: unsafe { out.as_mut_ptr().add(first) }, stride: rows };
+        // SAFETY: as above; `x` holds `tokens` rows of the panel's columns.
+        unsafe { tile_product(isa, panel, x, 0..tokens, 0..PANEL, target) }
+    }
+}
+
 /// One tile of [`matmul`] with the best kernel for `isa`.
 ///
 /// # Safety
@@ -65,6 +94,13 @@ unsafe fn tile_product(
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above, for AVX2 and FMA.
         Isa::Avx2 => unsafe { super::kernels_x86::tile_avx2(w, x, tok, rows, out) },
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: `Isa::NeonDot` is only chosen when the CPU has the dot-product extension;
+        // the caller upholds the output contract.
+        Isa::NeonDot => unsafe { super::kernels_arm::tile_neon_dot(w, x, tok, rows, out) },
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: every AArch64 CPU has NEON; the caller upholds the output contract.
+        Isa::Neon => unsafe { super::kernels_arm::tile_neon(w, x, tok, rows, out) },
         // SAFETY: the caller upholds the output contract.
         _ => unsafe { tile_portable(w, x, tok, rows, out) },
     }
@@ -231,5 +267,7 @@ mod tests {
                 }
             }
         }
+        // Which kernels ran shows with `--nocapture` (scripts/e5-arm reads it under qemu).
+        eprintln!("product kernels checked: {:?}", Isa::available());
     }
 }

@@ -4,10 +4,10 @@
 //!
 //! `format` reads and checks the file, `tokenizer` turns text into piece ids, `model` runs
 //! the layers over a batch, `packed` holds the quantised layouts and `kernels` (with
-//! `kernels_x86`) the products over them,
+//! `kernels_x86` and `kernels_arm`) the products over them,
 //! `attention` and `rowwise` the float steps between them. The instruction set is chosen
-//! once per model, at load: AVX-512 VNNI, else AVX-VNNI, else AVX2, else portable code that
-//! every SIMD path is tested against.
+//! once per model, at load: AVX-512 VNNI, else AVX-VNNI, else AVX2 on x86-64; NEON with
+//! `sdot`, else NEON on AArch64; else portable code that every SIMD path is tested against.
 
 /// Defines `fn $name(isa: Isa, args…)` that runs the plain-Rust `$body::<FMA>(args…)`
 /// compiled for the instruction set `isa` names: the body is `#[inline(always)]`, so each
@@ -49,6 +49,8 @@ mod attention;
 mod attention_x86;
 mod format;
 mod kernels;
+#[cfg(target_arch = "aarch64")]
+mod kernels_arm;
 #[cfg(target_arch = "x86_64")]
 mod kernels_x86;
 mod model;
@@ -63,7 +65,7 @@ use rayon::prelude::*;
 use xxhash_rust::xxh3::Xxh3;
 
 use format::ModelFile;
-use model::{Batch, Encoder, Workspace};
+use model::{Batch, Encoder, SHORT_BATCH_TOKENS, Workspace};
 use tokenizer::{Scratch, Tokenizer};
 
 /// The model's own limit of tokens per text (its position table), `<s>` and `</s>` included.
@@ -115,19 +117,35 @@ enum Isa {
     /// Portable Rust, vectorised by the compiler for the build's baseline target.
     Scalar,
     /// AVX2 with FMA (x86-64 since 2013–2015).
+    #[cfg(target_arch = "x86_64")]
     Avx2,
     /// AVX2 with VNNI on 256 bits (Intel since Alder Lake, without AVX-512).
+    #[cfg(target_arch = "x86_64")]
     AvxVnni,
     /// AVX-512 F, BW and VNNI (Intel since Ice Lake, AMD since Zen 4).
+    #[cfg(target_arch = "x86_64")]
     Avx512Vnni,
+    /// NEON, which every 64-bit ARM CPU has: its own product kernel, the rest portable.
+    #[cfg(target_arch = "aarch64")]
+    Neon,
+    /// NEON with the dot-product extension (`sdot`: Apple M1 and later, Cortex-A76 and later).
+    #[cfg(target_arch = "aarch64")]
+    NeonDot,
 }
 
 impl Isa {
     fn name(self) -> &'static str {
         match self {
+            #[cfg(target_arch = "x86_64")]
             Isa::Avx512Vnni => "avx512-vnni",
+            #[cfg(target_arch = "x86_64")]
             Isa::AvxVnni => "avx-vnni",
+            #[cfg(target_arch = "x86_64")]
             Isa::Avx2 => "avx2",
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon => "neon",
+            #[cfg(target_arch = "aarch64")]
+            Isa::NeonDot => "neon-dotprod",
             Isa::Scalar => "portable",
         }
     }
@@ -156,6 +174,13 @@ impl Isa {
                 }
             }
         }
+        #[cfg(target_arch = "aarch64")]
+        {
+            isas.push(Isa::Neon);
+            if std::arch::is_aarch64_feature_detected!("dotprod") {
+                isas.push(Isa::NeonDot);
+            }
+        }
         isas
     }
 }
@@ -176,9 +201,11 @@ impl Image {
 }
 
 /// multilingual-e5-small, ready to embed: thread-safe, and parallel inside each call over
-/// rayon's current thread pool (run it in a smaller pool to use fewer cores). Memory: the
-/// model file, about 24 MB of repacked weights and 7 MB of tokenizer tables, and the buffers
-/// of the last call (about 17 kB per token of a batch, at most about 35 MB).
+/// rayon's current thread pool (run it in a smaller pool to use fewer cores); a call of at
+/// most 64 tokens in all (a query) runs on one thread of its own. Memory: the model file,
+/// about 5 MB of tokenizer tables, a few MB of biases, norms and positions, and once a call
+/// has more than 64 tokens, about 24 MB of repacked weights and a 4 MB table of pieces;
+/// then the buffers of the last call (about 17 kB per token of a batch, at most about 35 MB).
 pub struct E5Model {
     image: Image,
     encoder: Encoder,
@@ -211,8 +238,8 @@ impl std::fmt::Debug for E5Model {
 
 impl E5Model {
     /// The model in `bytes`, typically `include_bytes!` of the file. The word embeddings
-    /// (three quarters of the file) are read in place; the layers' weights are repacked
-    /// into about 24 MB for the kernels.
+    /// (three quarters of the file) are read in place, and so are the layers' weights
+    /// until a call long enough to pay for it repacks them (about 24 MB) for the kernels.
     pub fn from_bytes(bytes: &'static [u8]) -> Result<Self, E5Error> {
         Self::load(Image::Static(bytes))
     }
@@ -227,12 +254,10 @@ impl E5Model {
     fn load(image: Image) -> Result<Self, E5Error> {
         let data = image.bytes();
         let file = ModelFile::parse(data)?;
-        // The tokenizer's tables (a hash of 250,000 pieces) are built while the layers'
-        // weights are repacked.
-        let (encoder, tokenizer) =
-            rayon::join(|| Encoder::load(&file, data.as_ptr() as usize), || Tokenizer::new(&file.tokenizer));
-        let encoder = encoder?;
-        drop(file);
+        // Nothing large is built here: the layers are repacked by the first long batch, so
+        // loading runs on this thread alone.
+        let encoder = Encoder::load(&file, data.as_ptr() as usize)?;
+        let tokenizer = Tokenizer::new(file.tokenizer);
         let options = Options { isa: Isa::detect(), max_tokens: DEFAULT_MAX_TOKENS };
         Ok(E5Model {
             image,
@@ -272,8 +297,8 @@ impl E5Model {
         self.fingerprint.get_or_init(|| fingerprint(self.image.bytes(), self.encoder.word_range.clone()))
     }
 
-    /// The instruction set the kernels run with: `avx512-vnni`, `avx-vnni`, `avx2` or
-    /// `portable`.
+    /// The instruction set the kernels run with: `avx512-vnni`, `avx-vnni`, `avx2`,
+    /// `neon-dotprod`, `neon` or `portable`.
     pub fn instruction_set(&self) -> &'static str {
         self.options.isa.name()
     }
@@ -333,21 +358,39 @@ impl E5Model {
 
     fn embed_with(&self, texts: &[&str], kind: Kind, options: Options) -> Vec<Vec<f32>> {
         let Options { isa, max_tokens } = options;
-        let inputs: Vec<Vec<u32>> = texts
-            .par_iter()
-            .map_init(Scratch::default, |s, text| self.input_ids(text, kind, max_tokens, s))
-            .collect();
-        let word = &self.image.bytes()[self.encoder.word_range.clone()];
-        let mut vectors = Vec::with_capacity(texts.len());
+        // One text (a query) is tokenised here rather than on rayon's threads, which a
+        // process that embeds one query would otherwise start for it.
+        let inputs: Vec<Vec<u32>> = if texts.len() == 1 {
+            vec![self.input_ids(texts[0], kind, max_tokens, &mut Scratch::default())]
+        } else {
+            texts
+                .par_iter()
+                .map_init(Scratch::default, |s, text| self.input_ids(text, kind, max_tokens, s))
+                .collect()
+        };
+        let total: usize = inputs.iter().map(Vec::len).sum();
+        // A short batch is a few milliseconds of work in a hundred small steps: split over
+        // threads, each step would wait for a thread to wake (or, on a busy machine, to be
+        // scheduled) more than it saves, so it runs on one.
+        match single_thread() {
+            Some(pool) if total <= SHORT_BATCH_TOKENS => pool.install(|| self.run(&inputs, isa)),
+            _ => self.run(&inputs, isa),
+        }
+    }
+
+    /// Runs `inputs` through the encoder in batches of about [`BATCH_TOKENS`] tokens.
+    fn run(&self, inputs: &[Vec<u32>], isa: Isa) -> Vec<Vec<f32>> {
+        let data = self.image.bytes();
+        let mut vectors = Vec::with_capacity(inputs.len());
         // A call running at the same time on another thread has the kept buffers: this one
         // makes its own rather than wait.
         let mut kept = self.workspace.try_lock().ok();
         let mut own = Workspace::default();
         let workspace = kept.as_deref_mut().unwrap_or(&mut own);
         let mut batch = Batch::default();
-        for ids in &inputs {
+        for ids in inputs {
             if !batch.ids.is_empty() && batch.ids.len() + ids.len() > BATCH_TOKENS {
-                vectors.extend(self.encoder.forward(isa, word, &batch, workspace));
+                vectors.extend(self.encoder.forward(isa, data, &batch, workspace));
                 batch.ids.clear();
                 batch.texts.clear();
             }
@@ -355,10 +398,21 @@ impl E5Model {
             batch.ids.extend_from_slice(ids);
         }
         if !batch.ids.is_empty() {
-            vectors.extend(self.encoder.forward(isa, word, &batch, workspace));
+            vectors.extend(self.encoder.forward(isa, data, &batch, workspace));
         }
         vectors
     }
+}
+
+/// A rayon pool of one thread, for short batches: the code's parallel loops then run in
+/// order on it, and rayon's global pool (a thread per core) is never started for them.
+/// `None` when the system would not start the thread (the current pool serves then).
+fn single_thread() -> Option<&'static rayon::ThreadPool> {
+    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new().num_threads(1).thread_name(|_| "e5-short".to_string()).build().ok()
+    })
+    .as_ref()
 }
 
 /// xxh3 of the file but the word embeddings in full, of 64 bytes of every 64 kB of those

@@ -4,36 +4,122 @@
 //! is computed; only attention looks at where one text ends and the next begins.
 
 use std::ops::Range;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
 use super::attention::{attention, supports_head_dim};
 use super::format::{Config, DType, ModelFile, Q4_BLOCK_BYTES, QK, f16_to_f32};
-use super::kernels::matmul;
+use super::kernels::{matmul, matmul_by_panels};
 use super::packed::{Int8Rows, PANEL, PackedMatrix};
 use super::rowwise::{add_norm_quantize, gelu_quantize, quantize};
 use super::{E5Error, Isa};
 
 /// Tokens per parallel chunk of the row-wise steps.
 const ROW_CHUNK: usize = 16;
+/// Batches of at most this many tokens (a query) multiply straight from the model file's
+/// rows, repacking one panel at a time, until a longer batch has repacked the matrix whole.
+/// The two give the same floats: the same kernel runs on the same values.
+pub(super) const SHORT_BATCH_TOKENS: usize = 64;
+/// Short batches read from the file until this many have run: a process that embeds query
+/// after query (the language server) then repacks once rather than a panel at a time for
+/// every query.
+const SHORT_BATCHES_FROM_FILE: usize = 8;
 
 struct Norm {
     weight: Vec<f32>,
     bias: Vec<f32>,
 }
 
+/// A weight matrix where the model file has it: the Q4_0 rows of one or more tensors
+/// stacked (query, key and value read the same input), with their biases. It is repacked
+/// for the kernels (`packed.rs`) by the first batch long enough to pay for that: loading
+/// repacks nothing, so a process that embeds one query never writes 21 MB of weights.
+struct Linear {
+    /// Byte offset in the model file of each stacked tensor, and its row count.
+    parts: Vec<(usize, usize)>,
+    rows: usize,
+    cols: usize,
+    /// The biases, times `scale`'s factor on its rows.
+    bias: Vec<f32>,
+    /// Rows whose block scales are multiplied by a factor when repacked.
+    scale: (Range<usize>, f32),
+    packed: OnceLock<PackedMatrix>,
+}
+
+impl Linear {
+    /// Q4_0 row `r` of the stack, within the model file `data`.
+    fn row<'a>(&self, data: &'a [u8], mut r: usize) -> &'a [u8] {
+        let row_bytes = self.cols / QK * Q4_BLOCK_BYTES;
+        for &(start, rows) in &self.parts {
+            if r < rows {
+                return &data[start + r * row_bytes..][..row_bytes];
+            }
+            r -= rows;
+        }
+        unreachable!("row {r} past the matrix")
+    }
+
+    /// The whole matrix repacked, made on first use.
+    fn packed(&self, data: &[u8]) -> &PackedMatrix {
+        self.packed.get_or_init(|| {
+            let mut packed = PackedMatrix::default();
+            packed.fill_rows(
+                |r| self.row(data, r),
+                self.cols,
+                0..self.rows,
+                &self.bias,
+                self.scale.clone(),
+                true,
+            );
+            packed
+        })
+    }
+
+    /// `out = x × selfᵀ + bias` for the first `tokens` rows of `x`: straight from the file,
+    /// a panel at a time in `panel`, when one is given and the matrix is not repacked yet.
+    fn product(
+        &self,
+        isa: Isa,
+        data: &[u8],
+        x: &Int8Rows,
+        tokens: usize,
+        out: &mut [f32],
+        panel: Option<&mut PackedMatrix>,
+    ) {
+        match (self.packed.get(), panel) {
+            (None, Some(panel)) => {
+                let fill = |rows: Range<usize>, panel: &mut PackedMatrix| {
+                    panel.fill_rows(
+                        |r| self.row(data, r),
+                        self.cols,
+                        rows,
+                        &self.bias,
+                        self.scale.clone(),
+                        false,
+                    )
+                };
+                matmul_by_panels(isa, self.rows, fill, x, tokens, out, panel);
+            }
+            _ => matmul(isa, self.packed(data), x, tokens, out),
+        }
+    }
+}
+
 struct Layer {
     /// Query, key and value stacked: one product for the three.
-    qkv: PackedMatrix,
-    attn_out: PackedMatrix,
+    qkv: Linear,
+    attn_out: Linear,
     attn_norm: Norm,
-    ffn_in: PackedMatrix,
-    ffn_out: PackedMatrix,
+    ffn_in: Linear,
+    ffn_out: Linear,
     out_norm: Norm,
 }
 
-/// The weights, ready to run. The word embeddings stay in the model file (4-bit rows,
-/// dequantised per token); everything else is repacked or copied at load.
+/// The weights, ready to run. The layers' weights and the word embeddings stay in the model
+/// file (the word embeddings dequantised per token, the layers repacked on first need);
+/// biases, norms and the position table are copied at load.
 pub(super) struct Encoder {
     pub config: Config,
     /// Byte range of the word embeddings within the model file.
@@ -42,6 +128,8 @@ pub(super) struct Encoder {
     token_type: Vec<f32>,
     emb_norm: Norm,
     layers: Vec<Layer>,
+    /// Short batches run so far.
+    short_batches: AtomicUsize,
 }
 
 /// The buffers of one batch, reused by the next.
@@ -53,6 +141,10 @@ pub(super) struct Workspace {
     sublayer: Vec<f32>,
     mid: Vec<f32>,
     acts: Int8Rows,
+    /// One panel of a matrix, repacked for a short batch.
+    panel: PackedMatrix,
+    /// Whether this batch multiplies from the model file's rows.
+    from_file: bool,
 }
 
 /// A batch: token ids of all texts back to back, and each text's span of them.
@@ -82,31 +174,35 @@ impl Encoder {
                 bias: file.f32_tensor(&format!("{prefix}.b"), c.hidden)?,
             })
         };
-        let linear = |names: &[&str], rows: usize, cols: usize| -> Result<PackedMatrix, E5Error> {
-            let mut parts = Vec::new();
+        let linear = |names: &[&str], rows: usize, cols: usize, factor: f32| -> Result<Linear, E5Error> {
+            let (mut parts, mut bias) = (Vec::new(), Vec::new());
             for name in names {
                 let w = file.tensor(&format!("{name}.w"), DType::Q4_0, rows * cols)?;
-                parts.push((w, file.f32_tensor(&format!("{name}.b"), rows)?));
+                parts.push((w.as_ptr() as usize - data_start, rows));
+                bias.extend(file.f32_tensor(&format!("{name}.b"), rows)?);
             }
-            let views: Vec<(&[u8], &[f32])> = parts.iter().map(|(w, b)| (*w, b.as_slice())).collect();
-            Ok(PackedMatrix::from_q4(&views, cols))
+            // The factor applies to the first part's rows (the query's, in `qkv`).
+            let scaled = 0..if factor == 1.0 { 0 } else { rows };
+            for b in &mut bias[scaled.clone()] {
+                *b *= factor;
+            }
+            let rows = bias.len();
+            Ok(Linear { parts, rows, cols, bias, scale: (scaled, factor), packed: OnceLock::new() })
         };
         let (h, ff) = (c.hidden, c.intermediate);
+        // Attention divides q·k by √d; dividing the query's weights once instead saves a
+        // multiply per score (exact when d is a power of four, as 16 and 64; for d = 32 a
+        // rounding of the scales, far below their 4-bit precision).
+        let query_factor = 1.0 / ((h / c.heads) as f32).sqrt();
         let layers = (0..c.layers)
-            .into_par_iter()
             .map(|l| {
                 let p = |s: &str| format!("l{l}.{s}");
-                let mut qkv = linear(&[&p("q"), &p("k"), &p("v")], h, h)?;
-                // Attention divides q·k by √d; dividing the query's weights once instead
-                // saves a multiply per score (exact when d is a power of four, as 16 and 64;
-                // for d = 32 a rounding of the scales, far below their 4-bit precision).
-                qkv.scale_rows(0..h, 1.0 / ((h / c.heads) as f32).sqrt());
                 Ok(Layer {
-                    qkv,
-                    attn_out: linear(&[&p("ao")], h, h)?,
+                    qkv: linear(&[&p("q"), &p("k"), &p("v")], h, h, query_factor)?,
+                    attn_out: linear(&[&p("ao")], h, h, 1.0)?,
                     attn_norm: norm(&p("aln"))?,
-                    ffn_in: linear(&[&p("fi")], ff, h)?,
-                    ffn_out: linear(&[&p("fo")], h, ff)?,
+                    ffn_in: linear(&[&p("fi")], ff, h, 1.0)?,
+                    ffn_out: linear(&[&p("fo")], h, ff, 1.0)?,
                     out_norm: norm(&p("oln"))?,
                 })
             })
@@ -118,12 +214,14 @@ impl Encoder {
             token_type: file.f32_tensor("emb.type", c.type_vocab * h)?,
             emb_norm: norm("emb.ln")?,
             layers,
+            short_batches: AtomicUsize::new(0),
         })
     }
 
-    /// The mean-pooled, L2-normalised vector of each text of `batch`, in order. `word` is
-    /// the word-embedding table (`word_range` of the model file).
-    pub fn forward(&self, isa: Isa, word: &[u8], batch: &Batch, ws: &mut Workspace) -> Vec<Vec<f32>> {
+    /// The mean-pooled, L2-normalised vector of each text of `batch`, in order. `data` is
+    /// the model file.
+    pub fn forward(&self, isa: Isa, data: &[u8], batch: &Batch, ws: &mut Workspace) -> Vec<Vec<f32>> {
+        let word = &data[self.word_range.clone()];
         let c = &self.config;
         let (h, ff, tokens) = (c.hidden, c.intermediate, batch.ids.len());
         ws.x.resize(tokens * h, 0.0);
@@ -132,28 +230,65 @@ impl Encoder {
         ws.sublayer.resize(tokens * h, 0.0);
         ws.mid.resize(tokens * ff, 0.0);
         ws.acts.reshape(tokens, h);
+        ws.from_file = tokens <= SHORT_BATCH_TOKENS
+            && self.short_batches.fetch_add(1, Ordering::Relaxed) < SHORT_BATCHES_FROM_FILE;
 
         self.embed_tokens(isa, word, batch, ws);
         for (i, layer) in self.layers.iter().enumerate() {
             let last = i + 1 == self.layers.len();
-            matmul(isa, &layer.qkv, &ws.acts, tokens, &mut ws.qkv);
+            layer.qkv.product(
+                isa,
+                data,
+                &ws.acts,
+                tokens,
+                &mut ws.qkv,
+                ws.from_file.then_some(&mut ws.panel),
+            );
             attention(isa, &ws.qkv, h, c.heads, &batch.texts, &mut ws.ctx);
             quantize_rows(isa, &ws.ctx, &mut ws.acts);
-            matmul(isa, &layer.attn_out, &ws.acts, tokens, &mut ws.sublayer);
+            layer.attn_out.product(
+                isa,
+                data,
+                &ws.acts,
+                tokens,
+                &mut ws.sublayer,
+                ws.from_file.then_some(&mut ws.panel),
+            );
             self.add_norm(isa, &layer.attn_norm, ws, true);
 
-            matmul(isa, &layer.ffn_in, &ws.acts, tokens, &mut ws.mid);
+            layer.ffn_in.product(
+                isa,
+                data,
+                &ws.acts,
+                tokens,
+                &mut ws.mid,
+                ws.from_file.then_some(&mut ws.panel),
+            );
             ws.acts.reshape(tokens, ff);
             ws.mid
                 .par_chunks(ROW_CHUNK * ff)
                 .zip(ws.acts.par_row_chunks(ROW_CHUNK))
                 .for_each(|(x, ((v, s), o))| gelu_quantize(isa, x, v, s, o));
-            matmul(isa, &layer.ffn_out, &ws.acts, tokens, &mut ws.sublayer);
+            layer.ffn_out.product(
+                isa,
+                data,
+                &ws.acts,
+                tokens,
+                &mut ws.sublayer,
+                ws.from_file.then_some(&mut ws.panel),
+            );
             ws.acts.reshape(tokens, h);
             // The last layer's output is pooled, not multiplied again: no quantisation.
             self.add_norm(isa, &layer.out_norm, ws, !last);
         }
         batch.texts.iter().map(|span| pool(&ws.x[span.start * h..span.end * h], h)).collect()
+    }
+
+    /// Whether every matrix is repacked whole (after a long batch).
+    #[cfg(test)]
+    pub fn repacked(&self) -> bool {
+        let matrices = self.layers.iter().flat_map(|l| [&l.qkv, &l.attn_out, &l.ffn_in, &l.ffn_out]);
+        matrices.map(|m| m.packed.get().is_some()).collect::<Vec<_>>().iter().all(|&p| p)
     }
 
     /// `x = word + position + type embeddings`, normalised, and quantised into `acts`.

@@ -24,6 +24,7 @@ pub(super) const STEPS: usize = QK / 4;
 /// Rows a tile covers at least: the AVX-512 kernel works on two groups at once.
 pub(super) const PANEL: usize = 2 * GROUP;
 /// A weight matrix `[rows, cols]` in the repacked 4-bit layout, with its bias.
+#[derive(Default)]
 pub(super) struct PackedMatrix {
     pub rows: usize,
     pub cols: usize,
@@ -37,61 +38,103 @@ pub(super) struct PackedMatrix {
 impl PackedMatrix {
     /// Stacks row-major Q4_0 matrices of `cols` columns (for instance Q, K and V, which read
     /// the same input) into one packed matrix. Row counts must be multiples of [`PANEL`].
+    #[cfg(test)]
     pub fn from_q4(parts: &[(&[u8], &[f32])], cols: usize) -> Self {
-        let blocks = cols / QK;
-        let row_bytes = blocks * Q4_BLOCK_BYTES;
-        let rows: usize = parts.iter().map(|(_, bias)| bias.len()).sum();
-        debug_assert!(rows.is_multiple_of(PANEL) && cols.is_multiple_of(QK));
+        let row_bytes = cols / QK * Q4_BLOCK_BYTES;
         let source: Vec<&[u8]> = parts
             .iter()
             .flat_map(|(data, bias)| (0..bias.len()).map(|r| &data[r * row_bytes..][..row_bytes]))
             .collect();
-        let mut quants = vec![0u8; rows * cols];
-        let mut scales = vec![0f32; rows * blocks];
-        quants
-            .par_chunks_exact_mut(GROUP * cols)
-            .zip(scales.par_chunks_exact_mut(GROUP * blocks))
-            .enumerate()
-            .for_each(|(g, (gq, gs))| {
-                for b in 0..blocks {
-                    for r in 0..GROUP {
-                        let block = &source[g * GROUP + r][b * Q4_BLOCK_BYTES..][..Q4_BLOCK_BYTES];
-                        gs[b * GROUP + r] = f16_to_f32(u16::from_le_bytes([block[0], block[1]]));
-                        // Q4_0: byte j holds value j in its low half and value j + 16 in its
-                        // high. Unpacked into the block's 32 values in order, then copied to
-                        // the steps four at a time (this runs at every load, for 21 million
-                        // values: the per-value index arithmetic was most of the load).
-                        let nibbles: &[u8; QK / 2] = block[2..].try_into().unwrap();
-                        let mut values = [0u8; QK];
-                        for j in 0..QK / 2 {
-                            values[j] = nibbles[j] & 0x0f;
-                            values[j + QK / 2] = nibbles[j] >> 4;
-                        }
-                        for (step, four) in values.chunks_exact(4).enumerate() {
-                            let at = ((b * STEPS + step) * GROUP + r) * 4;
-                            gq[at..at + 4].copy_from_slice(four);
-                        }
-                    }
-                }
-            });
-        let bias = parts.iter().flat_map(|(_, bias)| bias.iter().copied()).collect();
-        PackedMatrix { rows, cols, quants, scales, bias }
+        let bias: Vec<f32> = parts.iter().flat_map(|(_, bias)| bias.iter().copied()).collect();
+        let mut matrix = PackedMatrix::default();
+        matrix.fill_rows(|r| source[r], cols, 0..bias.len(), &bias, (0..0, 1.0), true);
+        matrix
+    }
+
+    /// Makes this matrix rows `rows` of a larger one whose Q4_0 rows `source` gives and
+    /// whose biases are `bias`, reusing its allocations; `scale` multiplies the block scales
+    /// of the rows it names (the biases are taken as they are). A short batch repacks one
+    /// panel at a time this way, into a buffer that stays in the cache, where the whole
+    /// repacked model (21 MB) would first be written to fresh memory. Groups are repacked
+    /// in parallel when `parallel`. Row counts must be multiples of [`PANEL`].
+    pub fn fill_rows<'a>(
+        &mut self,
+        source: impl Fn(usize) -> &'a [u8],
+        cols: usize,
+        rows: Range<usize>,
+        bias: &[f32],
+        scale: (Range<usize>, f32),
+        parallel: bool,
+    ) {
+        debug_assert!(rows.len().is_multiple_of(PANEL) && cols.is_multiple_of(QK));
+        let first = rows.start;
+        let rows_of: Vec<&[u8]> = rows.clone().map(source).collect();
+        self.rows = rows.len();
+        self.cols = cols;
+        self.bias.clear();
+        self.bias.extend_from_slice(&bias[rows.clone()]);
+        self.fill(&rows_of, parallel);
+        let (scaled, factor) = scale;
+        let start = scaled.start.clamp(first, rows.end) - first;
+        let end = scaled.end.clamp(first, rows.end) - first;
+        self.scale_block_scales(start..end, factor);
+    }
+
+    /// Repacks `source` (one Q4_0 row each, `self.rows` of them) into `quants` and
+    /// `scales`, in parallel by groups when `parallel`.
+    fn fill(&mut self, source: &[&[u8]], parallel: bool) {
+        let (rows, cols) = (self.rows, self.cols);
+        let blocks = cols / QK;
+        self.quants.resize(rows * cols, 0);
+        self.scales.resize(rows * blocks, 0.0);
+        let pack = |(g, (gq, gs)): (usize, (&mut [u8], &mut [f32]))| {
+            pack_group(&source[g * GROUP..][..GROUP], gq, gs)
+        };
+        if parallel {
+            let quants = self.quants.par_chunks_exact_mut(GROUP * cols);
+            quants.zip(self.scales.par_chunks_exact_mut(GROUP * blocks)).enumerate().for_each(pack);
+        } else {
+            let quants = self.quants.chunks_exact_mut(GROUP * cols);
+            quants.zip(self.scales.chunks_exact_mut(GROUP * blocks)).enumerate().for_each(pack);
+        }
     }
 
     pub fn blocks(&self) -> usize {
         self.cols / QK
     }
 
-    /// Multiplies rows `rows` by `factor` (their block scales and biases), exactly for a
-    /// power of two.
-    pub fn scale_rows(&mut self, rows: Range<usize>, factor: f32) {
+    /// Multiplies the block scales of rows `rows` by `factor`.
+    fn scale_block_scales(&mut self, rows: Range<usize>, factor: f32) {
         let blocks = self.blocks();
         for r in rows {
             let (g, i) = (r / GROUP, r % GROUP);
             for b in 0..blocks {
                 self.scales[(g * blocks + b) * GROUP + i] *= factor;
             }
-            self.bias[r] *= factor;
+        }
+    }
+}
+
+/// Repacks one group of 16 Q4_0 rows into its quants `gq` and scales `gs`.
+fn pack_group(source: &[&[u8]], gq: &mut [u8], gs: &mut [f32]) {
+    let blocks = gs.len() / GROUP;
+    for b in 0..blocks {
+        for (r, row) in source.iter().enumerate() {
+            let block = &row[b * Q4_BLOCK_BYTES..][..Q4_BLOCK_BYTES];
+            gs[b * GROUP + r] = f16_to_f32(u16::from_le_bytes([block[0], block[1]]));
+            // Q4_0: byte j holds value j in its low half and value j + 16 in its high.
+            // Unpacked into the block's 32 values in order, then copied to the steps four
+            // at a time (the per-value index arithmetic was most of the repacking).
+            let nibbles: &[u8; QK / 2] = block[2..].try_into().unwrap();
+            let mut values = [0u8; QK];
+            for j in 0..QK / 2 {
+                values[j] = nibbles[j] & 0x0f;
+                values[j + QK / 2] = nibbles[j] >> 4;
+            }
+            for (step, four) in values.chunks_exact(4).enumerate() {
+                let at = ((b * STEPS + step) * GROUP + r) * 4;
+                gq[at..at + 4].copy_from_slice(four);
+            }
         }
     }
 }

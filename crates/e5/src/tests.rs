@@ -262,6 +262,28 @@ fn the_tiny_model_matches_a_plain_transformer_on_every_instruction_set() {
 }
 
 #[test]
+fn a_short_batch_read_from_the_file_gives_the_vectors_of_the_repacked_weights_to_the_bit() {
+    let tiny = tiny_model();
+    let short = ["ab", "abab a\tb", "b b b a ab abab ab a b ab"];
+    let long: Vec<String> = (0..6).map(|i| format!("{}b", "ab a ".repeat(2 + i))).collect();
+    let long: Vec<&str> = long.iter().map(String::as_str).collect();
+    for isa in Isa::available() {
+        let options = Options { isa, max_tokens: POSITIONS };
+        let model = load(&tiny.bytes).unwrap();
+        let from_file = model.embed_with(&short, Kind::Query, options);
+        assert!(!model.encoder.repacked(), "{isa:?}: a short batch repacks nothing");
+        let tokens: usize = long
+            .iter()
+            .map(|t| model.input_ids(t, Kind::Passage, POSITIONS, &mut Scratch::default()).len())
+            .sum();
+        assert!(tokens > SHORT_BATCH_TOKENS);
+        model.embed_with(&long, Kind::Passage, options);
+        assert!(model.encoder.repacked(), "{isa:?}: a long batch repacks every matrix");
+        assert_eq!(model.embed_with(&short, Kind::Query, options), from_file, "{isa:?}");
+    }
+}
+
+#[test]
 fn a_model_is_shared_across_threads() {
     fn shareable<T: Send + Sync>() {}
     shareable::<E5Model>();

