@@ -24,6 +24,7 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
   { key: "chunk.maxTokens", server: "chunk.max_tokens" },
   { key: "chunk.overlapTokens", server: "chunk.overlap_tokens" },
   { key: "chunk.semanticThreshold", server: "chunk.semantic_threshold" },
+  { key: "chunk.language", server: "chunk.language" },
   { key: "context.headerTemplate", server: "context.header_template" },
   { key: "context.headerFields", server: "context.header_fields" },
   { key: "search.mode", server: "search.mode" },
