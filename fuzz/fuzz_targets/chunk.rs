@@ -98,7 +98,14 @@ fuzz_target!(|data: &[u8]| {
         2 => f32::INFINITY,
         k => (k - 3) as f32 * 0.75,
     };
-    let config = ChunkConfig { strategy, max_tokens, overlap_tokens, semantic_threshold };
+    // A declared language for notes without one, or detection per chunk.
+    let language = match settings[2] >> 6 {
+        0 => None,
+        1 => Some("de".to_string()),
+        2 => Some("ru".to_string()),
+        _ => Some("xx-unknown".to_string()),
+    };
+    let config = ChunkConfig { strategy, max_tokens, overlap_tokens, semantic_threshold, language };
     let embedder = settings[0] >> 4;
     let embed = |texts: &[&str]| -> Result<Vec<Vec<f32>>, String> {
         match embedder {
