@@ -137,7 +137,17 @@ impl Postgres {
 }
 
 impl Drop for Postgres {
+    /// A fast shutdown (SIGINT), so that the server ends its own processes; killed if it
+    /// has not stopped within five seconds.
     fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-INT", &self.child.id().to_string()]).status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
