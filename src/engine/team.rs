@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{Engine, EngineError};
-use crate::index::Index;
+use crate::index::{Index, embed_texts};
 use crate::providers::Embedder;
 use crate::team::tally::Tally;
 use crate::team::{BATCH, ModelKey, Team};
@@ -155,11 +155,12 @@ impl Engine {
     }
 }
 
-/// A local fill of the queue's head.
+/// A local fill of the queue's head, its rate noted.
 fn compute(index: &mut Index, embedder: &dyn Embedder, max: usize) -> Result<usize, EngineError> {
-    let ids = index.pending_vector_ids(0, max);
-    let texts = index.pending_texts(&ids)?;
-    compute_texts(index, embedder, texts, None)
+    let started = Instant::now();
+    let embedded = index.fill_pending_vectors(embedder, max)?;
+    index.note_fill_rate(embedded, started.elapsed().as_secs_f64());
+    Ok(embedded)
 }
 
 /// Embeds these waiting texts here, stores them, notes the rate, and shares them.
@@ -173,22 +174,12 @@ fn compute_texts(
         return Ok(0);
     }
     let started = Instant::now();
-    let refs: Vec<&str> = texts.iter().map(|(_, t)| t.as_str()).collect();
-    let vectors = embedder.embed(&refs)?;
-    if vectors.len() != texts.len() {
-        return Err(crate::providers::EmbedError::Failed(format!(
-            "asked for {} vectors, got {}",
-            texts.len(),
-            vectors.len()
-        ))
-        .into());
-    }
+    let vectors = embed_texts(embedder, &texts)?;
     index.note_fill_rate(texts.len(), started.elapsed().as_secs_f64());
     if let Some(fill) = team {
         let items: Vec<(&str, &[f32])> =
-            refs.iter().copied().zip(vectors.iter().map(Vec::as_slice)).collect();
+            texts.iter().zip(&vectors).map(|((_, text), (_, v))| (text.as_str(), v.as_slice())).collect();
         fill.team.push_vectors(&fill.model, &items);
     }
-    let stored = texts.into_iter().map(|(id, _)| id).zip(vectors).collect();
-    Ok(index.put_pending_vectors(stored)?)
+    Ok(index.put_pending_vectors(vectors)?)
 }

@@ -43,6 +43,7 @@ pub use record::{
 };
 pub use snapshot::Snapshot;
 pub use vectors::VectorError;
+pub use write::embed_texts;
 
 use crate::providers::EmbedError;
 

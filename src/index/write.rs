@@ -278,7 +278,7 @@ impl Index {
 }
 
 /// Embeds `(id, text)` pairs in batches; the vectors come back with their ids, in order.
-pub(super) fn embed_texts(
+pub fn embed_texts(
     embedder: &dyn Embedder,
     items: &[(u64, String)],
 ) -> Result<Vec<(u64, Vec<f32>)>, IndexError> {

@@ -146,13 +146,9 @@ impl std::fmt::Debug for Team {
     }
 }
 
-/// Why a call did not happen or did not finish.
-enum Failure {
-    /// The server is being waited out; nothing was sent.
-    Down,
-    /// This call failed; the server's state is already updated.
-    Failed,
-}
+/// A call that did not happen (the server is being waited out) or did not finish (the
+/// server's state is already updated): either way, the caller goes on without the cache.
+struct Failure;
 
 impl Team {
     /// Reads the address; nothing is sent until the first call.
@@ -406,7 +402,7 @@ impl Team {
                 state.client = None;
             }
             if state.retry_at.is_some_and(|at| Instant::now() < at) {
-                return Err(Failure::Down);
+                return Err(Failure);
             }
             state.contacted = true;
         }
@@ -479,14 +475,14 @@ impl Team {
                     tracing::warn!(target = %self.target.shown, "team cache: {reason}; reading only from now on");
                     state.read_only = Some(reason);
                 }
-                return Failure::Failed;
+                return Failure;
             }
             Some(code)
                 if code == SqlState::T_R_DEADLOCK_DETECTED
                     || code == SqlState::T_R_SERIALIZATION_FAILURE
                     || code == SqlState::UNIQUE_VIOLATION =>
             {
-                return Failure::Failed;
+                return Failure;
             }
             _ => {}
         }
@@ -501,7 +497,7 @@ impl Team {
             );
         }
         state.down = Some(reason);
-        Failure::Failed
+        Failure
     }
 }
 
