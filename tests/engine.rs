@@ -8,7 +8,7 @@ use std::sync::Arc;
 use common::{Counting, Failing, Fixture};
 use situate::analysis;
 use situate::config::Config;
-use situate::engine::Engine;
+use situate::engine::{Engine, PendingVectors};
 use situate::index::OpenMode;
 use situate::search::{Expand, Hit, SearchMode, SearchRequest, coverage};
 
@@ -767,7 +767,7 @@ fn the_semantic_strategy_cuts_at_a_topic_change_and_its_settings_rechunk() {
 fn a_slow_embedder_gets_the_texts_committed_first_and_its_vectors_filled_in_after() {
     let f = Fixture::standard();
     let mut engine = f.engine(Counting::slow());
-    engine.fill_pending_vectors_later(true);
+    engine.set_pending_vectors(PendingVectors::Queued);
     reconcile(&mut engine);
     let chunks = engine.index().manifest().chunk_count();
     assert_eq!(engine.pending_vectors(), chunks);
@@ -863,7 +863,7 @@ fn quick_vectors_cover_every_pending_chunk_through_fills_restarts_and_readers() 
     let f = Fixture::standard();
     let slow = Counting::slow();
     let mut engine = f.engine(slow.clone());
-    engine.fill_pending_vectors_later(true);
+    engine.set_pending_vectors(PendingVectors::Queued);
     reconcile(&mut engine);
     let chunks = engine.index().manifest().chunk_count();
     assert_eq!(slow.count(), 0, "the slow model has embedded nothing yet");
@@ -904,7 +904,7 @@ fn quick_vectors_cover_every_pending_chunk_through_fills_restarts_and_readers() 
     let size = std::fs::metadata(&quick_file).unwrap().len();
     drop(engine);
     let mut engine = f.engine(Counting::slow());
-    engine.fill_pending_vectors_later(true);
+    engine.set_pending_vectors(PendingVectors::Queued);
     assert_eq!(engine.view().snapshot().quick_count(), chunks - half);
     reconcile(&mut engine);
     assert_eq!(engine.pending_vectors(), chunks - half);
@@ -929,7 +929,7 @@ fn quick_vectors_cover_every_pending_chunk_through_fills_restarts_and_readers() 
 fn a_damaged_quick_vector_file_is_read_around_and_made_again() {
     let f = Fixture::standard();
     let mut engine = f.engine(Counting::slow());
-    engine.fill_pending_vectors_later(true);
+    engine.set_pending_vectors(PendingVectors::Queued);
     reconcile(&mut engine);
     let chunks = engine.index().manifest().chunk_count();
     let expected = engine.search(&request("sourdough starter dough", SearchMode::Vector)).unwrap();

@@ -462,7 +462,7 @@ fn files_in_folders_named(dir: &std::path::Path, name: &str) -> Vec<std::path::P
 }
 
 #[test]
-fn chunk_store_files_cut_short_under_a_running_server_give_errors_not_a_crash() {
+fn chunk_store_files_cut_short_under_a_running_server_are_rebuilt_in_the_background() {
     let f = Fixture::standard();
     let mut client = LspClient::start(f.index.path());
     client.initialize(f.root(), json!({}), json!({}));
@@ -479,12 +479,26 @@ fn chunk_store_files_cut_short_under_a_running_server_give_errors_not_a_crash() 
         std::fs::OpenOptions::new().write(true).open(path).unwrap().set_len(0).unwrap();
     }
     for query in ["sourdough starter", "backups retention", "rollback"] {
-        // An answer from what is intact, or an error that says what happened: either way
-        // the server is still there for the next request.
+        // An answer from what is intact, or an error that says in plain words what happened
+        // and what the server does about it; either way the server is still there.
         if let Err(e) = client.command("situate.search", json!({ "query": query, "limit": 5 })) {
-            assert!(!e.to_string().is_empty());
+            let message = e["message"].as_str().unwrap_or_default().to_string();
+            assert!(message.contains("damaged") && message.contains("rebuilt"), "{e}");
         }
     }
-    assert_eq!(status(&mut client)["root"].as_str().map(|r| r.is_empty()), Some(false));
+    // The user is told once, and the index is rebuilt from the files without a restart.
+    let shown = client.wait_for(|m| {
+        m["method"] == "window/showMessage"
+            && m["params"]["message"].as_str().is_some_and(|t| t.contains("rebuilding the index"))
+    });
+    assert!(shown["params"]["message"].as_str().unwrap().contains("damaged"), "{shown}");
+    let hits = client.eventually(|c| {
+        let answer = c.command("situate.search", json!({ "query": "sourdough starter", "limit": 5 })).ok()?;
+        let hits = answer["hits"].as_array().cloned().unwrap_or_default();
+        (!hits.is_empty()).then_some(hits)
+    });
+    assert_eq!(paths(&hits)[0], "kitchen/bread.md");
+    let shown = client.received.iter().filter(|m| m["method"] == "window/showMessage").count();
+    assert_eq!(shown, 1, "the damage is reported once");
     assert!(client.shutdown().success());
 }

@@ -15,7 +15,7 @@ use http_server::{Fault, TestServer, dead_port_url};
 use lsp_client::LspClient;
 use serde_json::{Value, json};
 use situate::config::Config;
-use situate::engine::Engine;
+use situate::engine::{Engine, PendingVectors};
 use situate::index::OpenMode;
 use situate::providers::anthropic::AnthropicChat;
 use situate::providers::chat::{Chat, ChatRequest, Usage};
@@ -488,7 +488,7 @@ fn a_save_is_searchable_by_its_words_while_the_embedding_server_is_down() {
         remote.dimensions = Some(dimensions());
     }
     let mut engine = open(&f, config);
-    engine.fill_pending_vectors_later(true);
+    engine.set_pending_vectors(PendingVectors::Queued);
     engine.reconcile(&mut |_| {}).unwrap();
     while engine.pending_vectors() > 0 {
         engine.fill_pending_vectors(64).unwrap();
@@ -529,7 +529,7 @@ fn a_save_is_searchable_by_its_words_while_the_embedding_server_is_down() {
 
     // An engine that fills its own vectors (no language server around it) reports the
     // failure, but only after the text is committed.
-    engine.fill_pending_vectors_later(false);
+    engine.set_pending_vectors(PendingVectors::FilledNow);
     server.always(Some(Fault::Status(503)));
     f.write("ops/pager.md", "# Pager\n\nThe walrus rota changes every Tuesday.\n");
     let err = engine.update(&["ops/pager.md".to_string()]).unwrap_err().to_string();

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 
 use super::{open, progress, reconcile, render};
-use crate::engine::{Engine, OpenMode, SnippetRun};
+use crate::engine::{Engine, OpenMode, PendingVectors, SnippetRun};
 use crate::snippets::generator::Totals;
 use crate::wire::{IndexSummaryJson, ReportJson, SnippetRunJson};
 
@@ -52,7 +52,7 @@ pub fn run(args: IndexArgs, config: Option<&Path>, out: &mut impl Write) -> Resu
         }
         bail!("snippets are off: {}", why.join("; "));
     }
-    engine.fill_pending_vectors_later(args.quick);
+    engine.set_pending_vectors(if args.quick { PendingVectors::Left } else { PendingVectors::FilledNow });
     let report = reconcile(&mut engine, true)?;
     let run = if args.snippets { Some(write_snippets(&mut engine, args.json)?) } else { None };
     if args.json {

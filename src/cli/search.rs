@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use super::{ExpandArg, ModeArg, open, reconcile, render, warn_skips};
-use crate::engine::OpenMode;
+use crate::engine::{OpenMode, PendingVectors};
 use crate::search::{Filter, MAX_LIMIT, SearchOptions, SearchRequest};
 use crate::wire::HitJson;
 
@@ -70,7 +70,7 @@ pub fn run(args: SearchArgs, config: Option<&Path>, out: &mut impl Write) -> Res
         } else {
             // A search never waits for a slow model's vectors: the texts are committed and
             // searched at once, with the built-in static model standing in.
-            engine.fill_pending_vectors_later(true);
+            engine.set_pending_vectors(PendingVectors::Left);
             warn_skips(&reconcile(&mut engine, false)?);
         }
     }

@@ -50,12 +50,27 @@ pub enum EngineError {
     Search(#[from] SearchError),
     #[error("{path} is not an indexed file")]
     NotIndexed { path: String },
+    #[error(
+        "the index of {folder} was damaged ({problem}); it is being rebuilt from the files and answers again when that is done"
+    )]
+    Rebuilding { folder: String, problem: String },
 }
 
 impl EngineError {
     /// The index has never been written (a read-only open before any writer committed).
     pub fn is_missing_index(&self) -> bool {
         matches!(self, EngineError::Index(IndexError::Missing { .. }))
+    }
+
+    /// The index's own files could not be read as they were written: cut short, rewritten
+    /// or removed under the process (a sync tool, a disk fault, another program). Opening
+    /// the index again finds the damage and rebuilds what it holds.
+    pub fn is_damage(&self) -> bool {
+        let index = match self {
+            EngineError::Index(e) | EngineError::Search(SearchError::Index(e)) => e,
+            _ => return false,
+        };
+        matches!(index, IndexError::Store { .. } | IndexError::Io { .. } | IndexError::Vector(_))
     }
 }
 
@@ -78,15 +93,29 @@ struct Setup {
     team: Option<Arc<Team>>,
 }
 
+/// What becomes of the vectors a reconcile with a slow embedder leaves pending (its texts
+/// are committed first, so that they are searchable at once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PendingVectors {
+    /// Filled at the end of the reconcile.
+    FilledNow,
+    /// Queued for [`Engine::fill_pending_vectors`], which the owner calls between other
+    /// work (a server).
+    Queued,
+    /// Left to a later process: this one indexes texts and stops. Nothing is queued, so
+    /// the chunks without a vector are not even listed, which at a million chunks is a
+    /// good part of a one-file update.
+    Left,
+}
+
 /// One workspace's engine: the only writer of its index.
 pub struct Engine {
     setup: Arc<Setup>,
     index: Index,
     /// Set from another thread to make a running reconcile stop at its next batch.
     interrupt: Arc<AtomicBool>,
-    /// Leave pending vectors to [`Engine::fill_pending_vectors`] instead of filling them at the
-    /// end of a reconcile (a server fills them between other work).
-    fill_pending_later: bool,
+    /// When a reconcile with a slow embedder gets the vectors it leaves pending.
+    pending_vectors: PendingVectors,
     /// The snippet cache (writers with snippets on).
     snippet_cache: Option<Arc<SnippetCache>>,
     /// Chunks handed out by [`Engine::snippet_jobs`] whose outcome has not come back.
@@ -167,6 +196,7 @@ impl Engine {
             Some(d) => root.join(d),
             None => crate::index::default_dir(&root),
         };
+        let opening = std::time::Instant::now();
         let identity = embedder.identity();
         let pipeline = pipeline_fingerprint(&config.chunk, &config, &identity);
         let mut index = match Index::open(&index_dir, &identity, &pipeline, mode)? {
@@ -178,9 +208,13 @@ impl Engine {
             }
         };
         // A slow model's vectors come late; the built-in model's stand in for them meanwhile.
+        tracing::debug!(ms = opening.elapsed().as_millis() as u64, "index opened");
         let quick = quick_model_for(embedder.as_ref())?;
+        tracing::debug!(ms = opening.elapsed().as_millis() as u64, "quick model ready");
         index.set_quick_embedder(quick.clone())?;
+        tracing::debug!(ms = opening.elapsed().as_millis() as u64, "quick vectors loaded");
         index.stand_in_for_vectorless()?;
+        tracing::debug!(ms = opening.elapsed().as_millis() as u64, "stand-ins ready");
         let mut snippets = match &config.snippets {
             Some(c) => match SnippetSetup::from_config(c) {
                 Ok(setup) => Some(setup),
@@ -224,7 +258,7 @@ impl Engine {
             setup,
             index,
             interrupt: Arc::default(),
-            fill_pending_later: false,
+            pending_vectors: PendingVectors::FilledNow,
             snippet_cache,
             snippets_in_flight: HashSet::new(),
             team_fill,

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use super::{Engine, EngineError, Progress, ReconcileReport};
+use super::{Engine, EngineError, PendingVectors, Progress, ReconcileReport};
 use crate::chunk;
 use crate::context;
 use crate::index::{FileChange, Index, IndexError, PreparedChunk, PreparedFile, VectorTiming};
@@ -64,10 +64,11 @@ impl Checkpoints {
 }
 
 impl Engine {
-    /// With `true`, a reconcile with a slow embedder commits the texts and leaves their
-    /// vectors to [`Engine::fill_pending_vectors`], called by its owner between other work.
-    pub fn fill_pending_vectors_later(&mut self, later: bool) {
-        self.fill_pending_later = later;
+    /// What a reconcile with a slow embedder does with the vectors it leaves pending:
+    /// fill them before it returns (the default), queue them for
+    /// [`Engine::fill_pending_vectors`], or leave them to a later process.
+    pub fn set_pending_vectors(&mut self, pending: PendingVectors) {
+        self.pending_vectors = pending;
     }
 
     /// Chunks committed without a vector, waiting for [`Engine::fill_pending_vectors`].
@@ -95,15 +96,23 @@ impl Engine {
         // queue; they are counted as refilled.
         let mut refill = 0;
         if timing == VectorTiming::Later {
-            refill = self.index.queue_vectorless()?;
+            if self.pending_vectors != PendingVectors::Left {
+                refill = self.index.queue_vectorless()?;
+            }
         } else {
             report.vectors_refilled = self.index.embed_vectorless(self.setup.embedder.as_ref())?;
         }
 
         self.check_snippets()?;
+        tracing::debug!(ms = started.elapsed().as_millis() as u64, "queue checked");
 
         let walked = workspace::walk(&self.setup.root, &self.setup.config.walk, Some(self.index.dir()));
         report.files_seen = walked.files.len();
+        tracing::debug!(
+            ms = started.elapsed().as_millis() as u64,
+            files = walked.files.len(),
+            "workspace walked"
+        );
         progress(Progress::Scanned { files: walked.files.len() });
         let mut skipped = walked.skipped;
 
@@ -121,6 +130,11 @@ impl Engine {
             .filter(|f| !self.index.manifest().is_unchanged(&f.rel_path, f.size, f.mtime_ns))
             .collect();
         report.files_unchanged = walked.files.len() - to_read.len();
+        tracing::debug!(
+            ms = started.elapsed().as_millis() as u64,
+            changed = to_read.len(),
+            "manifest compared"
+        );
         report.files_removed = changes.len();
         if !changes.is_empty() {
             self.index.apply(std::mem::take(&mut changes), self.setup.embedder.as_ref(), timing)?;
@@ -150,8 +164,13 @@ impl Engine {
         }
         report.skipped = skipped.clone();
         self.index.set_skipped(skipped);
+        tracing::debug!(ms = started.elapsed().as_millis() as u64, "changes applied");
         self.index.commit()?;
-        if timing == VectorTiming::Later && !report.interrupted && !self.fill_pending_later {
+        tracing::debug!(ms = started.elapsed().as_millis() as u64, "committed");
+        if timing == VectorTiming::Later
+            && !report.interrupted
+            && self.pending_vectors == PendingVectors::FilledNow
+        {
             let embedded_before = report.vectors_embedded;
             self.fill_all_pending(&mut report, progress)?;
             let filled = report.vectors_embedded - embedded_before;
@@ -292,7 +311,7 @@ impl Engine {
         report.skipped = skipped;
         // Without an owner that fills pending vectors between other work, they are filled
         // now, after the texts are committed: a failure leaves the words searchable.
-        if timing == VectorTiming::Later && !self.fill_pending_later {
+        if timing == VectorTiming::Later && self.pending_vectors == PendingVectors::FilledNow {
             self.fill_all_pending(&mut report, &mut |_| {})?;
         }
         report.seconds = started.elapsed().as_secs_f64();

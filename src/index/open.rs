@@ -69,7 +69,7 @@ pub struct Index {
     /// The quick vector file (writers with a quick model).
     pub(super) quick_log: Option<QuickLog>,
     /// Chunk id by embedded-text hash, kept up to date by a writer once first asked for.
-    pub(super) embed_hashes: Option<std::collections::HashMap<u64, u64>>,
+    pub(super) embed_hashes: Option<super::manifest::IdsByEmbedHash>,
     /// Why parts of the index were rebuilt or repaired while opening.
     pub(super) notes: Vec<String>,
     /// Another process held the writer lock when this one opened the index.

@@ -156,7 +156,7 @@ impl Index {
     /// kept up to date, so that a batch costs what it holds, not the size of the index. An
     /// entry may name a chunk that is gone: its vector is gone too, and the text is
     /// embedded again.
-    fn take_embed_hashes(&mut self) -> std::collections::HashMap<u64, u64> {
+    fn take_embed_hashes(&mut self) -> super::manifest::IdsByEmbedHash {
         match self.embed_hashes.take() {
             Some(map) => map,
             None => self.manifest.ids_by_embed_hash(),

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::engine::{CommitStamp, Engine, OpenMode, View};
+use crate::engine::{CommitStamp, Engine, OpenMode, PendingVectors, View};
 
 /// A workspace and its engine, shared by the tool calls of one server.
 pub struct Folder {
@@ -146,7 +146,7 @@ impl Folder {
             }
         })?;
         // Tool calls answer at once; the slow model's vectors come from `fill_some`.
-        engine.fill_pending_vectors_later(true);
+        engine.set_pending_vectors(PendingVectors::Queued);
         for problem in engine.config_problems() {
             tracing::warn!("{problem} (using the default)");
         }

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
 
-use crate::engine::{Engine, ReconcileReport, View};
+use crate::engine::{Engine, EngineError, ReconcileReport, View};
 use crate::providers::{Embedder, EmbeddingConfig};
 use crate::snippets::generator::{Outcome, RunEnd};
 use crate::workspace;
@@ -57,6 +57,11 @@ pub enum Job {
     },
     /// Start a new snippet budget period (and retry a stopped run now).
     NewSnippetPeriod,
+    /// A read found the index's files damaged (`problem` says how): open it again, which
+    /// rebuilds what is damaged, and reconcile.
+    Heal {
+        problem: String,
+    },
     Stop,
 }
 
@@ -152,6 +157,9 @@ pub struct Folder {
     interrupt: Mutex<Option<Arc<AtomicBool>>>,
     /// The running snippet run's stop flag.
     snippet_stop: Mutex<Option<Arc<AtomicBool>>>,
+    /// A rebuild after damage is asked for and not yet done, so that the reads that meet the
+    /// same damage meanwhile ask once.
+    healing: AtomicBool,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -185,6 +193,7 @@ impl Folder {
             jobs: Mutex::new(tx),
             interrupt: Mutex::new(None),
             snippet_stop: Mutex::new(None),
+            healing: AtomicBool::new(false),
             thread: Mutex::new(None),
         });
         let worker = Worker::new(Arc::clone(&folder), rx, notices, embedders, settings);
@@ -225,6 +234,19 @@ impl Folder {
         }
         let paths = paths.into_iter().map(|p| p.to_string_lossy().into_owned()).collect();
         self.send(Job::Update { paths, reply });
+    }
+
+    /// When `error` is damage to the index's files, asks the writer (once) to rebuild the
+    /// index, and returns the error to give the reader in its place; otherwise `None`.
+    pub fn damaged(&self, error: &EngineError) -> Option<EngineError> {
+        if !error.is_damage() {
+            return None;
+        }
+        if !self.healing.swap(true, Ordering::AcqRel) {
+            tracing::warn!(folder = %self.root.display(), "the index is damaged: {error}");
+            self.send(Job::Heal { problem: error.to_string() });
+        }
+        Some(EngineError::Rebuilding { folder: self.name(), problem: error.to_string() })
     }
 
     pub fn send(&self, job: Job) {

@@ -29,16 +29,30 @@ pub fn search(
     let mut roots: Vec<PathBuf> = Vec::new();
     let mut limit = 0;
     let mut config = None;
+    // A folder whose index is found damaged is rebuilt in the background; the others
+    // answer meanwhile, and when none can, the reader hears why.
+    let mut rebuilding = None;
     for folder in folders {
         out.indexing |= folder.state().indexing();
         let Some(view) = folder.view() else { continue };
         let request = SearchRequest::with_defaults(query, options.clone(), &view.config().search);
+        let hits = match view.search(&request) {
+            Ok(hits) => hits,
+            Err(e) => match folder.damaged(&e) {
+                Some(why) => {
+                    out.indexing = true;
+                    rebuilding.get_or_insert(why);
+                    continue;
+                }
+                None => return Err(e),
+            },
+        };
         limit = limit.max(request.limit);
         config.get_or_insert_with(|| view.config().search.clone());
-        lists.push(view.search(&request)?);
+        lists.push(hits);
         roots.push(folder.root.clone());
     }
-    let Some(config) = config else { return Ok(out) };
+    let Some(config) = config else { return rebuilding.map_or(Ok(out), Err) };
     out.hits =
         search::merge(lists, &config, limit).into_iter().map(|(n, hit)| (roots[n].clone(), hit)).collect();
     Ok(out)
@@ -92,7 +106,10 @@ impl Folder {
         let Some(view) = self.view() else { return Ok(Some(Related { indexing: true, hits: Vec::new() })) };
         let Some(chunk) = chunk_at(&view, rel, line) else { return Ok(None) };
         let limit = limit.unwrap_or(view.config().search.limit).max(1);
-        Ok(Some(Related { indexing, hits: view.similar(&chunk, limit)? }))
+        match view.similar(&chunk, limit) {
+            Ok(hits) => Ok(Some(Related { indexing, hits })),
+            Err(e) => Err(self.damaged(&e).unwrap_or(e)),
+        }
     }
 
     /// The folder's state, and its index's status with the cost of the snippets still to

@@ -15,7 +15,7 @@ use super::batch::{Debounce, gather};
 use super::snippet_queue::SnippetQueue;
 use super::{Embedders, Folder, FolderState, Job, Notice, Phase, Reply, lock};
 use crate::config::Config;
-use crate::engine::{CommitStamp, Engine, OpenMode, Progress, ReconcileReport};
+use crate::engine::{CommitStamp, Engine, OpenMode, PendingVectors, Progress, ReconcileReport};
 use crate::snippets::generator::{Outcome, RunEnd};
 
 /// Changes in a burst become one commit: a quiet time after each, and a cap in all.
@@ -102,6 +102,7 @@ impl Worker {
                     }
                     self.publish_snippets();
                 }
+                Some(Job::Heal { problem }) => self.heal(problem),
                 Some(Job::Stop) => return,
             }
             self.start_snippets();
@@ -272,6 +273,23 @@ impl Worker {
         }
     }
 
+    /// Rebuilds the index after a read found its files damaged: the engine lets go of it,
+    /// and opening it again finds what is damaged and rebuilds it from the files (or, when
+    /// another process writes it, reads it as that process left it).
+    fn heal(&mut self, problem: String) {
+        self.error(format!(
+            "{}: the index's files were damaged ({problem}); rebuilding the index from the files",
+            self.folder.name()
+        ));
+        self.stop_snippets();
+        self.snippets = self.snippets.renewed();
+        self.engine = None;
+        self.open();
+        self.reconcile(None);
+        self.folder.healing.store(false, Ordering::Release);
+        self.publish_snippets();
+    }
+
     fn error(&self, message: String) {
         tracing::warn!(folder = %self.folder.root.display(), "{message}");
         {
@@ -302,7 +320,7 @@ impl Worker {
         };
         match Engine::open_with(root, loaded.config, loaded.problems, embedder, OpenMode::Write) {
             Ok(mut engine) => {
-                engine.fill_pending_vectors_later(true);
+                engine.set_pending_vectors(PendingVectors::Queued);
                 for note in engine.notes() {
                     tracing::info!(folder = %root.display(), "{note}");
                 }
