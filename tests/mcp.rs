@@ -225,4 +225,14 @@ fn an_mcp_client_lists_and_calls_every_tool_and_a_second_server_reads_then_takes
     let took_over = ok(&t, "second_status_after_first_exits");
     assert_eq!(took_over["writer"], true, "{took_over:#}");
     assert_eq!(ok(&t, "second_sees_coffee")["results"][0]["path"], "kitchen/coffee.md");
+
+    // Damage under the server: the call that meets it says what happened and what comes
+    // next (or answers from what it could read), and the next call answers from the
+    // rebuilt index.
+    assert!(t["damaged_segments"].as_u64().unwrap() > 0);
+    if t["search_damaged"]["is_error"] == true {
+        let message = tool_error(&t, "search_damaged");
+        assert!(message.contains("damaged") && message.contains("rebuilds"), "{message}");
+    }
+    assert_eq!(ok(&t, "search_rebuilt")["results"][0]["path"], "kitchen/coffee.md");
 }

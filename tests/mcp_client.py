@@ -156,6 +156,20 @@ async def scenario(binary, workspace):
         "# Coffee\n\nThe espresso grinder is set to fourteen.\n"
     )
     out["second_sees_coffee"] = await call(s2, "search", {"query": "espresso grinder setting", "k": 1})
+    # A sync tool or another program empties the chunk store's files under the server: the
+    # call that meets the damage says so, and the next one rebuilds the index and answers.
+    segments = [
+        f
+        for d in pathlib.Path(os.environ["XDG_CACHE_HOME"]).rglob("tantivy")
+        if d.is_dir()
+        for f in d.iterdir()
+        if f.is_file() and f.suffix not in (".json", ".lock")
+    ]
+    for f in segments:
+        os.truncate(f, 0)
+    out["damaged_segments"] = len(segments)
+    out["search_damaged"] = await call(s2, "search", {"query": "espresso grinder setting", "k": 1})
+    out["search_rebuilt"] = await call(s2, "search", {"query": "espresso grinder setting", "k": 1})
     await second.stop()
     return out
 

@@ -129,6 +129,12 @@ impl Folder {
         Ok(engine.pending_vectors())
     }
 
+    /// Lets go of the engine, so that the next call opens the index again: after damage to
+    /// its files, opening finds what is damaged and rebuilds it.
+    pub fn reopen_later(&self) {
+        self.slot.lock().unwrap_or_else(PoisonError::into_inner).engine = None;
+    }
+
     /// Whether the server is stopping.
     pub fn is_stopping(&self) -> bool {
         self.stopping.load(Ordering::Relaxed)

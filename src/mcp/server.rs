@@ -142,8 +142,15 @@ where
         Err(e) => return failure(format!("invalid arguments: {e}")),
     };
     let answer = tokio::task::spawn_blocking(move || {
-        let fresh = folder.fresh().map_err(ToolError)?;
-        tool(&fresh, args)
+        let fresh = folder.fresh().map_err(ToolError::new)?;
+        let answer = tool(&fresh, args);
+        if answer.as_ref().is_err_and(|e| e.damaged) {
+            tracing::warn!(
+                "the index's files are damaged: it is opened again, and so rebuilt, at the next call"
+            );
+            folder.reopen_later();
+        }
+        answer
     })
     .await;
     match answer {
@@ -151,7 +158,7 @@ where
             Ok(value) => CallToolResult::structured(value),
             Err(e) => failure(format!("cannot encode the answer: {e}")),
         },
-        Ok(Err(e)) => failure(e.0),
+        Ok(Err(e)) => failure(e.message),
         // A panic in the tool: this call fails, and the server goes on serving.
         Err(e) => {
             tracing::error!("a tool call failed: {e}");

@@ -32,22 +32,40 @@ const MAX_FOLDERS: usize = 100;
 
 /// A tool call that could not be answered, with a message for the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolError(pub String);
+pub struct ToolError {
+    pub message: String,
+    /// The index's files were found damaged: the engine must open it again.
+    pub damaged: bool,
+}
+
+impl ToolError {
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError { message: message.into(), damaged: false }
+    }
+}
 
 impl fmt::Display for ToolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
 impl From<EngineError> for ToolError {
     fn from(e: EngineError) -> Self {
-        ToolError(e.to_string())
+        if e.is_damage() {
+            return ToolError {
+                message: format!(
+                    "the index's files were found damaged ({e}); the next call rebuilds the index from the files"
+                ),
+                damaged: true,
+            };
+        }
+        ToolError::new(e.to_string())
     }
 }
 
 fn error<T>(message: impl Into<String>) -> Result<T, ToolError> {
-    Err(ToolError(message.into()))
+    Err(ToolError::new(message))
 }
 
 /// `search`: passages that answer a query.
