@@ -198,6 +198,46 @@ fn a_search_by_words_on_the_index_as_it_is_reads_no_vector_file() {
 }
 
 #[test]
+fn a_reader_meeting_a_damaged_chunk_store_says_so_and_the_next_writer_rebuilds_it() {
+    let cli = Cli::new();
+    cli.ok(&["index", "--quick"]);
+    let root = cli.fixture.index.path();
+    let mut segments = Vec::new();
+    for ext in ["idx", "store", "term"] {
+        segments.extend(files_with_extension(root, ext));
+    }
+    assert!(!segments.is_empty());
+    for path in &segments {
+        std::fs::OpenOptions::new().write(true).open(path).unwrap().set_len(0).unwrap();
+    }
+    // A search that may not update the index cannot mend it: it says what is wrong and
+    // what mends it, in one line, without tantivy's message twice.
+    let out = cli.run(&["search", "snapshots kept", "--no-update"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("is damaged") && err.contains("`situate index"), "{err}");
+    assert_eq!(err.matches("File corrupted").count(), 1, "{err}");
+    // A run that writes finds the damage as it opens the index and rebuilds it.
+    let (_, err) = cli.ok(&["index", "--quick"]);
+    assert!(err.contains("damaged"), "{err}");
+    let (out, _) = cli.ok(&["search", "snapshots kept", "-k", "1", "--no-update"]);
+    assert!(out.starts_with("1. ops/backup.md"), "{out}");
+}
+
+fn files_with_extension(dir: &std::path::Path, ext: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_with_extension(&path, ext));
+        } else if path.extension().is_some_and(|e| e == ext) {
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[test]
 fn search_brings_the_index_up_to_date_first() {
     let cli = Cli::new();
     cli.ok(&["index"]);

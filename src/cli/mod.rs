@@ -18,7 +18,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use crate::engine::{Engine, OpenMode, ReconcileReport};
@@ -197,8 +197,20 @@ fn run(command: Command, config: Option<&Path>) -> Result<()> {
 
 /// Opens the engine of `dir`, telling of configuration problems and repairs on stderr.
 fn open(dir: &Path, config: Option<&Path>, mode: OpenMode) -> Result<Engine> {
-    let engine = Engine::open(dir, config, mode)
-        .with_context(|| format!("cannot open the index of {}", dir.display()))?;
+    let engine = Engine::open(dir, config, mode).map_err(|e| {
+        if e.is_damage() {
+            // A writer heals the index as it opens it; a reader cannot, so it says who can.
+            anyhow::anyhow!(
+                "the index of {} is damaged ({e}); `situate index {}` rebuilds it from the files, \
+                 or, while an editor or another situate process writes it, that process does when \
+                 it next reads it",
+                dir.display(),
+                dir.display()
+            )
+        } else {
+            anyhow::Error::new(e).context(format!("cannot open the index of {}", dir.display()))
+        }
+    })?;
     for problem in engine.config_problems() {
         eprintln!("situate: {problem} (using the default)");
     }
