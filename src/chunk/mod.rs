@@ -13,6 +13,7 @@ pub mod front_matter;
 mod lines;
 mod markdown;
 mod outline;
+mod pieces;
 mod semantic;
 mod split;
 mod text;

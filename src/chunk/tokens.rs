@@ -9,6 +9,8 @@
 
 use tiktoken_rs::CoreBPE;
 
+use super::pieces;
+
 /// Longest piece of text handed to the tokenizer in one call.
 const SEGMENT_BYTES: usize = 8 * 1024;
 
@@ -19,7 +21,7 @@ fn bpe() -> &'static CoreBPE {
 /// Exact cl100k token count of `text` (close rather than exact for runs longer than a
 /// segment that contain no whitespace).
 pub(crate) fn count(text: &str) -> usize {
-    segments(text).map(|s| bpe().encode_ordinary(s).len()).sum()
+    segments(text).map(pieces::count).sum()
 }
 
 /// Like [`count`], but stops once the count exceeds `cap`: the answer is exact when it is
@@ -31,14 +33,14 @@ pub(crate) fn count_capped(text: &str, cap: usize) -> usize {
     let probe = cap.saturating_mul(6).clamp(256, SEGMENT_BYTES);
     if text.len() > probe {
         let head = &text[..segment_end(text, probe)];
-        let head_count = bpe().encode_ordinary(head).len();
+        let head_count = pieces::count(head);
         if head_count > cap {
             return head_count;
         }
     }
     let mut total = 0;
     for segment in segments(text) {
-        total += bpe().encode_ordinary(segment).len();
+        total += pieces::count(segment);
         if total > cap {
             break;
         }
