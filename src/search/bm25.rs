@@ -84,18 +84,19 @@ fn idf_of(snapshot: &Snapshot) -> impl Fn(u64) -> f32 {
 /// `terms` found among the chunk's own analysed terms (`held`), from 0 to 1, with the IDF
 /// that [`bm25`] gives each term under `boosts`. A keyword query's best BM25 hit holds
 /// nearly all of it; a paraphrase's best hit often holds only its common words.
+///
+/// A word that no chunk holds counts against every chunk, as the rarest word would: a query
+/// whose words the workspace lacks (a question in another language than the notes, a
+/// paraphrase in words the text never uses) is one that BM25 cannot answer, however much of
+/// the rest of it a chunk holds.
 pub fn coverage(snapshot: &Snapshot, terms: &[String], boosts: FieldBoosts, held: &HashSet<String>) -> f32 {
     let idf = idf_of(snapshot);
     let (mut found, mut all) = (0.0, 0.0);
     for term in terms {
         let (_, df) = field_doc_freqs(snapshot, term, boosts);
-        if df == 0 {
-            // A word the workspace does not have cannot count against any chunk.
-            continue;
-        }
         let w = idf(df);
         all += w;
-        if held.contains(term) {
+        if df > 0 && held.contains(term) {
             found += w;
         }
     }

@@ -66,6 +66,21 @@ pub fn fuse(arms: &[Ranked], method: Fusion, rrf_k: f32) -> Vec<Fused> {
     fused
 }
 
+/// The BM25 arm's weight for one query: `weight` scaled by `coverage`, the share of the
+/// query (by IDF, words no chunk holds included) that its best candidate holds, to the
+/// power `power`. A query none of whose words a chunk holds gives BM25 no say at all, and
+/// one that its best candidate holds whole keeps the full weight; in between, min-max
+/// normalisation would otherwise give a best candidate that matched only the query's
+/// common words the same full marks as a keyword match, and let it push the other arm's
+/// confident answer down. A power of 0 keeps the weight fixed.
+pub fn bm25_weight(weight: f32, coverage: f32, power: f32) -> f32 {
+    if power <= 0.0 {
+        return weight;
+    }
+    let coverage = if coverage.is_finite() { coverage.clamp(0.0, 1.0) } else { 0.0 };
+    weight * coverage.powf(power)
+}
+
 /// What a candidate at 0-based `rank` with `score` adds to its fused score.
 fn contribution(arm: &Ranked, method: Fusion, rrf_k: f32) -> impl Fn(usize, f32) -> f32 {
     let weight = arm.weight;
@@ -174,6 +189,51 @@ mod tests {
             fuse(&[scored(1.0, &[(7, 3.0)]), scored(0.5, &[(8, 0.2), (9, 0.2)])], Fusion::Score, 10.0);
         assert_eq!(order(&fused), [7, 8, 9]);
         assert!((fused[1].score - 0.5).abs() < 1e-6);
+    }
+
+    /// A question whose words the notes lack: BM25's candidates match only a common word
+    /// (its best holds 4 % of the query), and the vector arm is sure of chunk 1, which
+    /// BM25 ranks last. BM25's weight falls to a fifth, so chunk 1 stays first; the same
+    /// arms for a keyword query that BM25's best candidate holds whole keep BM25's pick.
+    #[test]
+    fn a_weak_bm25_arm_cannot_pull_the_vector_arms_best_hit_down() {
+        let words = |coverage: f32| scored(bm25_weight(1.0, coverage, 0.5), &[(7, 3.1), (8, 2.0), (1, 1.2)]);
+        let vector = scored(0.5, &[(1, 0.91), (8, 0.86), (7, 0.85), (9, 0.84)]);
+        let weak = fuse(&[words(0.04), vector.clone()], Fusion::Score, 10.0);
+        assert_eq!(order(&weak), [1, 7, 8, 9]);
+        let strong = fuse(&[words(1.0), vector], Fusion::Score, 10.0);
+        assert_eq!(strong[0].id, 7);
+    }
+
+    #[test]
+    fn bm25_without_a_matched_word_leaves_the_vector_arms_order_as_it_is() {
+        assert_eq!(bm25_weight(1.0, 0.0, 0.5), 0.0);
+        let words = scored(bm25_weight(1.0, 0.0, 0.5), &[(4, 9.0), (5, 2.0)]);
+        let vector = scored(0.5, &[(5, 0.9), (6, 0.8), (4, 0.7)]);
+        assert_eq!(order(&fuse(&[words, vector], Fusion::Score, 10.0)), [5, 6, 4]);
+    }
+
+    #[test]
+    fn the_bm25_weight_follows_the_coverage_and_is_fixed_at_power_0() {
+        assert_eq!(bm25_weight(1.0, 1.0, 0.5), 1.0);
+        assert!((bm25_weight(2.0, 0.25, 0.5) - 1.0).abs() < 1e-6);
+        assert!((bm25_weight(1.0, 0.25, 1.0) - 0.25).abs() < 1e-6);
+        for coverage in [0.0, 0.3, 1.0, f32::NAN] {
+            assert_eq!(bm25_weight(0.7, coverage, 0.0), 0.7);
+        }
+        // A share outside 0 to 1, or not a number, is taken at its nearest sensible value.
+        assert_eq!(bm25_weight(1.0, 1.5, 0.5), 1.0);
+        assert_eq!(bm25_weight(1.0, f32::NAN, 0.5), 0.0);
+    }
+
+    #[test]
+    fn fusion_is_deterministic() {
+        let words = scored(bm25_weight(1.0, 0.3, 0.5), &[(1, 5.0), (2, 5.0), (3, 4.0), (4, 1.0)]);
+        let vector = scored(0.5, &[(4, 0.9), (3, 0.9), (5, 0.8), (1, 0.7)]);
+        let first = fuse(&[words.clone(), vector.clone()], Fusion::Score, 10.0);
+        for _ in 0..20 {
+            assert_eq!(fuse(&[words.clone(), vector.clone()], Fusion::Score, 10.0), first);
+        }
     }
 
     #[test]

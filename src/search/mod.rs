@@ -252,7 +252,7 @@ pub fn search(
         arms.words.ids = bm25(index, &terms, config.boosts(), candidates, &within)?;
         if use_vector && arms.coverage_power > 0.0 {
             let share = best_coverage(index, &request.query, config.boosts(), &arms.words.ids)?;
-            arms.words.weight *= share.powf(arms.coverage_power);
+            arms.words.weight = fuse::bm25_weight(arms.words.weight, share, arms.coverage_power);
         }
     }
     if use_vector {
