@@ -687,6 +687,28 @@ fn a_large_change_rewrites_the_vector_file_and_empties_the_journal() {
 }
 
 #[test]
+fn chunks_whose_vectors_never_came_leave_nothing_in_the_journal_when_they_go() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::slow());
+    engine.set_pending_vectors(PendingVectors::Left);
+    reconcile(&mut engine);
+    assert_eq!(engine.index().vector_count(), 0);
+    let journal = f.index_dir().join("vectors.journal");
+    let header_only = std::fs::metadata(&journal).unwrap().len();
+    // Every file rewritten and one removed: their old chunks go, none of which had a vector
+    // of the model's, so the journal that every open replays gains nothing.
+    for path in ["ops/backup.md", "ops/deploy.md", "kitchen/bread.md"] {
+        let text = std::fs::read_to_string(f.root().join(path)).unwrap();
+        f.write(path, format!("{text}\nOne more line.\n"));
+    }
+    std::fs::remove_file(f.root().join("journal/2026-03-02.txt")).unwrap();
+    let report = reconcile(&mut engine);
+    assert!(report.files_indexed >= 3 && report.files_removed == 1, "{report:?}");
+    // The commit's own marker (a tag, the generation and a checksum) and no removal.
+    assert_eq!(std::fs::metadata(&journal).unwrap().len(), header_only + 17);
+}
+
+#[test]
 fn a_view_keeps_its_commit_while_the_engine_writes_and_searches_from_another_thread() {
     let f = Fixture::standard();
     let mut engine = f.engine(Counting::new());

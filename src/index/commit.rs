@@ -12,6 +12,9 @@ use super::{Index, IndexError, io_err, read, store_err, write};
 /// additions than this: replaying one costs a graph insert on every open, so the journal
 /// stays short, while a long run of changes ends with one full write.
 const JOURNAL_MAX_ADDS: usize = 512;
+/// Nor may the journal grow past this many bytes of any records: removals are cheap to
+/// replay one by one, but every open reads them all.
+const JOURNAL_MAX_BYTES: u64 = 1 << 20;
 
 impl Index {
     /// Makes all applied changes durable and visible to new searchers.
@@ -41,8 +44,13 @@ impl Index {
             if let Some(log) = self.quick_log.as_mut() {
                 log.drop_id(id);
             }
-            write(&self.vectors).remove(id)?;
-            self.pending_ops.push(VectorOp::Remove(id));
+            // A chunk whose vector never came (the model's were pending) has none to remove,
+            // and journaling its removal anyway would make a re-chunk of a million pending
+            // chunks a million records that every later open replays.
+            if read(&self.vectors).contains(id) {
+                write(&self.vectors).remove(id)?;
+                self.pending_ops.push(VectorOp::Remove(id));
+            }
         }
         self.persist_vectors()?;
         if let Some(log) = self.quick_log.as_mut() {
@@ -89,6 +97,7 @@ impl Index {
         if let Some(journal) = self.journal.as_mut()
             && !compact
             && journal.adds() + adds <= JOURNAL_MAX_ADDS
+            && journal.bytes() <= JOURNAL_MAX_BYTES
         {
             return journal.append(&ops, self.committed_generation).map_err(io_err(&journal_path));
         }

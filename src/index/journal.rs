@@ -148,6 +148,11 @@ impl Journal {
         self.adds
     }
 
+    /// Bytes of committed records, all of which a replay reads.
+    pub fn bytes(&self) -> u64 {
+        self.len
+    }
+
     /// Appends `ops` and a commit marker for `generation`, and makes them durable.
     pub fn append(&mut self, ops: &[VectorOp], generation: u64) -> std::io::Result<()> {
         let mut group = Vec::new();
