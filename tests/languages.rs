@@ -2,16 +2,22 @@
 //! keywords alone: a small Japanese and Korean smoke set (words in their own script, and the
 //! English names inside them, with the matching sentence marked in the preview), and notes
 //! in German, French, Spanish and Russian (`tests/data/languages`) found by other
-//! inflections of their words, each stemmed by its own language's rules. The Chinese dev set
-//! in `../shared/data` measures the CJK analysis at scale, and `tests/data/languages` with
-//! its queries the stemming (`scripts/quality`).
+//! inflections of their words, each stemmed by its own language's rules, in their text,
+//! their titles and the snippets an LLM (a chat server on 127.0.0.1) writes for them. The
+//! Chinese dev set in `../shared/data` measures the CJK analysis at scale, and
+//! `tests/data/languages` with its queries the stemming (`scripts/quality`).
 
 mod common;
+mod http_server;
 
 use common::{Counting, Fixture};
+use http_server::TestServer;
+use situate::config::Config;
 use situate::engine::Engine;
 use situate::search::preview::Previewer;
 use situate::search::{Expand, Hit, SearchMode, SearchRequest};
+use situate::snippets::generator::Totals;
+use situate::snippets::{ChatProvider, SnippetConfig};
 
 /// Notes in Japanese and Korean, each about one thing, two of them with English names in
 /// the text.
@@ -241,4 +247,79 @@ fn the_language_setting_stands_for_a_missing_front_matter_field() {
     assert_eq!(hits.len(), 2);
     let german = hits.iter().find(|h| h.chunk.path == "german.md").unwrap();
     assert_eq!(german.chunk.metadata.get("language"), Some(&vec!["de".to_string()]));
+}
+
+/// A German and a Russian note whose titles (from their front matter) name what the text
+/// never does: the title field alone holds those words.
+fn titled_notes() -> Fixture {
+    let f = Fixture::empty();
+    f.write(
+        "de/notiz.md",
+        "---\ntitle: Monatliche Rechnungen\n---\n\nAm Ende jedes Monats schreibt die Buchhaltung eine \
+         Zusammenfassung der Beträge und schickt sie an die Kunden.\n",
+    );
+    f.write(
+        "ru/zametka.md",
+        "---\ntitle: Инструкции по установке\n---\n\nЗдесь описано, как подготовить новый сервер к \
+         работе: какие пакеты нужны и в каком порядке их ставить.\n",
+    );
+    f.write("en/note.md", "---\ntitle: Monthly invoices\n---\n\nThe team sends its figures every month.\n");
+    f
+}
+
+#[test]
+fn a_title_is_analysed_by_its_chunks_language() {
+    let f = titled_notes();
+    let mut engine = f.engine(Counting::new());
+    engine.reconcile(&mut |_| {}).unwrap();
+    // Other inflections than the titles hold: only German and Russian rules join them.
+    assert_eq!(paths(&engine.search(&request("Rechnung")).unwrap()), ["de/notiz.md"]);
+    assert_eq!(paths(&engine.search(&request("инструкция установки")).unwrap()), ["ru/zametka.md"]);
+    // The very words of a title still match, and an English title keeps English rules.
+    assert_eq!(paths(&engine.search(&request("Rechnungen")).unwrap()), ["de/notiz.md"]);
+    assert_eq!(paths(&engine.search(&request("monthly invoice")).unwrap()), ["en/note.md"]);
+    // The stored title is the title as written.
+    let hit = engine.search(&request("Rechnung")).unwrap().remove(0);
+    assert_eq!(hit.chunk.title, "Monatliche Rechnungen");
+}
+
+#[test]
+fn a_snippet_is_analysed_by_its_chunks_language() {
+    let server = TestServer::start();
+    server.set_reply(|request: &str| {
+        let chunk = request.rsplit("<chunk>").next().unwrap_or(request);
+        if chunk.contains("Buchhaltung") {
+            "Der Abschnitt beschreibt die Rechnungen der Buchhaltung.".to_string()
+        } else {
+            "Этот раздел содержит инструкции по установке.".to_string()
+        }
+    });
+    let f = Fixture::empty();
+    f.write(
+        "de/notiz.md",
+        "Am Ende jedes Monats schreibt die Buchhaltung eine Zusammenfassung der Beträge und \
+         schickt sie an die Kunden.\n",
+    );
+    f.write(
+        "ru/zametka.md",
+        "Здесь описано, как подготовить новый сервер к работе: какие пакеты нужны и в каком \
+         порядке их ставить.\n",
+    );
+    let snippets = SnippetConfig {
+        base_url: server.openai_url(),
+        max_retries: 1,
+        timeout_secs: 5,
+        ..SnippetConfig::new(ChatProvider::OpenAi, "small-chat")
+    };
+    let config = Config { snippets: Some(snippets), ..f.config() };
+    let mut engine = f.engine_with(config, Counting::new());
+    engine.reconcile(&mut |_| {}).unwrap();
+    assert!(engine.search(&request("Rechnung")).unwrap().is_empty());
+    let run = engine.write_snippets(Totals::default(), &mut |_| {}).unwrap();
+    assert_eq!(run.indexed, 2);
+    // Only the snippets hold these words, in other forms than the queries'.
+    assert_eq!(paths(&engine.search(&request("Rechnung")).unwrap()), ["de/notiz.md"]);
+    assert_eq!(paths(&engine.search(&request("инструкция установки")).unwrap()), ["ru/zametka.md"]);
+    let hit = engine.search(&request("Rechnung")).unwrap().remove(0);
+    assert_eq!(hit.chunk.snippet.unwrap().text, "Der Abschnitt beschreibt die Rechnungen der Buchhaltung.");
 }

@@ -243,10 +243,12 @@ pub(super) fn document(f: &Fields, r: &ChunkRecord, file: StoredFileMeta) -> Tan
     doc.add_u64(f.end_line, r.end_line as u64);
     doc.add_u64(f.start_byte, r.start_byte);
     doc.add_u64(f.end_byte, r.end_byte);
-    doc.add_text(f.title, &r.title);
     // A chunk in English, or in a language without rules of its own, is analysed by the
     // field's registered analyzer; one in another language is analysed here by its
-    // language's rules, and its text carries the language's marker.
+    // language's rules, and its text carries the language's marker. Every searched field
+    // follows the chunk's language, the title and the snippet too: a query is analysed by
+    // the rules of every language the index holds, so it meets each field with the terms
+    // the field was indexed with.
     let language = r.language();
     let add_searched = |doc: &mut TantivyDocument, field, text: String, marked: bool| {
         if language == Language::ENGLISH {
@@ -255,6 +257,7 @@ pub(super) fn document(f: &Fields, r: &ChunkRecord, file: StoredFileMeta) -> Tan
             doc.add_pre_tokenized_text(field, analysis::pre_tokenized(&text, language, marked));
         }
     };
+    add_searched(&mut doc, f.title, r.title.clone(), false);
     add_searched(
         &mut doc,
         f.headings,
@@ -273,7 +276,12 @@ pub(super) fn document(f: &Fields, r: &ChunkRecord, file: StoredFileMeta) -> Tan
         add_searched(&mut doc, f.metadata_text, context::header_field_values(&r.context), false);
     }
     if let Some(snippet) = &r.snippet {
-        doc.add_text(f.snippet, &snippet.text);
+        // A snippet is analysed by its chunk's language, not by one detected in it: the
+        // model is asked to situate the chunk in the document's own terms, which are words
+        // of the chunk's language, and the English words it may add still meet a query
+        // analysed by that language's rules. Coverage and previews read the snippet by the
+        // chunk's language too.
+        add_searched(&mut doc, f.snippet, snippet.text.clone(), false);
         doc.add_text(f.snippet_key, format!("{:032x}", r.snippet_key));
         doc.add_text(f.snippet_model, &snippet.model);
         doc.add_u64(f.snippet_at, snippet.created_at);
