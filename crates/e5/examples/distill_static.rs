@@ -4,13 +4,15 @@
 //!
 //! ```text
 //! cargo run --release -p situate-e5 --example distill_static -- MODEL.bin OUT_DIR \
-//!     [--prefix bare|none|passage|query] [--dims 256] [--vocab PIECES] [--sif 1e-4] [--cache DIR]
+//!     [--prefix bare|none|passage|query] [--dims 256] [--vocab PIECES] [--sif 1e-5] [--cache DIR]
 //! ```
 //!
-//! `scripts/distill_e5_static` runs it with the parameters of the built-in model, and
-//! `assets/static-model/README.md` says how they were chosen. Each piece is read by the model
-//! as `<s>`, the prefix's pieces (`passage:` or `query:` without its space, so that a piece
-//! that starts a word follows the colon as it would in a prefixed text), the piece, `</s>`.
+//! The defaults are the best parameters measured; `docs/models-and-quality.md` ("A static
+//! model distilled from e5") says how they were chosen, and `scripts/distill_e5_static`
+//! runs this. Each piece is read by the model as `<s>`, the prefix's pieces (`query:` or
+//! `passage:` without its space, so that a piece that starts a word follows the colon as it
+//! would in a prefixed text), the piece, `</s>`; `none` leaves out the prefix, `bare` runs
+//! the piece alone.
 //! Those vectors (the slow part: minutes on two cores) are kept in `--cache` between runs
 //! that differ only in the later steps.
 //!
@@ -49,10 +51,10 @@ fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         model: PathBuf::new(),
         out: PathBuf::new(),
-        prefix: "passage".into(),
+        prefix: "query".into(),
         dims: 256,
         vocab: None,
-        sif: 1e-4,
+        sif: 1e-5,
         cache: None,
     };
     let mut it = std::env::args().skip(1);
