@@ -414,3 +414,48 @@ fn a_table_over_e5_pieces_that_does_not_fit_the_tokenizer_is_refused() {
         assert!(reason.contains(says), "{reason}");
     }
 }
+
+#[test]
+fn a_joined_model_puts_its_parts_vectors_side_by_side() {
+    let Some(bytes) = situate::providers::builtin_model() else {
+        eprintln!("skipped: this build has no built-in e5 model, whose tokenizer a piece table needs");
+        return;
+    };
+    let pieces = E5Model::from_bytes(bytes).unwrap().piece_count();
+    let (tmp, minilm) = asset_copy();
+    let rows: Vec<Vec<i8>> = (0..4).map(|r| (0..4).map(|d| if d == r { 100 } else { 0 }).collect()).collect();
+    let mapping: Vec<i32> = (0..pieces as i32).map(|id| id % 4).collect();
+    let table = piece_table(&rows, &vec![0.01; pieces], Some(&mapping));
+    let (_pieces_tmp, e5_table) = piece_folder(table);
+    let joined = tmp.path().join("joined");
+    fs::create_dir(&joined).unwrap();
+    let config = serde_json::json!({"model_type": "situate-static-joined", "parts": [minilm, e5_table]});
+    fs::write(joined.join("config.json"), config.to_string()).unwrap();
+
+    let embedder = StaticEmbedder::from_dir(&joined).unwrap();
+    assert_eq!(embedder.identity().dimensions, 256 + 4);
+    assert!(embedder.identity().model.starts_with("dir:joined:"), "{}", embedder.identity().model);
+    let (first, second) =
+        (StaticEmbedder::from_dir(&minilm).unwrap(), StaticEmbedder::from_dir(&e5_table).unwrap());
+    for text in ["how long are backups kept", "每个值都有一个所有者", ""] {
+        let whole = embed_one(&embedder, text);
+        let halves: Vec<f32> = [embed_one(&first, text), embed_one(&second, text)].concat();
+        for (w, h) in whole.iter().zip(&halves) {
+            assert!((w - h / 2f32.sqrt()).abs() < 1e-6, "{text:?}");
+        }
+        assert!((dot(&whole, &whole) - 1.0).abs() < 1e-4);
+    }
+    // The identity follows the parts: another table gives another one.
+    let identity = embedder.identity();
+    fs::write(e5_table.join("config.json"), r#"{"tokenizer": "multilingual-e5-small", "note": "changed"}"#)
+        .unwrap();
+    assert_ne!(StaticEmbedder::from_dir(&joined).unwrap().identity(), identity);
+
+    // A part that is joined itself (here, the folder itself), no parts, or a missing part:
+    // each a load error.
+    for parts in [serde_json::json!(["."]), serde_json::json!([]), serde_json::json!(["no-such-part"])] {
+        fs::write(joined.join("config.json"), serde_json::json!({"parts": parts}).to_string()).unwrap();
+        let (path, reason) = load_error(&joined);
+        assert!(path.contains("joined") || path.contains("no-such-part"), "{path}: {reason}");
+    }
+}

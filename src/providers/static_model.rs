@@ -55,12 +55,14 @@ pub struct StaticEmbedder {
     identity: EmbedderIdentity,
 }
 
-/// The two kinds of static model: model2vec's, with a tokenizer.json of its own, and a
-/// table over e5's pieces, cut by the e5 model's tokenizer.
+/// The kinds of static model: model2vec's, with a tokenizer.json of its own; a table over
+/// e5's pieces, cut by the e5 model's tokenizer; and several of those joined, each part's
+/// unit vector one slice of the whole.
 #[derive(Clone)]
 enum Backend {
     Model2Vec(StaticModel),
     Pieces(Arc<PieceModel>),
+    Joined(Arc<[StaticEmbedder]>),
 }
 
 impl Backend {
@@ -68,6 +70,7 @@ impl Backend {
         match self {
             Backend::Model2Vec(model) => model.dim(),
             Backend::Pieces(model) => model.dims(),
+            Backend::Joined(parts) => parts.iter().map(|p| p.identity.dimensions).sum(),
         }
     }
 }
@@ -104,13 +107,20 @@ impl StaticEmbedder {
     /// `tokenizer.json` and `config.json`; or, when `config.json` names
     /// `"tokenizer": "multilingual-e5-small"`, a table over e5's pieces (`model.safetensors`
     /// and `config.json`), whose texts are cut by the tokenizer of the e5 model this binary
-    /// carries (a build without it cannot load such a table, and says so).
+    /// carries (a build without it cannot load such a table, and says so); or, when it names
+    /// `"parts": ["a", "b"]`, the models in those folders (relative to this one) joined: a
+    /// text's vector is theirs side by side, each scaled by 1/√n.
     ///
     /// The identity's model is `dir:<folder name>:<xxh3 of the files>`, so a changed
     /// model gets a new identity. Missing or broken files give [`EmbedError::Load`] naming the
     /// file; so does a tokenizer whose token ids fall outside the embedding table.
     pub fn from_dir(dir: impl AsRef<Path>) -> Result<Self, EmbedError> {
-        let dir = dir.as_ref();
+        Self::from_folder(dir.as_ref(), true)
+    }
+
+    /// [`StaticEmbedder::from_dir`], refusing a joined model unless `may_join` (a part of a
+    /// joined model may not be one, which also rules out a model that names itself).
+    fn from_folder(dir: &Path, may_join: bool) -> Result<Self, EmbedError> {
         if !dir.is_dir() {
             let reason = if dir.exists() { "not a folder" } else { "no such folder" };
             return Err(EmbedError::Load { path: dir.display().to_string(), reason: reason.to_owned() });
@@ -131,6 +141,12 @@ impl StaticEmbedder {
         let source = ModelSource::Dir(dir.to_path_buf());
         let name = super::folder_name(dir);
         let config_bytes = read(CONFIG_FILE)?;
+        if let Some(parts) = joined_parts(&source, &config_bytes)? {
+            if !may_join {
+                return Err(source.error(CONFIG_FILE, "a part of a joined model cannot itself be joined"));
+            }
+            return Self::joined(&name, &config_bytes, &parts);
+        }
         if uses_e5_pieces(&config_bytes) {
             let model_bytes = read(MODEL_FILE)?;
             let hash = fingerprint(&model_bytes, &[], &config_bytes);
@@ -143,6 +159,21 @@ impl StaticEmbedder {
         let model = load_model(&source, &tokenizer_bytes, &model_bytes, &config_bytes)?;
         let hash = fingerprint(&model_bytes, &tokenizer_bytes, &config_bytes);
         Ok(Self::new(Backend::Model2Vec(model), format!("dir:{name}:{hash:016x}")))
+    }
+
+    /// A model whose vector is its parts' vectors side by side: the folders `parts` names
+    /// (relative to its own), each a model of another kind.
+    fn joined(name: &str, config: &[u8], parts: &[PathBuf]) -> Result<Self, EmbedError> {
+        let mut loaded = Vec::with_capacity(parts.len());
+        let mut hasher = Xxh3::new();
+        hasher.update(config);
+        for part in parts {
+            let embedder = Self::from_folder(part, false)?;
+            hasher.update(embedder.identity.model.as_bytes());
+            loaded.push(embedder);
+        }
+        let hash = hasher.digest();
+        Ok(Self::new(Backend::Joined(loaded.into()), format!("dir:{name}:{hash:016x}")))
     }
 
     fn new(model: Backend, model_id: String) -> Self {
@@ -166,6 +197,16 @@ impl StaticEmbedder {
         let mut v = match &self.model {
             Backend::Model2Vec(model) => model.encode_single(text),
             Backend::Pieces(model) => model.embed(text),
+            Backend::Joined(parts) => {
+                // Each part is a unit vector; scaled by 1/√n the whole is one too, and its
+                // cosine with another text is the mean of the parts' cosines.
+                let scale = 1.0 / (parts.len() as f32).sqrt();
+                let mut joined = Vec::with_capacity(self.identity.dimensions);
+                for part in parts.iter() {
+                    joined.extend(part.embed_one(text)?.into_iter().map(|x| x * scale));
+                }
+                joined
+            }
         };
         let norm_sq: f32 = v.iter().map(|x| x * x).sum();
         if !norm_sq.is_finite() {
@@ -269,6 +310,23 @@ fn load_model(
 ) -> Result<StaticModel, EmbedError> {
     StaticModel::from_bytes(tokenizer, model, config, Some(true))
         .map_err(|e| EmbedError::Load { path: source.describe(), reason: format!("{e:#}") })
+}
+
+/// The part folders of a joined model (`"parts": ["a", "b"]` in its config.json, relative
+/// to its folder), or `None` for a model of another kind.
+fn joined_parts(source: &ModelSource, config: &[u8]) -> Result<Option<Vec<PathBuf>>, EmbedError> {
+    let Some(parts) = serde_json::from_slice::<Value>(config).ok().and_then(|c| c.get("parts").cloned())
+    else {
+        return Ok(None);
+    };
+    let ModelSource::Dir(dir) = source else { return Ok(None) };
+    let names: Option<Vec<&str>> = parts.as_array().map(|a| a.iter().filter_map(Value::as_str).collect());
+    match names {
+        Some(names) if !names.is_empty() && names.len() == parts.as_array().map_or(0, Vec::len) => {
+            Ok(Some(names.iter().map(|n| dir.join(n)).collect()))
+        }
+        _ => Err(source.error(CONFIG_FILE, "`parts` must list one or more model folders")),
+    }
 }
 
 /// Whether a model folder's config.json names e5's tokenizer, which makes it a piece table
