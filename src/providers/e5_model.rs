@@ -114,7 +114,7 @@ fn load_error(path: &Path, e: super::e5::E5Error) -> EmbedError {
 
 /// The built-in model, loaded once per process (about 10 MB of tables; the weights are
 /// repacked, 24 MB, by the first call of more than a query's length).
-fn shared_builtin(bytes: &'static [u8]) -> Result<Arc<E5Model>, EmbedError> {
+pub(super) fn shared_builtin(bytes: &'static [u8]) -> Result<Arc<E5Model>, EmbedError> {
     static SHARED: OnceLock<Arc<E5Model>> = OnceLock::new();
     static LOADING: Mutex<()> = Mutex::new(());
     if let Some(model) = SHARED.get() {

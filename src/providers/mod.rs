@@ -6,6 +6,8 @@ pub mod chat;
 pub mod e5_model;
 pub mod http;
 pub mod openai;
+mod safetensors;
+mod static_e5;
 pub mod static_model;
 #[cfg(feature = "transformer")]
 pub mod transformer;

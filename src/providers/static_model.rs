@@ -1,5 +1,6 @@
 //! The built-in static embedding model (model2vec format), compiled into the binary, and
-//! model2vec-format models loaded from a local folder.
+//! static models loaded from a local folder: model2vec's format, or a table over e5's pieces
+//! (`static_e5`) such as `scripts/distill_e5_static` distils from the built-in e5 model.
 //!
 //! A static model holds one vector per tokenizer token; a text's vector is the weighted mean
 //! of its tokens' vectors, L2-normalised. That costs microseconds per chunk and needs no
@@ -9,12 +10,14 @@
 
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use model2vec_rs::model::StaticModel;
 use serde_json::Value;
 use xxhash_rust::xxh3::Xxh3;
 
+use super::safetensors::{safetensors_header, tensor_bytes};
+use super::static_e5::{PieceModel, TOKENIZER_NAME};
 use super::{EmbedError, Embedder, EmbedderIdentity};
 
 /// Name of the built-in model; its identity is `builtin:<name>`. Give the asset a new name
@@ -48,8 +51,28 @@ const BUILTIN_CONFIG: &[u8] = include_bytes!("../../assets/static-model/config.j
 /// rather than as a NaN or a zero vector that a cosine index cannot rank.
 #[derive(Clone)]
 pub struct StaticEmbedder {
-    model: StaticModel,
+    model: Backend,
     identity: EmbedderIdentity,
+}
+
+/// The kinds of static model: model2vec's, with a tokenizer.json of its own; a table over
+/// e5's pieces, cut by the e5 model's tokenizer; and several of those joined, each part's
+/// unit vector one slice of the whole.
+#[derive(Clone)]
+enum Backend {
+    Model2Vec(StaticModel),
+    Pieces(Arc<PieceModel>),
+    Joined(Arc<[StaticEmbedder]>),
+}
+
+impl Backend {
+    fn dims(&self) -> usize {
+        match self {
+            Backend::Model2Vec(model) => model.dim(),
+            Backend::Pieces(model) => model.dims(),
+            Backend::Joined(parts) => parts.iter().map(|p| p.identity.dimensions).sum(),
+        }
+    }
 }
 
 /// Shows the identity only: the model's own `Debug` would print its whole embedding table.
@@ -73,19 +96,31 @@ impl StaticEmbedder {
             })
         });
         match loaded {
-            Ok(model) => Ok(Self::new(model.clone(), format!("builtin:{BUILTIN_MODEL_NAME}"))),
+            Ok(model) => {
+                Ok(Self::new(Backend::Model2Vec(model.clone()), format!("builtin:{BUILTIN_MODEL_NAME}")))
+            }
             Err((path, reason)) => Err(EmbedError::Load { path: path.clone(), reason: reason.clone() }),
         }
     }
 
     /// A model2vec-format model from a local folder holding `model.safetensors`,
-    /// `tokenizer.json` and `config.json`.
+    /// `tokenizer.json` and `config.json`; or, when `config.json` names
+    /// `"tokenizer": "multilingual-e5-small"`, a table over e5's pieces (`model.safetensors`
+    /// and `config.json`), whose texts are cut by the tokenizer of the e5 model this binary
+    /// carries (a build without it cannot load such a table, and says so); or, when it names
+    /// `"parts": ["a", "b"]`, the models in those folders (relative to this one) joined: a
+    /// text's vector is theirs side by side, each scaled by 1/√n.
     ///
-    /// The identity's model is `dir:<folder name>:<xxh3 of the three files>`, so a changed
+    /// The identity's model is `dir:<folder name>:<xxh3 of the files>`, so a changed
     /// model gets a new identity. Missing or broken files give [`EmbedError::Load`] naming the
     /// file; so does a tokenizer whose token ids fall outside the embedding table.
     pub fn from_dir(dir: impl AsRef<Path>) -> Result<Self, EmbedError> {
-        let dir = dir.as_ref();
+        Self::from_folder(dir.as_ref(), true)
+    }
+
+    /// [`StaticEmbedder::from_dir`], refusing a joined model unless `may_join` (a part of a
+    /// joined model may not be one, which also rules out a model that names itself).
+    fn from_folder(dir: &Path, may_join: bool) -> Result<Self, EmbedError> {
         if !dir.is_dir() {
             let reason = if dir.exists() { "not a folder" } else { "no such folder" };
             return Err(EmbedError::Load { path: dir.display().to_string(), reason: reason.to_owned() });
@@ -103,21 +138,47 @@ impl StaticEmbedder {
                 },
             })
         };
+        let source = ModelSource::Dir(dir.to_path_buf());
+        let name = super::folder_name(dir);
+        let config_bytes = read(CONFIG_FILE)?;
+        if let Some(parts) = joined_parts(&source, &config_bytes)? {
+            if !may_join {
+                return Err(source.error(CONFIG_FILE, "a part of a joined model cannot itself be joined"));
+            }
+            return Self::joined(&name, &config_bytes, &parts);
+        }
+        if uses_e5_pieces(&config_bytes) {
+            let model_bytes = read(MODEL_FILE)?;
+            let hash = fingerprint(&model_bytes, &[], &config_bytes);
+            let model = load_pieces(&source, model_bytes)?;
+            return Ok(Self::new(Backend::Pieces(Arc::new(model)), format!("dir:{name}:{hash:016x}")));
+        }
         let model_bytes = read(MODEL_FILE)?;
         let tokenizer_bytes = read(TOKENIZER_FILE)?;
-        let config_bytes = read(CONFIG_FILE)?;
-
-        let source = ModelSource::Dir(dir.to_path_buf());
         check_model_files(&source, &tokenizer_bytes, &model_bytes, &config_bytes)?;
         let model = load_model(&source, &tokenizer_bytes, &model_bytes, &config_bytes)?;
-        let name = super::folder_name(dir);
         let hash = fingerprint(&model_bytes, &tokenizer_bytes, &config_bytes);
-        Ok(Self::new(model, format!("dir:{name}:{hash:016x}")))
+        Ok(Self::new(Backend::Model2Vec(model), format!("dir:{name}:{hash:016x}")))
     }
 
-    fn new(model: StaticModel, model_id: String) -> Self {
+    /// A model whose vector is its parts' vectors side by side: the folders `parts` names
+    /// (relative to its own), each a model of another kind.
+    fn joined(name: &str, config: &[u8], parts: &[PathBuf]) -> Result<Self, EmbedError> {
+        let mut loaded = Vec::with_capacity(parts.len());
+        let mut hasher = Xxh3::new();
+        hasher.update(config);
+        for part in parts {
+            let embedder = Self::from_folder(part, false)?;
+            hasher.update(embedder.identity.model.as_bytes());
+            loaded.push(embedder);
+        }
+        let hash = hasher.digest();
+        Ok(Self::new(Backend::Joined(loaded.into()), format!("dir:{name}:{hash:016x}")))
+    }
+
+    fn new(model: Backend, model_id: String) -> Self {
         let identity =
-            EmbedderIdentity { provider: PROVIDER.to_owned(), model: model_id, dimensions: model.dim() };
+            EmbedderIdentity { provider: PROVIDER.to_owned(), model: model_id, dimensions: model.dims() };
         Self { model, identity }
     }
 
@@ -133,7 +194,20 @@ impl StaticEmbedder {
     fn embed_one(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
         // Only the first 512 tokens count (model2vec's cap, built into `encode_single`); the
         // text is first cut by characters too, so a huge text costs no more than a long one.
-        let mut v = self.model.encode_single(text);
+        let mut v = match &self.model {
+            Backend::Model2Vec(model) => model.encode_single(text),
+            Backend::Pieces(model) => model.embed(text),
+            Backend::Joined(parts) => {
+                // Each part is a unit vector; scaled by 1/√n the whole is one too, and its
+                // cosine with another text is the mean of the parts' cosines.
+                let scale = 1.0 / (parts.len() as f32).sqrt();
+                let mut joined = Vec::with_capacity(self.identity.dimensions);
+                for part in parts.iter() {
+                    joined.extend(part.embed_one(text)?.into_iter().map(|x| x * scale));
+                }
+                joined
+            }
+        };
         let norm_sq: f32 = v.iter().map(|x| x * x).sum();
         if !norm_sq.is_finite() {
             return Err(EmbedError::Failed(format!(
@@ -144,8 +218,8 @@ impl StaticEmbedder {
         if norm_sq == 0.0 {
             return Ok(self.fallback_vector());
         }
-        // model2vec-rs normalises already; this guards models whose rows are so small that
-        // its 1e-12 floor on the norm kicks in.
+        // model2vec-rs normalises already (the piece table does not); this also guards models
+        // whose rows are so small that model2vec-rs's 1e-12 floor on the norm kicks in.
         if (norm_sq - 1.0).abs() > 1e-3 {
             let norm = norm_sq.sqrt();
             v.iter_mut().for_each(|x| *x /= norm);
@@ -238,6 +312,44 @@ fn load_model(
         .map_err(|e| EmbedError::Load { path: source.describe(), reason: format!("{e:#}") })
 }
 
+/// The part folders of a joined model (`"parts": ["a", "b"]` in its config.json, relative
+/// to its folder), or `None` for a model of another kind.
+fn joined_parts(source: &ModelSource, config: &[u8]) -> Result<Option<Vec<PathBuf>>, EmbedError> {
+    let Some(parts) = serde_json::from_slice::<Value>(config).ok().and_then(|c| c.get("parts").cloned())
+    else {
+        return Ok(None);
+    };
+    let ModelSource::Dir(dir) = source else { return Ok(None) };
+    let names: Option<Vec<&str>> = parts.as_array().map(|a| a.iter().filter_map(Value::as_str).collect());
+    match names {
+        Some(names) if !names.is_empty() && names.len() == parts.as_array().map_or(0, Vec::len) => {
+            Ok(Some(names.iter().map(|n| dir.join(n)).collect()))
+        }
+        _ => Err(source.error(CONFIG_FILE, "`parts` must list one or more model folders")),
+    }
+}
+
+/// Whether a model folder's config.json names e5's tokenizer, which makes it a piece table
+/// (`static_e5`) rather than a model2vec model.
+fn uses_e5_pieces(config: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(config)
+        .ok()
+        .and_then(|c| c.get("tokenizer").and_then(Value::as_str).map(|t| t == TOKENIZER_NAME))
+        .unwrap_or(false)
+}
+
+/// A piece table with the tokenizer of the e5 model this binary carries.
+fn load_pieces(source: &ModelSource, table: Vec<u8>) -> Result<PieceModel, EmbedError> {
+    let e5 = super::builtin_model().ok_or_else(|| {
+        source.error(
+            CONFIG_FILE,
+            format!("this model cuts texts with e5's tokenizer, but {}", super::NO_BUILTIN_E5),
+        )
+    })?;
+    let tokenizer = super::e5_model::shared_builtin(e5)?;
+    PieceModel::load(table, tokenizer).map_err(|reason| source.error(MODEL_FILE, reason))
+}
+
 /// Number of token ids the tokenizer can produce: one more than its largest id.
 fn token_count(tokenizer: &Value) -> Option<usize> {
     let vocab = tokenizer.get("model")?.get("vocab")?;
@@ -270,21 +382,8 @@ struct TableLayout {
 /// Reads the embedding table's shape and the token mapping from a safetensors file, under
 /// the tensor names model2vec-rs looks for, and checks that every tensor lies inside the file.
 fn read_table_layout(bytes: &[u8]) -> Result<TableLayout, String> {
-    const BROKEN: &str = "not a safetensors file (header is truncated or malformed)";
-    let header_len =
-        bytes.get(..8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).ok_or(BROKEN)?;
-    let data_start = usize::try_from(header_len)
-        .ok()
-        .and_then(|len| len.checked_add(8))
-        .filter(|&end| end <= bytes.len())
-        .ok_or(BROKEN)?;
-    let header: Value = serde_json::from_slice(&bytes[8..data_start]).map_err(|_| BROKEN)?;
-    let tensors = header.as_object().ok_or(BROKEN)?;
+    let (header, data_start) = safetensors_header(bytes)?;
     let data = &bytes[data_start..];
-    for (name, tensor) in tensors.iter().filter(|(name, _)| *name != "__metadata__") {
-        tensor_bytes(name, tensor, data)?;
-    }
-
     let (name, embeddings) = ["embeddings", "0", "embedding.weight"]
         .iter()
         .find_map(|name| header.get(*name).map(|t| (*name, t)))
@@ -318,19 +417,6 @@ fn read_table_layout(bytes: &[u8]) -> Result<TableLayout, String> {
         Some(tensor) => Some(read_mapping(tensor_bytes("mapping", tensor, data)?, tensor)?),
     };
     Ok(TableLayout { rows, mapping })
-}
-
-/// The bytes of one tensor, checked to lie inside the data section.
-fn tensor_bytes<'a>(name: &str, tensor: &Value, data: &'a [u8]) -> Result<&'a [u8], String> {
-    let offsets: Vec<usize> = tensor
-        .get("data_offsets")
-        .and_then(Value::as_array)
-        .map(|o| o.iter().filter_map(|x| x.as_u64().map(|x| x as usize)).collect())
-        .unwrap_or_default();
-    match offsets[..] {
-        [start, end] if start <= end && end <= data.len() => Ok(&data[start..end]),
-        _ => Err(format!("tensor `{name}` lies outside the file (truncated download?)")),
-    }
 }
 
 /// Decodes the `mapping` tensor (i32 or i64).

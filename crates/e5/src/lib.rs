@@ -324,6 +324,47 @@ impl E5Model {
         ids
     }
 
+    /// Number of pieces in the vocabulary, `<s>`, `</s>`, `<pad>`, `<unk>` and `<mask>`
+    /// included. Pieces are ordered by their score, the most probable first.
+    pub fn piece_count(&self) -> usize {
+        self.tokenizer.piece_count()
+    }
+
+    /// The bytes of piece `id` as the vocabulary holds them (`▁` stands for a space); empty
+    /// for an id past the vocabulary.
+    pub fn piece(&self, id: u32) -> &[u8] {
+        if (id as usize) < self.tokenizer.piece_count() { self.tokenizer.piece(id as usize) } else { &[] }
+    }
+
+    /// The ids of `<s>`, `</s>` and `<unk>`.
+    pub fn special_ids(&self) -> [u32; 3] {
+        [self.tokenizer.bos, self.tokenizer.eos, self.tokenizer.unk()]
+    }
+
+    /// One unit-length vector per input, each input being the ids the model reads, `<s>`
+    /// and `</s>` included (no prefix is added): for tools that run the model over pieces
+    /// they choose, such as a static model's distillation. An id past the vocabulary reads
+    /// as `<unk>`; an input longer than [`E5Model::max_tokens`] keeps its first ids and its
+    /// last; an empty one reads as `<s></s>`.
+    pub fn embed_ids(&self, inputs: &[Vec<u32>]) -> Vec<Vec<f32>> {
+        let (pieces, max_tokens) = (self.tokenizer.piece_count() as u32, self.options.max_tokens);
+        let inputs: Vec<Vec<u32>> = inputs
+            .iter()
+            .map(|ids| {
+                let mut ids: Vec<u32> =
+                    ids.iter().map(|&id| if id < pieces { id } else { self.tokenizer.unk() }).collect();
+                if ids.len() > max_tokens {
+                    let last = ids[ids.len() - 1];
+                    ids.truncate(max_tokens - 1);
+                    ids.push(last);
+                }
+                ids
+            })
+            .map(|ids| if ids.is_empty() { vec![self.tokenizer.bos, self.tokenizer.eos] } else { ids })
+            .collect();
+        self.run(&inputs, self.options.isa)
+    }
+
     /// How many tokens `text` has as a `kind`, `<s>` and `</s>` included, before
     /// truncation to [`E5Model::max_tokens`].
     pub fn token_count(&self, text: &str, kind: Kind) -> usize {

@@ -314,6 +314,21 @@ fn texts_are_cut_to_the_token_limit_keeping_both_ends() {
 }
 
 #[test]
+fn ids_given_directly_embed_as_the_text_they_spell() {
+    let model = load(&tiny_model().bytes).unwrap().with_max_tokens(8);
+    let ids = model.input_ids("ab b", Kind::Query, 8, &mut Scratch::default());
+    assert_eq!(model.embed_ids(std::slice::from_ref(&ids)), model.embed(&["ab b"], Kind::Query));
+    // Past the vocabulary is `<unk>`; past the limit keeps the first ids and the last.
+    let unk = model.special_ids()[2];
+    assert_eq!(model.embed_ids(&[vec![0, 99, 2]]), model.embed_ids(&[vec![0, unk, 2]]));
+    let long: Vec<u32> = [0].into_iter().chain([5; 12]).chain([2]).collect();
+    let cut: Vec<u32> = [0].into_iter().chain([5; 6]).chain([2]).collect();
+    assert_eq!(model.embed_ids(&[long]), model.embed_ids(&[cut]));
+    assert_eq!(model.embed_ids(&[vec![]]).len(), 1);
+    assert_eq!((model.piece_count(), model.piece(8), model.piece(99)), (PIECES.len(), &b"ab"[..], &b""[..]));
+}
+
+#[test]
 fn a_model_in_static_memory_and_one_read_from_a_file_agree() {
     let bytes = tiny_model().bytes;
     let path = std::env::temp_dir().join(format!("situate-e5-tiny-{}.bin", std::process::id()));

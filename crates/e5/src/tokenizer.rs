@@ -140,8 +140,18 @@ impl Tokenizer {
         PieceTable { slots, mask }
     }
 
-    fn piece(&self, idx: usize) -> &[u8] {
+    pub(super) fn piece(&self, idx: usize) -> &[u8] {
         &self.blob[self.offsets[idx] as usize..self.offsets[idx + 1] as usize]
+    }
+
+    /// Number of pieces, special ones included.
+    pub(super) fn piece_count(&self) -> usize {
+        self.scores.len()
+    }
+
+    /// The id given to a character that no piece covers.
+    pub(super) fn unk(&self) -> u32 {
+        self.unk
     }
 
     /// The piece whose bytes are `bytes` (with FNV-1a hash `hash`); the lowest id on a tie.
