@@ -4,6 +4,7 @@
 //! The engine speaks plain data (paths, line numbers, strings); it knows nothing of LSP or
 //! terminals.
 
+mod background;
 mod report;
 mod snippets;
 mod sync;

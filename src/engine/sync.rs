@@ -78,8 +78,13 @@ impl Engine {
 
     /// Stores up to about `max` of the vectors of chunks committed without one (computed
     /// here, or taken from the team cache) and commits them. Returns how many were stored.
+    /// The model runs on threads that give way to searches (`background.rs`).
     pub fn fill_pending_vectors(&mut self, max: usize) -> Result<usize, EngineError> {
-        Ok(self.fill_pending_step(max)?.stored())
+        let filled = match super::background::pool() {
+            Some(pool) => pool.install(|| self.fill_pending_step(max))?,
+            None => self.fill_pending_step(max)?,
+        };
+        Ok(filled.stored())
     }
 
     /// Brings the index in line with the files on disk: new, changed and deleted files only.
