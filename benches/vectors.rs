@@ -2,7 +2,7 @@
 //! candidates' rows compared) against its exact scan, and the vector index (usearch HNSW)
 //! filled with the same vectors, against an exact search of them.
 //!
-//! `cargo bench --bench vectors -- DIR [QUERIES.jsonl ...] [--rows N] [--quick-only]`, with
+//! `cargo bench --bench vectors -- DIR [QUERIES.jsonl ...] [--rows N] [--quick-only | --graph-only]`, with
 //! `XDG_CACHE_HOME` naming the cache that holds DIR's index as `situate index --quick` left
 //! it (the default model's vectors pending, so that `quick.vec` holds every chunk). The
 //! queries are those of the files given (the `query` of each line) and, besides, the first
@@ -35,12 +35,14 @@ fn main() {
     }
     let mut rows_limit = usize::MAX;
     let mut quick_only = false;
+    let mut graph_only = false;
     let mut positional = Vec::new();
     let mut it = args.into_iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--rows" => rows_limit = it.next().and_then(|n| n.parse().ok()).expect("--rows N"),
             "--quick-only" => quick_only = true,
+            "--graph-only" => graph_only = true,
             _ => positional.push(a),
         }
     }
@@ -87,7 +89,20 @@ fn main() {
     );
     println!("queries: {} ({} from the files, the rest chunks' first words)\n", vectors.len(), asked);
 
-    // The quick tier: each candidate count against the exact scan.
+    if !graph_only {
+        quick_tier(&snapshot, &vectors);
+    }
+    if quick_only {
+        return;
+    }
+    let quick_file = engine.index().dir().join("quick.vec");
+    drop(engine);
+    drop(snapshot);
+    graph(&dir, &quick_file, &vectors, rows_limit);
+}
+
+/// The quick tier: each candidate count against the exact scan.
+fn quick_tier(snapshot: &situate::index::Snapshot, vectors: &[Vec<f32>]) {
     let exact: Vec<(Vec<(u64, f32)>, f64)> = vectors
         .iter()
         .map(|v| {
@@ -141,15 +156,11 @@ fn main() {
         QuickSearch::for_size(snapshot.quick_count(), LIMIT),
         latencies(&times)
     );
-    if quick_only {
-        return;
-    }
+}
 
-    // The vector index at the same size, from the quick vectors.
-    let quick_file = engine.index().dir().join("quick.vec");
-    let (rows, dims) = read_quick_rows(&quick_file, rows_limit);
-    drop(engine);
-    drop(snapshot);
+/// The vector index at the same size, from the quick vectors.
+fn graph(dir: &Path, quick_file: &Path, vectors: &[Vec<f32>], rows_limit: usize) {
+    let (rows, dims) = read_quick_rows(quick_file, rows_limit);
     // Zeros after the static model's components: every cosine is kept, and usearch stores
     // and compares all 384 components as it would the transformer's.
     let lifted = |v: &[f32]| -> Vec<f32> {
