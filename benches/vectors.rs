@@ -98,7 +98,7 @@ fn main() {
     let quick_file = engine.index().dir().join("quick.vec");
     drop(engine);
     drop(snapshot);
-    graph(&dir, &quick_file, &vectors, rows_limit);
+    graph(&quick_file, &vectors, rows_limit);
 }
 
 /// The quick tier: each candidate count against the exact scan.
@@ -159,7 +159,7 @@ fn quick_tier(snapshot: &situate::index::Snapshot, vectors: &[Vec<f32>]) {
 }
 
 /// The vector index at the same size, from the quick vectors.
-fn graph(dir: &Path, quick_file: &Path, vectors: &[Vec<f32>], rows_limit: usize) {
+fn graph(quick_file: &Path, vectors: &[Vec<f32>], rows_limit: usize) {
     let (rows, dims) = read_quick_rows(quick_file, rows_limit);
     // Zeros after the static model's components: every cosine is kept, and usearch stores
     // and compares all 384 components as it would the transformer's.
@@ -198,7 +198,30 @@ fn graph(dir: &Path, quick_file: &Path, vectors: &[Vec<f32>], rows_limit: usize)
         mean(&r100),
         latencies(&times)
     );
-    let work = tempfile::tempdir_in(dir.parent().unwrap_or(Path::new("/tmp"))).expect("temp dir");
+    for expansion in [400, 1_600] {
+        let mut near = Vec::new();
+        let mut r10 = Vec::new();
+        let mut times = Vec::new();
+        for (q, t) in lifted_queries.iter().zip(&truth) {
+            let start = Instant::now();
+            let hits: Vec<(u64, f32)> = index
+                .search_with_expansion(q, LIMIT, expansion)
+                .expect("search")
+                .into_iter()
+                .map(|(id, d)| (id, 1.0 - d))
+                .collect();
+            times.push(start.elapsed().as_secs_f64());
+            r10.push(recall(&hits, t, 10));
+            near.push(near_recall(&hits, t, 10, 0.01));
+        }
+        println!(
+            "graph search, expansion {expansion}: recall@10 {:.3}, top 10 within 0.01 {:.3}, {}",
+            mean(&r10),
+            mean(&near),
+            latencies(&times)
+        );
+    }
+    let work = tempfile::tempdir().expect("temp dir");
     let saved = work.path().join("vectors.usearch");
     let t = Instant::now();
     index.save(&saved).expect("save");

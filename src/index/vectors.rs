@@ -224,6 +224,23 @@ impl VectorIndex {
         Ok(matches.keys.into_iter().zip(matches.distances).collect())
     }
 
+    /// The `count` nearest through the graph, `expansion` candidates examined, whatever the
+    /// index's size: to measure the graph's recall against [`VectorIndex::search`]'s exact
+    /// answer.
+    pub fn search_with_expansion(
+        &self,
+        query: &[f32],
+        count: usize,
+        expansion: usize,
+    ) -> Result<Vec<(u64, f32)>, VectorError> {
+        if let Some(mapped) = &self.mapped {
+            mapped.check()?;
+        }
+        self.index.change_expansion_search(expansion.max(count));
+        let matches = self.index.search(query, count).map_err(VectorError::new)?;
+        Ok(matches.keys.into_iter().zip(matches.distances).collect())
+    }
+
     /// Writes the index to `path` atomically.
     pub fn save(&self, path: &Path) -> Result<(), VectorError> {
         let tmp = files::temp_sibling(path);
