@@ -906,7 +906,7 @@ fn quick_vectors_cover_every_pending_chunk_through_fills_restarts_and_readers() 
         .index()
         .chunk_ids()
         .into_iter()
-        .filter(|id| engine.index().has_vector(*id) != snapshot.quick_vector_of(*id).is_some())
+        .filter(|id| engine.index().has_vector(*id) != snapshot.quick_vector_of(*id).unwrap().is_some())
         .count();
     assert_eq!(covered, chunks);
     // Two models' similarities are not comparable, so the order may move while half the
@@ -980,6 +980,50 @@ fn a_damaged_quick_vector_file_is_read_around_and_made_again() {
         assert_eq!(top_paths(&hits), top_paths(&expected), "{how}");
         drop(engine);
         assert!(f.engine(Counting::slow()).notes().is_empty(), "{how}: repaired for good");
+    }
+}
+
+#[test]
+fn a_quick_vector_file_changed_under_running_engines_is_an_error_and_they_serve_on() {
+    use std::os::unix::fs::FileExt;
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::slow());
+    engine.fill_pending_vectors_later(true);
+    reconcile(&mut engine);
+    // A second process reads the same index, as a second editor's server would.
+    let reader = f.engine(Counting::slow());
+    assert!(reader.is_read_only());
+    let by_meaning = request("sourdough starter dough", SearchMode::Vector);
+    let expected = top_paths(&engine.search(&by_meaning).unwrap());
+    assert_eq!(top_paths(&reader.search(&by_meaning).unwrap()), expected);
+    let quick_file = f.index_dir().join("quick.vec");
+    let good = std::fs::read(&quick_file).unwrap();
+    for how in ["cut short", "rewritten in place"] {
+        let file = std::fs::OpenOptions::new().write(true).open(&quick_file).unwrap();
+        if how == "cut short" {
+            // Mapped, the next search would end the process with SIGBUS.
+            file.set_len(20).unwrap();
+        } else {
+            let mut other = good.clone();
+            other[16..].iter_mut().for_each(|b| *b = b.wrapping_neg());
+            file.write_all_at(&other, 0).unwrap();
+        }
+        for (who, e) in [("writer", &engine), ("reader", &reader)] {
+            for mode in [SearchMode::Vector, SearchMode::Hybrid] {
+                let err = e.search(&request("sourdough starter dough", mode)).unwrap_err().to_string();
+                assert!(
+                    err.contains("quick.vec") && err.contains("changed under the index"),
+                    "{who} {how}: {err}"
+                );
+            }
+            // Words are still searched.
+            let words = e.search(&request("sourdough", SearchMode::Bm25)).unwrap();
+            assert_eq!(words[0].chunk.path, "kitchen/bread.md", "{who} {how}");
+        }
+        // Once the file is whole again, both answer as before.
+        std::fs::write(&quick_file, &good).unwrap();
+        assert_eq!(top_paths(&engine.search(&by_meaning).unwrap()), expected, "{how}");
+        assert_eq!(top_paths(&reader.search(&by_meaning).unwrap()), expected, "{how}");
     }
 }
 

@@ -25,9 +25,11 @@ pub mod metadata;
 mod open;
 mod pending;
 mod quick;
+mod quick_log;
 mod quick_scan;
 mod record;
 mod schema;
+mod sign_bits;
 mod snapshot;
 mod store_dir;
 mod vectors;
@@ -38,11 +40,12 @@ use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 pub use files::{default_dir, dir_bytes};
 pub use open::Index;
+pub use quick::{EXACT_QUICK_LIMIT, QuickSearch};
 pub use record::{
     ApplyStats, ChunkRecord, FileChange, PreparedChunk, PreparedFile, SnippetUpdate, VectorTiming,
 };
 pub use snapshot::Snapshot;
-pub use vectors::VectorError;
+pub use vectors::{VectorError, VectorIndex};
 pub use write::embed_texts;
 
 use crate::providers::EmbedError;

@@ -5,7 +5,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::quick::{self, QuickLog, QuickSet};
+use super::quick::{self, QuickSet};
+use super::quick_log::QuickLog;
 use super::write::embed_texts;
 use super::{Index, IndexError, io_err, read};
 use crate::providers::Embedder;
@@ -132,7 +133,7 @@ impl Index {
         let mut vectors = embed_texts(quick.as_ref(), &texts)?;
         let dims = quick.identity().dimensions;
         for id in self.quick.ids() {
-            if let Some(v) = self.quick.vector_of(id) {
+            if let Some(v) = self.quick.vector_of(id)? {
                 vectors.push((id, v));
             }
         }

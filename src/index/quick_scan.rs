@@ -73,7 +73,7 @@ fn best_rows<S: ScanRows>(set: &S, rows: &[u32], query: &[i8], limit: usize) -> 
 }
 
 /// The best `limit` scores seen, kept unsorted until the end. Ties go to the smaller id.
-struct TopK {
+pub(super) struct TopK {
     limit: usize,
     items: Vec<(u64, f32)>,
     /// The worst item kept once the buffer was first cut back to `limit` items: nothing
@@ -87,16 +87,16 @@ fn better(a: &(u64, f32), b: &(u64, f32)) -> std::cmp::Ordering {
 }
 
 impl TopK {
-    fn new(limit: usize) -> Self {
+    pub(super) fn new(limit: usize) -> Self {
         TopK { limit, items: Vec::with_capacity(limit * 2), floor: None }
     }
 
     /// Whether a score may enter (a tie with the floor is settled by id in `push`).
-    fn admits(&self, score: f32) -> bool {
+    pub(super) fn admits(&self, score: f32) -> bool {
         self.floor.is_none_or(|(_, floor)| score >= floor)
     }
 
-    fn push(&mut self, item: (u64, f32)) {
+    pub(super) fn push(&mut self, item: (u64, f32)) {
         if self.limit == 0 {
             return;
         }
@@ -114,7 +114,7 @@ impl TopK {
         }
     }
 
-    fn into_sorted(mut self) -> Vec<(u64, f32)> {
+    pub(super) fn into_sorted(mut self) -> Vec<(u64, f32)> {
         self.items.sort_unstable_by(better);
         self.items.truncate(self.limit);
         self.items

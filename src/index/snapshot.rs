@@ -95,7 +95,7 @@ impl Snapshot {
         quick_query: Option<&[f32]>,
         ids: &HashSet<u64>,
         limit: usize,
-    ) -> (ScoredIds, ScoredIds) {
+    ) -> Result<(ScoredIds, ScoredIds), IndexError> {
         let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
         let mut own = Vec::new();
         let mut quick = Vec::new();
@@ -105,7 +105,9 @@ impl Snapshot {
                 if v.len() == query.len() && !query.is_empty() {
                     own.push((id, dot(&v, query)));
                 }
-            } else if let Some(score) = quick_query.and_then(|q| self.quick.similarity(id, q)) {
+            } else if let Some(q) = quick_query
+                && let Some(score) = self.quick.similarity(id, q)?
+            {
                 quick.push((id, score));
             }
         }
@@ -113,7 +115,7 @@ impl Snapshot {
             list.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             list.truncate(limit);
         }
-        (own, quick)
+        Ok((own, quick))
     }
 
     /// Runs a disjunction of weighted term queries (BM25 per field, each scaled by its
@@ -175,14 +177,32 @@ impl Snapshot {
     }
 
     /// The quick vector standing in for a chunk's pending one.
-    pub fn quick_vector_of(&self, id: u64) -> Option<Vec<f32>> {
+    pub fn quick_vector_of(&self, id: u64) -> Result<Option<Vec<f32>>, IndexError> {
         self.quick.vector_of(id)
     }
 
     /// Among the chunks whose vectors are pending, the `limit` nearest to `query` (a vector
-    /// of the quick model), with cosine similarities.
-    pub fn nearest_quick(&self, query: &[f32], limit: usize) -> Vec<(u64, f32)> {
+    /// of the quick model), with cosine similarities: exact up to
+    /// [`super::EXACT_QUICK_LIMIT`] of them. A quick vector file changed under the process
+    /// is an error.
+    pub fn nearest_quick(&self, query: &[f32], limit: usize) -> Result<Vec<(u64, f32)>, IndexError> {
         self.quick.nearest(query, limit)
+    }
+
+    /// [`Snapshot::nearest_quick`], searched as `how` says (to measure the approximate
+    /// search against the exact one).
+    pub fn nearest_quick_with(
+        &self,
+        query: &[f32],
+        limit: usize,
+        how: super::QuickSearch,
+    ) -> Result<Vec<(u64, f32)>, IndexError> {
+        self.quick.nearest_with(query, limit, how)
+    }
+
+    /// Bytes the quick vectors hold in memory (their rows stay on disk).
+    pub fn quick_memory_bytes(&self) -> usize {
+        self.quick.memory_bytes()
     }
 
     fn id_at(&self, address: DocAddress) -> Option<u64> {

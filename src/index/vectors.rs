@@ -1,7 +1,16 @@
 //! The vector index: one unit vector per chunk id in a usearch HNSW graph, cosine metric,
 //! stored as f16.
+//!
+//! A writer holds the index in memory. A reader reads a file of up to
+//! [`READER_LOAD_LIMIT`] bytes into memory too, so that the file cut short or rewritten
+//! under it cannot touch it; a larger file is mapped (usearch's view) to keep a reader's
+//! memory bounded, and each search first checks that the mapped file still has its length:
+//! a mapped page past the end of a file kills the process with SIGBUS, where the check
+//! makes it an error the search reports.
 
-use std::path::Path;
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 
@@ -16,6 +25,10 @@ const EXACT_SEARCH_LIMIT: usize = 200_000;
 /// costs about three times as much per insert; 40 keeps cold indexing fast, and the graph
 /// only serves indexes over `EXACT_SEARCH_LIMIT` vectors.
 const EXPANSION_ADD: usize = 40;
+
+/// Files of up to this many bytes are read into memory by a reader rather than mapped:
+/// about 330,000 vectors of 384 dimensions with their graph.
+pub const READER_LOAD_LIMIT: u64 = 512 << 20;
 
 /// A usearch failure, with the file involved when there is one.
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +53,32 @@ pub struct VectorIndex {
     dimensions: usize,
     /// Removed entries still holding slots; when they outnumber live ones the owner rebuilds.
     removed: usize,
+    /// The mapped file, when the index is a view of one.
+    mapped: Option<MappedFile>,
+}
+
+/// A file usearch maps, held open to check before each search that it still has the
+/// length it was mapped with.
+struct MappedFile {
+    file: File,
+    path: PathBuf,
+    len: u64,
+}
+
+impl MappedFile {
+    fn check(&self) -> Result<(), VectorError> {
+        let now = self.file.metadata().map_err(|e| VectorError::at(&self.path, e))?.len();
+        if now < self.len {
+            return Err(VectorError::at(
+                &self.path,
+                format!(
+                    "the file was cut from {} to {now} bytes under the index (it is read again at the next open)",
+                    self.len
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl std::fmt::Debug for VectorIndex {
@@ -65,12 +104,19 @@ impl VectorIndex {
     pub fn create(dimensions: usize) -> Result<Self, VectorError> {
         let index = Index::new(&options(dimensions)).map_err(VectorError::new)?;
         index.reserve(64).map_err(VectorError::new)?;
-        Ok(VectorIndex { index, dimensions, removed: 0 })
+        Ok(VectorIndex { index, dimensions, removed: 0, mapped: None })
     }
 
-    /// Loads a saved index. `writable = false` memory-maps the file instead of copying it
-    /// in. The file must hold vectors of `dimensions` floats.
+    /// Loads a saved index. `writable = false` memory-maps a file larger than
+    /// [`READER_LOAD_LIMIT`] instead of copying it in. The file must hold vectors of
+    /// `dimensions` floats.
     pub fn open(path: &Path, dimensions: usize, writable: bool) -> Result<Self, VectorError> {
+        VectorIndex::open_loading_up_to(path, dimensions, if writable { u64::MAX } else { READER_LOAD_LIMIT })
+    }
+
+    /// Loads a saved index, read into memory when the file has at most `load_limit` bytes
+    /// and mapped otherwise.
+    fn open_loading_up_to(path: &Path, dimensions: usize, load_limit: u64) -> Result<Self, VectorError> {
         let p = path.to_str().ok_or_else(|| VectorError::at(path, "path is not UTF-8"))?;
         let meta = Index::metadata(p).map_err(|e| VectorError::at(path, e))?;
         if meta.dimensions as usize != dimensions {
@@ -79,11 +125,29 @@ impl VectorIndex {
                 format!("holds vectors of {} dimensions, expected {dimensions}", meta.dimensions),
             ));
         }
-        let index = if writable { Index::restore(p) } else { Index::restore_view(p) }
-            .map_err(|e| VectorError::at(path, e))?;
+        let file = File::open(path).map_err(|e| VectorError::at(path, e))?;
+        let len = file.metadata().map_err(|e| VectorError::at(path, e))?.len();
+        let (index, mapped) = if len <= load_limit {
+            (Index::restore(p).map_err(|e| VectorError::at(path, e))?, None)
+        } else {
+            let index = Index::restore_view(p).map_err(|e| VectorError::at(path, e))?;
+            // The file must be the one mapped: a writer may have renamed a new one into
+            // place meanwhile.
+            let held = file.metadata().map_err(|e| VectorError::at(path, e))?;
+            let now = std::fs::metadata(path).map_err(|e| VectorError::at(path, e))?;
+            if (held.dev(), held.ino()) != (now.dev(), now.ino()) {
+                return Err(VectorError::at(path, "the file was replaced while it was opened"));
+            }
+            (index, Some(MappedFile { file, path: path.to_path_buf(), len }))
+        };
         // Not stored in the file: a restored index would insert with usearch's default.
         index.change_expansion_add(EXPANSION_ADD);
-        Ok(VectorIndex { index, dimensions, removed: meta.count_deleted as usize })
+        Ok(VectorIndex { index, dimensions, removed: meta.count_deleted as usize, mapped })
+    }
+
+    /// Whether the index is a view of a mapped file.
+    pub fn is_mapped(&self) -> bool {
+        self.mapped.is_some()
     }
 
     /// Number of live vectors.
@@ -129,8 +193,12 @@ impl VectorIndex {
         Ok(())
     }
 
-    /// The stored vector of `id` (as stored: f16 precision).
+    /// The stored vector of `id` (as stored: f16 precision). `None` too when the mapped
+    /// file was cut short.
     pub fn get(&self, id: u64) -> Option<Vec<f32>> {
+        if self.mapped.as_ref().is_some_and(|m| m.check().is_err()) {
+            return None;
+        }
         let mut v = vec![0.0f32; self.dimensions];
         match self.index.get(id, &mut v) {
             Ok(n) if n > 0 => Some(v),
@@ -143,6 +211,9 @@ impl VectorIndex {
         if self.is_empty() || count == 0 {
             return Ok(Vec::new());
         }
+        if let Some(mapped) = &self.mapped {
+            mapped.check()?;
+        }
         let matches = if self.len() <= EXACT_SEARCH_LIMIT {
             self.index.exact_search(query, count)
         } else {
@@ -150,6 +221,23 @@ impl VectorIndex {
             self.index.search(query, count)
         }
         .map_err(VectorError::new)?;
+        Ok(matches.keys.into_iter().zip(matches.distances).collect())
+    }
+
+    /// The `count` nearest through the graph, `expansion` candidates examined, whatever the
+    /// index's size: to measure the graph's recall against [`VectorIndex::search`]'s exact
+    /// answer.
+    pub fn search_with_expansion(
+        &self,
+        query: &[f32],
+        count: usize,
+        expansion: usize,
+    ) -> Result<Vec<(u64, f32)>, VectorError> {
+        if let Some(mapped) = &self.mapped {
+            mapped.check()?;
+        }
+        self.index.change_expansion_search(expansion.max(count));
+        let matches = self.index.search(query, count).map_err(VectorError::new)?;
         Ok(matches.keys.into_iter().zip(matches.distances).collect())
     }
 
@@ -220,6 +308,29 @@ mod tests {
         assert!(VectorIndex::open(&path, 8, true).unwrap_err().to_string().contains("dimensions"));
         std::fs::write(&path, b"garbage").unwrap();
         assert!(VectorIndex::open(&path, 4, true).is_err());
+    }
+
+    #[test]
+    fn a_mapped_file_cut_short_under_a_reader_is_an_error_not_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v.usearch");
+        let mut idx = VectorIndex::create(8).unwrap();
+        for i in 0..8u64 {
+            idx.add(100 + i, &unit(8, i as usize)).unwrap();
+        }
+        idx.save(&path).unwrap();
+        let small = VectorIndex::open(&path, 8, false).unwrap();
+        assert!(!small.is_mapped(), "a small file is read into memory");
+        let view = VectorIndex::open_loading_up_to(&path, 8, 0).unwrap();
+        assert!(view.is_mapped());
+        assert_eq!(view.search(&unit(8, 2), 1).unwrap()[0].0, 102);
+        let len = std::fs::metadata(&path).unwrap().len();
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(len / 3).unwrap();
+        let e = view.search(&unit(8, 2), 1).unwrap_err().to_string();
+        assert!(e.contains("v.usearch") && e.contains("cut from"), "{e}");
+        assert!(view.get(102).is_none());
+        // Read into memory, the index never sees the file again.
+        assert_eq!(small.search(&unit(8, 2), 1).unwrap()[0].0, 102);
     }
 
     #[test]

@@ -277,7 +277,7 @@ pub fn search(
                 quick.as_deref(),
                 allowed,
                 candidates,
-            );
+            )?;
             arms.vector.ids = own_ids;
             arms.quick.ids = quick_ids;
         } else {
@@ -286,7 +286,7 @@ pub fn search(
                     index.nearest(v, candidates)?.into_iter().map(|(id, d)| (id, 1.0 - d)).collect();
             }
             if let Some(v) = &quick {
-                arms.quick.ids = index.nearest_quick(v, candidates);
+                arms.quick.ids = index.nearest_quick(v, candidates)?;
             }
         }
     }
@@ -344,8 +344,8 @@ pub fn similar(
     arms.words.ids = bm25(index, &terms, config.boosts(), candidates, &[])?;
     if let Some(v) = index.vector_of(of.id) {
         arms.vector.ids = index.nearest(&v, candidates)?.into_iter().map(|(id, d)| (id, 1.0 - d)).collect();
-    } else if let Some(v) = index.quick_vector_of(of.id) {
-        arms.quick.ids = index.nearest_quick(&v, candidates);
+    } else if let Some(v) = index.quick_vector_of(of.id)? {
+        arms.quick.ids = index.nearest_quick(&v, candidates)?;
     }
     hits_of(index, arms, config, limit, |r| r.id != of.id && !exclude(r))
 }

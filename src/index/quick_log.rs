@@ -1,0 +1,444 @@
+//! The writer's side of the quick vector file (`quick.vec`, laid out in [`super::quick`]):
+//! rows staged for the next commit, appended and synced at the commit, the live row of
+//! each chunk whose vector is pending, the running checksum, the rows' sign bits, and the
+//! rewrite without dead rows once they pile up.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use xxhash_rust::xxh3::Xxh3;
+
+use super::files;
+use super::manifest::QuickFile;
+use super::quick::{BLOCK_ROWS, HEADER_LEN, Loaded, QuickSet, Rows, encode_row, header, load, row_len};
+use super::sign_bits::SignBits;
+
+/// The file is rewritten without its dead rows once they outnumber the live ones by this
+/// many.
+const COMPACT_SLACK: u64 = 4_096;
+
+/// The live row of each chunk, in a table indexed by chunk id. Ids are handed out in order
+/// from zero and never reused, so the table is dense; at a million chunks it is a tenth of
+/// the memory of a hash map and is built and asked many times faster, which an open of a
+/// large index does a million times over.
+#[derive(Default)]
+struct RowsById {
+    rows: Vec<u32>,
+    count: usize,
+}
+
+/// A table slot without a row.
+const NO_ROW: u32 = u32::MAX;
+
+impl RowsById {
+    /// A table of (id, row) pairs; an id given twice keeps its later row.
+    fn from_rows(pairs: impl IntoIterator<Item = (u64, u32)>) -> Self {
+        let mut table = RowsById::default();
+        for (id, row) in pairs {
+            table.insert(id, row);
+        }
+        table
+    }
+
+    fn get(&self, id: u64) -> Option<u32> {
+        self.rows.get(usize::try_from(id).ok()?).copied().filter(|row| *row != NO_ROW)
+    }
+
+    fn insert(&mut self, id: u64, row: u32) {
+        let slot = id as usize;
+        if slot >= self.rows.len() {
+            self.rows.resize((slot + 1).max(self.rows.len() * 2), NO_ROW);
+        }
+        if self.rows[slot] == NO_ROW {
+            self.count += 1;
+        }
+        self.rows[slot] = row;
+    }
+
+    /// Whether the id had a row.
+    fn remove(&mut self, id: u64) -> bool {
+        match self.rows.get_mut(id as usize) {
+            Some(row) if *row != NO_ROW => {
+                *row = NO_ROW;
+                self.count -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.count
+    }
+
+    /// The (id, row) pairs, by id.
+    fn iter(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.rows.iter().enumerate().filter(|(_, row)| **row != NO_ROW).map(|(id, row)| (id as u64, *row))
+    }
+}
+
+/// The writer's side of the quick file: rows staged for the next commit, the live row of
+/// each chunk whose vector is pending, and the running checksum.
+pub struct QuickLog {
+    path: PathBuf,
+    model: String,
+    dims: usize,
+    file: File,
+    /// Committed rows in the file.
+    rows: u64,
+    hasher: Xxh3,
+    /// The row that stands in for each pending chunk (staged rows included).
+    live: RowsById,
+    /// The signs of every row (staged ones included), shared with the published set until
+    /// the next row is staged.
+    signs: Arc<SignBits>,
+    /// Encoded rows written at the next commit.
+    staged: Vec<u8>,
+    /// The live rows changed since the set was last published.
+    changed: bool,
+}
+
+impl std::fmt::Debug for QuickLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QuickLog").field("rows", &self.rows).field("live", &self.live.len()).finish()
+    }
+}
+
+impl QuickLog {
+    /// Opens the quick file for writing. A file that does not match `record` (missing,
+    /// damaged, of another model) is started afresh, with the reason in the second value;
+    /// a tail past the committed rows (a write cut short) is cut off.
+    pub fn open(
+        path: &Path,
+        model: &str,
+        dims: usize,
+        record: Option<&QuickFile>,
+        wanted: &dyn Fn(u64) -> bool,
+    ) -> std::io::Result<(QuickLog, Option<String>)> {
+        let usable = match record {
+            Some(r) if r.model == model && r.dimensions == dims => {
+                Some(load(path, r, dims, wanted).map(|l| (l, r)))
+            }
+            Some(r) => Some(Err(format!("quick vectors are of {}, not {model}", r.model))),
+            None => None,
+        };
+        let (file, hasher, live, signs, rows, note) = match usable {
+            Some(Ok((loaded, r))) => {
+                let Loaded { file, hasher, signs, live } = loaded;
+                drop(file);
+                let file = OpenOptions::new().read(true).write(true).open(path)?;
+                file.set_len(HEADER_LEN + r.rows * row_len(dims) as u64)?;
+                (file, hasher, RowsById::from_rows(live), signs, r.rows, None)
+            }
+            problem => {
+                let note = match problem {
+                    Some(Err(e)) => Some(format!("{e}: quick vectors are made again")),
+                    _ => None,
+                };
+                let mut file =
+                    OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path)?;
+                file.write_all(&header(dims))?;
+                file.sync_all()?;
+                files::sync_parent(path);
+                (file, Xxh3::new(), RowsById::default(), SignBits::new(dims), 0, note)
+            }
+        };
+        let log = QuickLog {
+            path: path.to_path_buf(),
+            model: model.to_string(),
+            dims,
+            file,
+            rows,
+            hasher,
+            live,
+            signs: Arc::new(signs),
+            staged: Vec::new(),
+            changed: true,
+        };
+        Ok((log, note))
+    }
+
+    /// Whether a chunk has a quick vector (committed or staged).
+    pub fn contains(&self, id: u64) -> bool {
+        self.live.get(id).is_some()
+    }
+
+    /// Chunks with a quick vector (committed or staged).
+    pub fn len(&self) -> usize {
+        self.live.len()
+    }
+
+    /// Stages a chunk's quick vector for the next commit.
+    pub fn stage(&mut self, id: u64, vector: &[f32]) {
+        if vector.len() != self.dims {
+            return;
+        }
+        let row = self.rows + (self.staged.len() / row_len(self.dims)) as u64;
+        encode_row(&mut self.staged, Arc::make_mut(&mut self.signs), id, vector);
+        self.live.insert(id, row as u32);
+        self.changed = true;
+    }
+
+    /// The chunk no longer needs a stand-in (its own vector arrived, or it went).
+    pub fn drop_id(&mut self, id: u64) {
+        if self.live.remove(id) {
+            self.changed = true;
+        }
+    }
+
+    /// Whether there is anything to write at the next commit.
+    pub fn is_dirty(&self) -> bool {
+        !self.staged.is_empty() || self.changed
+    }
+
+    /// Writes the staged rows (or the live rows alone, when dead ones have piled up) and
+    /// returns what the manifest records of the file.
+    pub fn commit(&mut self) -> std::io::Result<QuickFile> {
+        let dead = self.rows + (self.staged.len() / row_len(self.dims)) as u64 - self.live.len() as u64;
+        if dead > self.live.len() as u64 + COMPACT_SLACK {
+            self.compact()?;
+        } else if !self.staged.is_empty() {
+            self.file.seek(SeekFrom::Start(HEADER_LEN + self.rows * row_len(self.dims) as u64))?;
+            self.file.write_all(&self.staged)?;
+            self.file.sync_data()?;
+            self.hasher.update(&self.staged);
+            self.rows += (self.staged.len() / row_len(self.dims)) as u64;
+            self.staged.clear();
+        }
+        Ok(self.record())
+    }
+
+    fn record(&self) -> QuickFile {
+        QuickFile {
+            model: self.model.clone(),
+            dimensions: self.dims,
+            rows: self.rows,
+            checksum: self.hasher.digest(),
+        }
+    }
+
+    /// Rewrites the file with the live rows only, in their order, a block at a time.
+    fn compact(&mut self) -> std::io::Result<()> {
+        let len = row_len(self.dims);
+        let committed = self.rows;
+        let mut order: Vec<(u32, u64)> = self.live.iter().map(|(id, row)| (row, id)).collect();
+        order.sort_unstable();
+        let tmp = files::temp_sibling(&self.path);
+        let mut hasher = Xxh3::new();
+        let mut signs = self.signs.empty_like();
+        {
+            let mut out = io::BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
+            out.write_all(&header(self.dims))?;
+            let mut buffer = Vec::new();
+            let mut rest = &order[..];
+            while let Some(&(first, _)) = rest.first() {
+                let end = rest.partition_point(|(row, _)| *row - first < BLOCK_ROWS);
+                let (group, after) = rest.split_at(end);
+                rest = after;
+                // Committed rows are read from the file, staged ones taken from memory.
+                let in_file = group.partition_point(|(row, _)| u64::from(*row) < committed);
+                if in_file > 0 {
+                    let last = group[in_file - 1].0;
+                    let rows = Rows::File(self.file.try_clone()?);
+                    let bytes = rows.read(first, last - first + 1, len, &mut buffer)?;
+                    for (row, _) in &group[..in_file] {
+                        let start = (row - first) as usize * len;
+                        let bytes = &bytes[start..start + len];
+                        out.write_all(bytes)?;
+                        hasher.update(bytes);
+                    }
+                }
+                for (row, _) in &group[in_file..] {
+                    let start = (u64::from(*row) - committed) as usize * len;
+                    let bytes = &self.staged[start..start + len];
+                    out.write_all(bytes)?;
+                    hasher.update(bytes);
+                }
+                for (row, _) in group {
+                    signs.push_from(&self.signs, *row);
+                }
+            }
+            out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        }
+        std::fs::rename(&tmp, &self.path)?;
+        files::sync_parent(&self.path);
+        self.file = OpenOptions::new().read(true).write(true).open(&self.path)?;
+        self.hasher = hasher;
+        self.rows = order.len() as u64;
+        self.live = RowsById::from_rows(order.iter().enumerate().map(|(n, (_, id))| (*id, n as u32)));
+        self.signs = Arc::new(signs);
+        self.staged.clear();
+        self.changed = true;
+        Ok(())
+    }
+
+    /// The committed live rows as a set for snapshots, or `None` when nothing changed since
+    /// the last one. Call after [`QuickLog::commit`].
+    pub fn publish(&mut self) -> Option<std::io::Result<QuickSet>> {
+        if !self.changed {
+            return None;
+        }
+        self.changed = false;
+        let rows = if self.rows == 0 { Ok(Rows::Empty) } else { self.file.try_clone().map(Rows::File) };
+        Some(rows.map(|rows| {
+            QuickSet::with_live(self.dims, rows, self.path.clone(), Arc::clone(&self.signs), self.live.iter())
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::FileExt;
+
+    use super::*;
+    use crate::index::quick::{QuickSearch, open_set};
+
+    fn record(log: &mut QuickLog) -> QuickFile {
+        log.commit().unwrap()
+    }
+
+    /// `count` unit vectors of `dims` dimensions, fixed pseudo-random, under ids out of row
+    /// order.
+    fn vectors(dims: usize, count: u64) -> Vec<(u64, Vec<f32>)> {
+        let mut seed = 13u64;
+        (0..count)
+            .map(|n| {
+                let v: Vec<f32> = (0..dims)
+                    .map(|_| {
+                        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        ((seed >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+                    })
+                    .collect();
+                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                ((n * 7_919) % (count + 1), v.iter().map(|x| x / norm).collect())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rows_persist_and_a_torn_tail_is_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("quick.vec");
+        let all = |_: u64| true;
+        let (mut log, note) = QuickLog::open(&path, "static/m", 2, None, &all).unwrap();
+        assert!(note.is_none());
+        log.stage(1, &[1.0, 0.0]);
+        log.stage(2, &[0.0, 1.0]);
+        let committed = record(&mut log);
+        assert_eq!(committed.rows, 2);
+        // Staged but never committed: the next open cuts it off.
+        log.stage(3, &[0.6, 0.8]);
+        log.file.seek(SeekFrom::End(0)).unwrap();
+        log.file.write_all(&log.staged.clone()[..7]).unwrap();
+        drop(log);
+
+        let set = open_set(&path, &committed, 2, &all).unwrap();
+        assert_eq!(set.len(), 2);
+        assert_eq!(set.nearest(&[0.0, 1.0], 1).unwrap()[0].0, 2);
+        assert!(set.vector_of(3).unwrap().is_none());
+
+        let (mut log, note) = QuickLog::open(&path, "static/m", 2, Some(&committed), &|id| id != 1).unwrap();
+        assert!(note.is_none(), "{note:?}");
+        assert!(!log.contains(1) && log.contains(2));
+        log.stage(4, &[0.6, 0.8]);
+        let next = record(&mut log);
+        assert_eq!(next.rows, 3);
+        let set = log.publish().unwrap().unwrap();
+        assert_eq!(set.len(), 2);
+        assert!((set.vector_of(4).unwrap().unwrap()[1] - 0.8).abs() < 0.01);
+    }
+
+    #[test]
+    fn damage_or_another_model_starts_afresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("quick.vec");
+        let all = |_: u64| true;
+        let (mut log, _) = QuickLog::open(&path, "static/m", 2, None, &all).unwrap();
+        log.stage(1, &[1.0, 0.0]);
+        let committed = record(&mut log);
+        drop(log);
+        let (_, note) = QuickLog::open(&path, "static/other", 2, Some(&committed), &all).unwrap();
+        assert!(note.unwrap().contains("static/m"));
+
+        let (mut log, _) = QuickLog::open(&path, "static/m", 2, None, &all).unwrap();
+        log.stage(1, &[1.0, 0.0]);
+        let committed = record(&mut log);
+        drop(log);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x55;
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(open_set(&path, &committed, 2, &all).unwrap_err().contains("checksum"));
+        let (log, note) = QuickLog::open(&path, "static/m", 2, Some(&committed), &all).unwrap();
+        assert!(note.unwrap().contains("checksum"));
+        assert!(!log.contains(1));
+    }
+
+    #[test]
+    fn a_file_cut_short_or_rewritten_under_an_open_set_is_an_error_not_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("quick.vec");
+        let dims = 32;
+        let vectors = vectors(dims, 2_000);
+        let (mut log, _) = QuickLog::open(&path, "static/m", dims, None, &|_| true).unwrap();
+        for (id, v) in &vectors {
+            log.stage(*id, v);
+        }
+        let committed = record(&mut log);
+        let query = vectors[10].1.clone();
+        let id = vectors[10].0;
+        let intact = open_set(&path, &committed, dims, &|_| true).unwrap();
+        let published = log.publish().unwrap().unwrap();
+        let before = intact.nearest(&query, 5).unwrap();
+        assert_eq!(published.nearest(&query, 5).unwrap(), before);
+        // Rewritten in place, the same length: each search path notices the rows changed.
+        let good = std::fs::read(&path).unwrap();
+        let mut flipped = good.clone();
+        for b in &mut flipped[HEADER_LEN as usize..] {
+            *b = b.wrapping_neg();
+        }
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().write_all_at(&flipped, 0).unwrap();
+        for set in [&intact, &published] {
+            for how in [QuickSearch::Exact, QuickSearch::Preselect(50)] {
+                let e = set.nearest_with(&query, 5, how).unwrap_err().to_string();
+                assert!(e.contains("quick.vec") && e.contains("changed under the index"), "{how:?}: {e}");
+            }
+            assert!(set.vector_of(id).is_err() && set.similarity(id, &query).is_err());
+        }
+        // Cut short: an error again, and once the file is whole the same set reads it.
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(HEADER_LEN + 100).unwrap();
+        for how in [QuickSearch::Exact, QuickSearch::Preselect(50)] {
+            let e = intact.nearest_with(&query, 5, how).unwrap_err().to_string();
+            assert!(e.contains("changed under the index"), "{how:?}: {e}");
+        }
+        std::fs::write(&path, &good).unwrap();
+        assert_eq!(intact.nearest(&query, 5).unwrap(), before);
+    }
+
+    #[test]
+    fn dead_rows_are_compacted_away() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("quick.vec");
+        let (mut log, _) = QuickLog::open(&path, "static/m", 2, None, &|_| true).unwrap();
+        let n = COMPACT_SLACK + 10;
+        for id in 0..n {
+            log.stage(id, &[1.0, 0.0]);
+        }
+        record(&mut log);
+        for id in 0..n - 3 {
+            log.drop_id(id);
+        }
+        // Staged rows are compacted with the committed ones.
+        log.stage(n, &[0.0, 1.0]);
+        let committed = record(&mut log);
+        assert_eq!(committed.rows, 4, "only the live rows are left");
+        let set = open_set(&path, &committed, 2, &|_| true).unwrap();
+        assert_eq!(set.len(), 4);
+        assert!(set.contains(n - 1) && !set.contains(0));
+        assert_eq!(set.nearest(&[0.0, 1.0], 1).unwrap()[0].0, n);
+        let published = log.publish().unwrap().unwrap();
+        assert_eq!(published.nearest(&[0.0, 1.0], 1).unwrap()[0].0, n);
+    }
+}
