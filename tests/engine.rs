@@ -988,7 +988,7 @@ fn a_quick_vector_file_changed_under_running_engines_is_an_error_and_they_serve_
     use std::os::unix::fs::FileExt;
     let f = Fixture::standard();
     let mut engine = f.engine(Counting::slow());
-    engine.fill_pending_vectors_later(true);
+    engine.set_pending_vectors(PendingVectors::Queued);
     reconcile(&mut engine);
     // A second process reads the same index, as a second editor's server would.
     let reader = f.engine(Counting::slow());
