@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -36,18 +37,33 @@ fn transcript(fixture: &Fixture) -> Value {
         .stderr(Stdio::piped())
         .spawn()
         .expect("python3 starts");
+    // The pipes are read while the client runs: its transcript is larger than a pipe holds,
+    // and a client blocked on a full pipe would never exit.
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut text);
+            }
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
     let started = Instant::now();
-    while child.try_wait().expect("wait for the client").is_none() {
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the client") {
+            break status;
+        }
         if started.elapsed() > DEADLINE {
             let _ = child.kill();
-            break;
+            break child.wait().expect("wait for the killed client");
         }
         std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().expect("client output");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the client failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
+    };
+    let stdout = stdout.join().expect("stdout reader");
+    let stderr = stderr.join().expect("stderr reader");
+    assert!(status.success(), "the client failed ({status})\nstdout:\n{stdout}\nstderr:\n{stderr}");
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\nstderr:\n{stderr}"))
 }
 
