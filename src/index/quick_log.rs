@@ -15,8 +15,10 @@ use super::manifest::QuickFile;
 use super::quick::{BLOCK_ROWS, HEADER_LEN, Loaded, QuickSet, Rows, encode_row, header, load, row_len};
 use super::sign_bits::SignBits;
 
-/// The file is rewritten without its dead rows once they outnumber the live ones by this
-/// many.
+/// The file is rewritten without its dead rows once they outnumber half the live ones by
+/// this many. Every open reads every row, dead ones included: after a re-chunk of the whole
+/// index (a new chunking or analysis version) half the file would be dead, and every
+/// command would read twice what it needs until the dead rows outnumbered all the live ones.
 const COMPACT_SLACK: u64 = 4_096;
 
 /// The live row of each chunk, in a table indexed by chunk id. Ids are handed out in order
@@ -197,7 +199,7 @@ impl QuickLog {
     /// returns what the manifest records of the file.
     pub fn commit(&mut self) -> std::io::Result<QuickFile> {
         let dead = self.rows + (self.staged.len() / row_len(self.dims)) as u64 - self.live.len() as u64;
-        if dead > self.live.len() as u64 + COMPACT_SLACK {
+        if dead > self.live.len() as u64 / 2 + COMPACT_SLACK {
             self.compact()?;
         } else if !self.staged.is_empty() {
             self.file.seek(SeekFrom::Start(HEADER_LEN + self.rows * row_len(self.dims) as u64))?;
@@ -415,6 +417,25 @@ mod tests {
         }
         std::fs::write(&path, &good).unwrap();
         assert_eq!(intact.nearest(&query, 5).unwrap(), before);
+    }
+
+    #[test]
+    fn a_file_whose_every_row_was_replaced_is_compacted_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("quick.vec");
+        let (mut log, _) = QuickLog::open(&path, "static/m", 2, None, &|_| true).unwrap();
+        let n = 3 * COMPACT_SLACK;
+        for id in 0..n {
+            log.stage(id, &[1.0, 0.0]);
+        }
+        record(&mut log);
+        // A re-chunk of everything: each chunk gone, and as many new ones.
+        for id in 0..n {
+            log.drop_id(id);
+            log.stage(n + id, &[0.0, 1.0]);
+        }
+        let committed = record(&mut log);
+        assert_eq!(committed.rows, n, "the dead half is not kept");
     }
 
     #[test]
