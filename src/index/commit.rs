@@ -47,8 +47,7 @@ impl Index {
             // A chunk whose vector never came (the model's were pending) has none to remove,
             // and journaling its removal anyway would make a re-chunk of a million pending
             // chunks a million records that every later open replays.
-            if read(&self.vectors).contains(id) {
-                write(&self.vectors).remove(id)?;
+            if write(&self.vectors).remove(id)? {
                 self.pending_ops.push(VectorOp::Remove(id));
             }
         }

@@ -37,7 +37,9 @@ impl Index {
                                 for op in &r.ops {
                                     match op {
                                         VectorOp::Add(id, v) => write(&self.vectors).add(*id, v)?,
-                                        VectorOp::Remove(id) => write(&self.vectors).remove(*id)?,
+                                        VectorOp::Remove(id) => {
+                                            write(&self.vectors).remove(*id)?;
+                                        }
                                     }
                                 }
                                 generation = r.generation.unwrap_or(generation);

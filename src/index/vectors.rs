@@ -187,10 +187,11 @@ impl VectorIndex {
         self.index.add(id, vector).map_err(VectorError::new)
     }
 
-    pub fn remove(&mut self, id: u64) -> Result<(), VectorError> {
+    /// Removes the vector of `id`; says whether there was one.
+    pub fn remove(&mut self, id: u64) -> Result<bool, VectorError> {
         let n = self.index.remove(id).map_err(VectorError::new)?;
         self.removed += n;
-        Ok(())
+        Ok(n > 0)
     }
 
     /// The stored vector of `id` (as stored: f16 precision). `None` too when the mapped
