@@ -165,18 +165,23 @@ fn explain_shows_both_arms() {
     assert!(out.contains("bm25 #1") && out.contains("vector #"), "{out}");
 }
 
-/// Every file under `dir` named `name`.
-fn files_named(dir: &std::path::Path, name: &str) -> Vec<std::path::PathBuf> {
+/// Every file under `dir` for which `wanted` holds.
+fn files_where(dir: &std::path::Path, wanted: &dyn Fn(&std::path::Path) -> bool) -> Vec<std::path::PathBuf> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let path = entry.path();
         if path.is_dir() {
-            found.extend(files_named(&path, name));
-        } else if path.file_name().is_some_and(|n| n == name) {
+            found.extend(files_where(&path, wanted));
+        } else if wanted(&path) {
             found.push(path);
         }
     }
     found
+}
+
+/// Every file under `dir` named `name`.
+fn files_named(dir: &std::path::Path, name: &str) -> Vec<std::path::PathBuf> {
+    files_where(dir, &|p| p.file_name().is_some_and(|n| n == name))
 }
 
 #[test]
@@ -202,10 +207,8 @@ fn a_reader_meeting_a_damaged_chunk_store_says_so_and_the_next_writer_rebuilds_i
     let cli = Cli::new();
     cli.ok(&["index", "--quick"]);
     let root = cli.fixture.index.path();
-    let mut segments = Vec::new();
-    for ext in ["idx", "store", "term"] {
-        segments.extend(files_with_extension(root, ext));
-    }
+    let segments =
+        files_where(root, &|p| p.extension().is_some_and(|e| e == "idx" || e == "store" || e == "term"));
     assert!(!segments.is_empty());
     for path in &segments {
         std::fs::OpenOptions::new().write(true).open(path).unwrap().set_len(0).unwrap();
@@ -222,19 +225,6 @@ fn a_reader_meeting_a_damaged_chunk_store_says_so_and_the_next_writer_rebuilds_i
     assert!(err.contains("damaged"), "{err}");
     let (out, _) = cli.ok(&["search", "snapshots kept", "-k", "1", "--no-update"]);
     assert!(out.starts_with("1. ops/backup.md"), "{out}");
-}
-
-fn files_with_extension(dir: &std::path::Path, ext: &str) -> Vec<std::path::PathBuf> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            found.extend(files_with_extension(&path, ext));
-        } else if path.extension().is_some_and(|e| e == ext) {
-            found.push(path);
-        }
-    }
-    found
 }
 
 #[test]
