@@ -83,15 +83,7 @@ impl Worker {
                 Some(Job::Reconcile { reply }) => self.reconcile(reply),
                 Some(Job::Configure { settings }) => {
                     self.settings = settings;
-                    // The run of the old settings ends; its answers are checked against the
-                    // new settings' keys when they come back, so none is misfiled.
-                    self.stop_snippets();
-                    self.snippets = self.snippets.renewed();
-                    // The old engine lets go of the index (and its lock) before the new opens.
-                    self.engine = None;
-                    self.open();
-                    self.reconcile(None);
-                    self.publish_snippets();
+                    self.reopen();
                 }
                 Some(Job::Snippets(outcomes)) => self.apply_snippets(outcomes),
                 Some(Job::SnippetRunEnded { run, end }) => self.snippet_run_ended(run, end),
@@ -281,12 +273,21 @@ impl Worker {
             "{}: the index's files were damaged ({problem}); rebuilding the index from the files",
             self.folder.name()
         ));
+        self.reopen();
+        self.folder.healing.store(false, Ordering::Release);
+    }
+
+    /// Lets go of the engine and opens the index again (with the current settings), then
+    /// reconciles it.
+    fn reopen(&mut self) {
+        // The running snippet run ends; its answers are checked against the new run's keys
+        // when they come back, so none is misfiled.
         self.stop_snippets();
         self.snippets = self.snippets.renewed();
+        // The old engine lets go of the index (and its lock) before the new opens.
         self.engine = None;
         self.open();
         self.reconcile(None);
-        self.folder.healing.store(false, Ordering::Release);
         self.publish_snippets();
     }
 
