@@ -693,6 +693,22 @@ fn chunks_whose_vectors_never_came_leave_nothing_in_the_journal_when_they_go() {
     engine.set_pending_vectors(PendingVectors::Left);
     reconcile(&mut engine);
     assert_eq!(engine.index().vector_count(), 0);
+    // The next process that leaves them to a later one does not list them at all, while
+    // status still counts them; one that fills between other work queues them all.
+    drop(engine);
+    let chunks = {
+        let mut engine = f.engine(Counting::slow());
+        engine.set_pending_vectors(PendingVectors::Left);
+        reconcile(&mut engine);
+        assert_eq!(engine.pending_vectors(), 0);
+        assert_eq!(engine.status().vectors_pending, engine.index().manifest().chunk_count());
+        engine.index().manifest().chunk_count()
+    };
+    let mut engine = f.engine(Counting::slow());
+    engine.set_pending_vectors(PendingVectors::Queued);
+    reconcile(&mut engine);
+    assert_eq!(engine.pending_vectors(), chunks);
+    engine.set_pending_vectors(PendingVectors::Left);
     let journal = f.index_dir().join("vectors.journal");
     let header_only = std::fs::metadata(&journal).unwrap().len();
     // Every file rewritten and one removed: their old chunks go, none of which had a vector
