@@ -997,6 +997,25 @@ fn a_damaged_quick_vector_file_is_read_around_and_made_again() {
         drop(engine);
         assert!(f.engine(Counting::slow()).notes().is_empty(), "{how}: repaired for good");
     }
+    // The sidecar of ids and signs that an open reads instead of the rows: damaged, the
+    // rows are read through instead, nothing is made again, and a writer rewrites it.
+    let sidecar = f.index_dir().join("quick.sig");
+    let good = std::fs::read(&sidecar).unwrap();
+    for how in 0..5 {
+        damage(&sidecar, how);
+        let reader = {
+            let _lock = situate::index::lock::WriterLock::try_acquire(&f.index_dir().join("writer.lock"))
+                .unwrap()
+                .unwrap();
+            f.engine(Counting::slow())
+        };
+        assert!(reader.notes().is_empty(), "{how}: {:?}", reader.notes());
+        let hits = reader.search(&request("sourdough starter dough", SearchMode::Vector)).unwrap();
+        assert_eq!(top_paths(&hits), top_paths(&expected), "{how}");
+        drop(reader);
+        drop(f.engine(Counting::slow()));
+        assert_eq!(std::fs::read(&sidecar).unwrap(), good, "{how}: rewritten as it was");
+    }
 }
 
 #[test]

@@ -17,7 +17,7 @@ use super::files::{self, IndexLayout};
 use super::{IndexError, store_err};
 
 /// A file's status: size, modification time, change time and inode.
-type Status = (u64, i128, i128, u64);
+pub(super) type Status = (u64, i128, i128, u64);
 
 /// The files found intact, by name.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -41,7 +41,7 @@ impl CheckedFiles {
     }
 }
 
-fn status(path: &Path) -> Option<Status> {
+pub(super) fn status(path: &Path) -> Option<Status> {
     let m = std::fs::metadata(path).ok()?;
     let time = |secs: i64, nanos: i64| i128::from(secs) * 1_000_000_000 + i128::from(nanos);
     Some((m.len(), time(m.mtime(), m.mtime_nsec()), time(m.ctime(), m.ctime_nsec()), m.ino()))

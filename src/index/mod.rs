@@ -27,6 +27,7 @@ mod pending;
 mod quick;
 mod quick_log;
 mod quick_scan;
+mod quick_sidecar;
 mod record;
 mod schema;
 mod sign_bits;

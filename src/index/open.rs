@@ -15,6 +15,7 @@ use super::manifest::{ChunkRef, FileEntry, Manifest};
 use super::manifest_file;
 use super::quick::QuickSet;
 use super::quick_log::QuickLog;
+use super::quick_sidecar;
 use super::schema::{self, Fields};
 use super::snapshot::Snapshot;
 use super::store_dir::ReadingDirectory;
@@ -525,6 +526,8 @@ fn clear_index_files(layout: &IndexLayout) -> Result<(), IndexError> {
         layout.vectors_meta(),
         layout.vectors_journal(),
         layout.quick(),
+        quick_sidecar::path_of(&layout.quick()),
+        quick_sidecar::status_record(&layout.quick()),
         layout.manifest(),
         layout.manifest_json(),
         layout.meta(),

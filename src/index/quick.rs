@@ -3,11 +3,13 @@
 //! from the first commit on.
 //!
 //! They are kept with the index in `quick.vec`, so that no process makes them again when it
-//! opens the index: an append-only file of int8 rows (`MAGIC`, dimensions as u32, four
-//! reserved bytes, then rows of id u64, scale f32 and one signed byte per dimension, all
+//! opens the index: an append-only file of int8 rows (`MAGIC`, dimensions as u32, a nonce
+//! as u32, then rows of id u64, scale f32 and one signed byte per dimension, all
 //! little-endian). A vector is stored as `scale × bytes`; unit vectors lose well under a
-//! percent of their similarity to rounding, and a quarter of the space of f32. The manifest
-//! records, with each commit, how many rows the file holds and their xxh3 checksum:
+//! percent of their similarity to rounding, and a quarter of the space of f32. Beside it,
+//! `quick.sig` holds each row's id and signs (`quick_sidecar.rs`), which is all an open
+//! reads. The manifest records, with each commit, how many rows the file holds and the
+//! xxh3 checksum of their sidecar rows:
 //! rows past that count are an unfinished write and are cut off by the next writer, and
 //! rows that no longer stand in for anything (their chunk's own vector arrived, or the
 //! chunk went) are skipped, and dropped when the file is rewritten at its next compaction.
@@ -33,7 +35,8 @@ use xxhash_rust::xxh3::Xxh3;
 use super::IndexError;
 use super::manifest::QuickFile;
 use super::quick_scan::{Scan, ScanRows, TopK, dot_i8};
-use super::sign_bits::{self, QueryPlanes, SignBits};
+use super::quick_sidecar::{self, RowFacts};
+use super::sign_bits::{self, QueryPlanes};
 
 const MAGIC: &[u8; 8] = b"SITQVEC1";
 pub(super) const HEADER_LEN: u64 = 16;
@@ -72,13 +75,14 @@ pub fn quantize(v: &[f32]) -> (f32, Vec<i8>) {
     (scale, bytes)
 }
 
-/// Appends a row to `out` and its signs to `signs`.
-pub(super) fn encode_row(out: &mut Vec<u8>, signs: &mut SignBits, id: u64, v: &[f32]) {
+/// Appends a row to `out` and its facts to `facts`.
+pub(super) fn encode_row(out: &mut Vec<u8>, facts: &mut RowFacts, id: u64, v: &[f32]) {
     let (scale, bytes) = quantize(v);
+    let start = out.len();
     out.extend_from_slice(&id.to_le_bytes());
     out.extend_from_slice(&scale.to_le_bytes());
     out.extend(bytes.iter().map(|b| *b as u8));
-    signs.push(&bytes);
+    facts.push(&out[start..], &bytes);
 }
 
 fn as_i8(bytes: &[u8]) -> &[i8] {
@@ -93,10 +97,12 @@ fn split_row(row: &[u8]) -> (u64, f32, &[i8]) {
     (id, scale, as_i8(&row[ROW_PREFIX..]))
 }
 
-pub(super) fn header(dims: usize) -> [u8; HEADER_LEN as usize] {
+/// The file's header: its dimensions and the nonce its sidecar must carry too.
+pub(super) fn header(dims: usize, nonce: u32) -> [u8; HEADER_LEN as usize] {
     let mut h = [0u8; HEADER_LEN as usize];
     h[..8].copy_from_slice(MAGIC);
     h[8..12].copy_from_slice(&(dims as u32).to_le_bytes());
+    h[12..16].copy_from_slice(&nonce.to_le_bytes());
     h
 }
 
@@ -200,8 +206,8 @@ pub struct QuickSet {
     rows: Rows,
     /// The file the rows are read from, for errors.
     path: PathBuf,
-    /// The signs of every row of the file (live or not), by row number.
-    signs: Arc<SignBits>,
+    /// The signs and checksums of every row of the file (live or not), by row number.
+    facts: Arc<RowFacts>,
     /// Row numbers of the live rows, ascending.
     live: Vec<u32>,
     /// The live row of each chunk, by id.
@@ -214,7 +220,7 @@ impl Default for QuickSet {
             dims: 0,
             rows: Rows::Empty,
             path: PathBuf::new(),
-            signs: Arc::default(),
+            facts: Arc::default(),
             live: Vec::new(),
             by_id: Vec::new(),
         }
@@ -231,14 +237,14 @@ impl QuickSet {
     /// A set made in memory (a reader of an index whose writer has not stored them yet).
     pub fn in_memory(dims: usize, vectors: &[(u64, Vec<f32>)]) -> QuickSet {
         let mut bytes = Vec::with_capacity(vectors.len() * row_len(dims));
-        let mut signs = SignBits::new(dims);
+        let mut facts = RowFacts::new(dims);
         let mut live = Vec::with_capacity(vectors.len());
         for (id, v) in vectors.iter().filter(|(_, v)| v.len() == dims) {
             live.push((*id, live.len() as u32));
-            encode_row(&mut bytes, &mut signs, *id, v);
+            encode_row(&mut bytes, &mut facts, *id, v);
         }
         let rows = Rows::Owned(bytes);
-        QuickSet::with_live(dims, rows, PathBuf::new(), Arc::new(signs), live.into_iter())
+        QuickSet::with_live(dims, rows, PathBuf::new(), Arc::new(facts), live.into_iter())
     }
 
     /// A set of the given rows; an id given twice keeps its later row.
@@ -246,7 +252,7 @@ impl QuickSet {
         dims: usize,
         rows: Rows,
         path: PathBuf,
-        signs: Arc<SignBits>,
+        facts: Arc<RowFacts>,
         live: impl Iterator<Item = (u64, u32)>,
     ) -> QuickSet {
         let mut by_id: Vec<(u64, u32)> = live.collect();
@@ -256,7 +262,7 @@ impl QuickSet {
         by_id.reverse();
         let mut live: Vec<u32> = by_id.iter().map(|(_, row)| *row).collect();
         live.sort_unstable();
-        QuickSet { dims, rows, path, signs, live, by_id }
+        QuickSet { dims, rows, path, facts, live, by_id }
     }
 
     fn row_of(&self, id: u64) -> Option<u32> {
@@ -271,7 +277,7 @@ impl QuickSet {
     fn read_row<'a>(&'a self, row: u32, buffer: &'a mut Vec<u8>) -> Result<(u64, f32, &'a [i8]), IndexError> {
         let bytes = self.rows.read(row, 1, row_len(self.dims), buffer).map_err(|e| self.error(e))?;
         let (id, scale, v) = split_row(bytes);
-        if self.row_of(id) != Some(row) || !self.signs.matches(row, v) {
+        if self.row_of(id) != Some(row) || !self.facts.matches(row, bytes) {
             return Err(self.error(changed_under(format_args!("row {row} is not the row committed"))));
         }
         Ok((id, scale, v))
@@ -302,7 +308,7 @@ impl QuickSet {
             Rows::Owned(v) => v.len(),
             _ => 0,
         };
-        rows + self.signs.bytes() + self.live.len() * 4 + self.by_id.len() * 16
+        rows + self.facts.bytes() + self.live.len() * 4 + self.by_id.len() * 16
     }
 
     /// The quick vector of a chunk, as stored (int8 precision).
@@ -347,8 +353,13 @@ impl QuickSet {
         let mut all = match how {
             QuickSearch::Preselect(count) if count.max(limit) < self.live.len() => {
                 let planes = QueryPlanes::new(&q);
-                let candidates =
-                    sign_bits::preselect(&self.signs, &self.live, &planes, count.max(limit), PARALLEL_ROWS);
+                let candidates = sign_bits::preselect(
+                    &self.facts.signs,
+                    &self.live,
+                    &planes,
+                    count.max(limit),
+                    PARALLEL_ROWS,
+                );
                 self.compare_rows(&candidates, &q, limit)?
             }
             _ => self.scan(&q, limit)?,
@@ -436,12 +447,13 @@ impl QuickSet {
     }
 }
 
-/// Why a quick file on disk cannot be used as it is.
-fn check_file(path: &Path, record: &QuickFile, dims: usize) -> Result<File, String> {
+/// Why a quick file on disk cannot be used as it is; else the open file and its nonce.
+fn check_file(path: &Path, record: &QuickFile, dims: usize) -> Result<(File, u32), String> {
     let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut head = [0u8; HEADER_LEN as usize];
     file.read_exact_at(&mut head, 0).map_err(|e| format!("{}: {e}", path.display()))?;
-    if head != header(dims) {
+    let nonce = u32::from_le_bytes(head[12..16].try_into().unwrap_or_default());
+    if head != header(dims, nonce) {
         return Err(format!("{}: not a quick vector file of {dims} dimensions", path.display()));
     }
     let need = HEADER_LEN + record.rows * row_len(dims) as u64;
@@ -449,23 +461,50 @@ fn check_file(path: &Path, record: &QuickFile, dims: usize) -> Result<File, Stri
     if have < need {
         return Err(format!("{}: holds {have} bytes, its commit {need}", path.display()));
     }
-    Ok(file)
+    Ok((file, nonce))
 }
 
-/// The committed quick file at `path`, checked against its record and read once through:
-/// the open file, the live rows (the last of each id for which `wanted` holds), the signs
-/// of every row and the rows' checksum state. `Err` says why it cannot be used.
+/// The committed quick file at `path`, checked against its record: the open file, the live
+/// rows (the last of each id for which `wanted` holds), the signs of every row and the
+/// checksum state, from its sidecar when that is usable, else from the file read through.
+/// `Err` says why it cannot be used.
 pub(super) fn load(
     path: &Path,
     record: &QuickFile,
     dims: usize,
     wanted: &dyn Fn(u64) -> bool,
 ) -> Result<Loaded, String> {
-    let file = check_file(path, record, dims)?;
+    let (file, nonce) = check_file(path, record, dims)?;
+    let sidecar =
+        quick_sidecar::read(&quick_sidecar::path_of(path), dims, nonce, record.rows, record.checksum);
+    let (sidecar, rebuilt) = match sidecar {
+        Ok(sidecar) if quick_sidecar::recorded_intact(path) => (sidecar, None),
+        Ok(sidecar) => {
+            check_rows(&file, path, record, dims, &sidecar)?;
+            (sidecar, None)
+        }
+        Err(why) => {
+            tracing::debug!("{why}: the quick file is read through");
+            let (sidecar, rows) = read_through(&file, path, record, dims)?;
+            (sidecar, Some(rows))
+        }
+    };
+    let live =
+        sidecar.ids.iter().enumerate().filter(|(_, id)| wanted(**id)).map(|(row, id)| (*id, row as u32));
+    let live = live.collect();
+    Ok(Loaded { file, nonce, hasher: sidecar.hasher, facts: sidecar.facts, live, rebuilt })
+}
+
+/// Reads the committed rows through and checks each against the id and checksum its
+/// sidecar holds of it.
+fn check_rows(
+    file: &File,
+    path: &Path,
+    record: &QuickFile,
+    dims: usize,
+    sidecar: &quick_sidecar::Sidecar,
+) -> Result<(), String> {
     let len = row_len(dims);
-    let mut hasher = Xxh3::new();
-    let mut signs = SignBits::new(dims);
-    let mut live = Vec::new();
     let mut buffer = vec![0u8; BLOCK_ROWS as usize * len];
     let mut first = 0u64;
     while first < record.rows {
@@ -473,33 +512,72 @@ pub(super) fn load(
         let bytes = &mut buffer[..count * len];
         file.read_exact_at(bytes, HEADER_LEN + first * len as u64)
             .map_err(|e| format!("{}: {e}", path.display()))?;
-        hasher.update(bytes);
         for (n, row) in bytes.chunks_exact(len).enumerate() {
-            let (id, _, v) = split_row(row);
-            signs.push(v);
-            if wanted(id) {
-                live.push((id, (first + n as u64) as u32));
+            let at = first as usize + n;
+            if split_row(row).0 != sidecar.ids[at] || !sidecar.facts.matches(at as u32, row) {
+                return Err(format!("{}: row {at} does not match its checksum", path.display()));
             }
         }
         first += count as u64;
     }
-    if hasher.digest() != record.checksum {
+    Ok(())
+}
+
+/// The sidecar rows of a committed quick file, derived from its rows read through and
+/// checked against the record's checksum: of those sidecar rows, or, as files written
+/// before there were sidecars recorded it, of the rows themselves.
+fn read_through(
+    file: &File,
+    path: &Path,
+    record: &QuickFile,
+    dims: usize,
+) -> Result<(quick_sidecar::Sidecar, Vec<u8>), String> {
+    let len = row_len(dims);
+    let mut of_rows = Xxh3::new();
+    let mut hasher = Xxh3::new();
+    let mut facts = RowFacts::new(dims);
+    let mut ids = Vec::with_capacity(record.rows as usize);
+    let mut sidecar_rows = Vec::with_capacity(record.rows as usize * quick_sidecar::row_len(dims));
+    let mut buffer = vec![0u8; BLOCK_ROWS as usize * len];
+    let mut first = 0u64;
+    while first < record.rows {
+        let count = (record.rows - first).min(u64::from(BLOCK_ROWS)) as usize;
+        let bytes = &mut buffer[..count * len];
+        file.read_exact_at(bytes, HEADER_LEN + first * len as u64)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        of_rows.update(bytes);
+        let start = sidecar_rows.len();
+        for row in bytes.chunks_exact(len) {
+            let (id, _, v) = split_row(row);
+            facts.push(row, v);
+            ids.push(id);
+            facts.encode_last(&mut sidecar_rows, id);
+        }
+        hasher.update(&sidecar_rows[start..]);
+        first += count as u64;
+    }
+    if hasher.digest() != record.checksum && of_rows.digest() != record.checksum {
         return Err(format!(
             "{}: the rows do not match the checksum they were committed with",
             path.display()
         ));
     }
-    Ok(Loaded { file, hasher, signs, live })
+    Ok((quick_sidecar::Sidecar { hasher, facts, ids }, sidecar_rows))
 }
 
 /// A committed quick file as [`load`] found it.
 pub(super) struct Loaded {
     pub(super) file: File,
-    /// The checksum state over the committed rows, to go on from.
+    /// The nonce the file and its sidecar share.
+    pub(super) nonce: u32,
+    /// The checksum state over the committed sidecar rows, to go on from.
     pub(super) hasher: Xxh3,
-    pub(super) signs: SignBits,
+    pub(super) facts: RowFacts,
     /// The live rows as (id, row), in row order.
     pub(super) live: Vec<(u64, u32)>,
+    /// The sidecar rows, when there was no usable sidecar and they were derived from the
+    /// file: a writer writes them out.
+    pub(super) rebuilt: Option<Vec<u8>>,
 }
 
 /// Reads a committed quick file for a reader: the rows of the chunks for which `wanted`
@@ -512,7 +590,7 @@ pub fn open_set(
 ) -> Result<QuickSet, String> {
     let loaded = load(path, record, dims, wanted)?;
     let rows = if record.rows == 0 { Rows::Empty } else { Rows::File(loaded.file) };
-    Ok(QuickSet::with_live(dims, rows, path.to_path_buf(), Arc::new(loaded.signs), loaded.live.into_iter()))
+    Ok(QuickSet::with_live(dims, rows, path.to_path_buf(), Arc::new(loaded.facts), loaded.live.into_iter()))
 }
 
 #[cfg(test)]

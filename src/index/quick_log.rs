@@ -5,6 +5,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use xxhash_rust::xxh3::Xxh3;
 use super::files;
 use super::manifest::QuickFile;
 use super::quick::{BLOCK_ROWS, HEADER_LEN, Loaded, QuickSet, Rows, encode_row, header, load, row_len};
-use super::sign_bits::SignBits;
+use super::quick_sidecar::{self, RowFacts};
 
 /// The file is rewritten without its dead rows once they outnumber half the live ones by
 /// this many. Every open reads every row, dead ones included: after a re-chunk of the whole
@@ -81,6 +82,16 @@ impl RowsById {
     }
 }
 
+/// A file made anew at `path` with `header` and `body`, synced with its folder.
+fn fresh_file(path: &Path, header: &[u8], body: &[u8]) -> io::Result<File> {
+    let mut file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path)?;
+    file.write_all(header)?;
+    file.write_all(body)?;
+    file.sync_all()?;
+    files::sync_parent(path);
+    Ok(file)
+}
+
 /// The writer's side of the quick file: rows staged for the next commit, the live row of
 /// each chunk whose vector is pending, and the running checksum.
 pub struct QuickLog {
@@ -88,16 +99,23 @@ pub struct QuickLog {
     model: String,
     dims: usize,
     file: File,
+    /// The sidecar: each row's id and signs.
+    sidecar: File,
+    /// The nonce the file and its sidecar share.
+    nonce: u32,
     /// Committed rows in the file.
     rows: u64,
+    /// The checksum state over the committed sidecar rows.
     hasher: Xxh3,
     /// The row that stands in for each pending chunk (staged rows included).
     live: RowsById,
-    /// The signs of every row (staged ones included), shared with the published set until
-    /// the next row is staged.
-    signs: Arc<SignBits>,
+    /// The signs and checksums of every row (staged ones included), shared with the
+    /// published set until the next row is staged.
+    facts: Arc<RowFacts>,
     /// Encoded rows written at the next commit.
     staged: Vec<u8>,
+    /// Their sidecar rows.
+    staged_sidecar: Vec<u8>,
     /// The live rows changed since the set was last published.
     changed: bool,
 }
@@ -126,25 +144,49 @@ impl QuickLog {
             Some(r) => Some(Err(format!("quick vectors are of {}, not {model}", r.model))),
             None => None,
         };
-        let (file, hasher, live, signs, rows, note) = match usable {
+        let sidecar_path = quick_sidecar::path_of(path);
+        let (file, sidecar, nonce, hasher, live, facts, rows, note) = match usable {
             Some(Ok((loaded, r))) => {
-                let Loaded { file, hasher, signs, live } = loaded;
+                let Loaded { file, mut nonce, hasher, facts, live, rebuilt } = loaded;
                 drop(file);
                 let file = OpenOptions::new().read(true).write(true).open(path)?;
                 file.set_len(HEADER_LEN + r.rows * row_len(dims) as u64)?;
-                (file, hasher, RowsById::from_rows(live), signs, r.rows, None)
+                let sidecar = match rebuilt {
+                    Some(rows) => {
+                        // A file written before there were sidecars has none, nor a nonce:
+                        // it is given one, after the sidecar that carries it is in place.
+                        let renonce = nonce == 0;
+                        if renonce {
+                            nonce = quick_sidecar::new_nonce();
+                        }
+                        let sidecar = fresh_file(&sidecar_path, &quick_sidecar::header(dims, nonce), &rows)?;
+                        if renonce {
+                            file.write_all_at(&header(dims, nonce), 0)?;
+                            file.sync_data()?;
+                        }
+                        sidecar
+                    }
+                    None => {
+                        let sidecar = OpenOptions::new().read(true).write(true).open(&sidecar_path)?;
+                        sidecar.set_len(
+                            quick_sidecar::HEADER_LEN + r.rows * quick_sidecar::row_len(dims) as u64,
+                        )?;
+                        sidecar
+                    }
+                };
+                quick_sidecar::record_intact(path);
+                (file, sidecar, nonce, hasher, RowsById::from_rows(live), facts, r.rows, None)
             }
             problem => {
                 let note = match problem {
                     Some(Err(e)) => Some(format!("{e}: quick vectors are made again")),
                     _ => None,
                 };
-                let mut file =
-                    OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path)?;
-                file.write_all(&header(dims))?;
-                file.sync_all()?;
-                files::sync_parent(path);
-                (file, Xxh3::new(), RowsById::default(), SignBits::new(dims), 0, note)
+                let nonce = quick_sidecar::new_nonce();
+                // The sidecar first: a new quick file never meets an old sidecar of its nonce.
+                let sidecar = fresh_file(&sidecar_path, &quick_sidecar::header(dims, nonce), &[])?;
+                let file = fresh_file(path, &header(dims, nonce), &[])?;
+                (file, sidecar, nonce, Xxh3::new(), RowsById::default(), RowFacts::new(dims), 0, note)
             }
         };
         let log = QuickLog {
@@ -152,11 +194,14 @@ impl QuickLog {
             model: model.to_string(),
             dims,
             file,
+            sidecar,
+            nonce,
             rows,
             hasher,
             live,
-            signs: Arc::new(signs),
+            facts: Arc::new(facts),
             staged: Vec::new(),
+            staged_sidecar: Vec::new(),
             changed: true,
         };
         Ok((log, note))
@@ -178,7 +223,9 @@ impl QuickLog {
             return;
         }
         let row = self.rows + (self.staged.len() / row_len(self.dims)) as u64;
-        encode_row(&mut self.staged, Arc::make_mut(&mut self.signs), id, vector);
+        let facts = Arc::make_mut(&mut self.facts);
+        encode_row(&mut self.staged, facts, id, vector);
+        facts.encode_last(&mut self.staged_sidecar, id);
         self.live.insert(id, row as u32);
         self.changed = true;
     }
@@ -205,9 +252,15 @@ impl QuickLog {
             self.file.seek(SeekFrom::Start(HEADER_LEN + self.rows * row_len(self.dims) as u64))?;
             self.file.write_all(&self.staged)?;
             self.file.sync_data()?;
-            self.hasher.update(&self.staged);
+            let sidecar_len = quick_sidecar::row_len(self.dims) as u64;
+            self.sidecar.seek(SeekFrom::Start(quick_sidecar::HEADER_LEN + self.rows * sidecar_len))?;
+            self.sidecar.write_all(&self.staged_sidecar)?;
+            self.sidecar.sync_data()?;
+            self.hasher.update(&self.staged_sidecar);
             self.rows += (self.staged.len() / row_len(self.dims)) as u64;
             self.staged.clear();
+            self.staged_sidecar.clear();
+            quick_sidecar::record_intact(&self.path);
         }
         Ok(self.record())
     }
@@ -228,11 +281,15 @@ impl QuickLog {
         let mut order: Vec<(u32, u64)> = self.live.iter().map(|(id, row)| (row, id)).collect();
         order.sort_unstable();
         let tmp = files::temp_sibling(&self.path);
+        let sidecar_path = quick_sidecar::path_of(&self.path);
+        let sidecar_tmp = files::temp_sibling(&sidecar_path);
+        let nonce = quick_sidecar::new_nonce();
         let mut hasher = Xxh3::new();
-        let mut signs = self.signs.empty_like();
+        let mut facts = self.facts.empty_like();
+        let mut sidecar_rows = Vec::with_capacity(order.len() * quick_sidecar::row_len(self.dims));
         {
             let mut out = io::BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
-            out.write_all(&header(self.dims))?;
+            out.write_all(&header(self.dims, nonce))?;
             let mut buffer = Vec::new();
             let mut rest = &order[..];
             while let Some(&(first, _)) = rest.first() {
@@ -247,31 +304,37 @@ impl QuickLog {
                     let bytes = rows.read(first, last - first + 1, len, &mut buffer)?;
                     for (row, _) in &group[..in_file] {
                         let start = (row - first) as usize * len;
-                        let bytes = &bytes[start..start + len];
-                        out.write_all(bytes)?;
-                        hasher.update(bytes);
+                        out.write_all(&bytes[start..start + len])?;
                     }
                 }
                 for (row, _) in &group[in_file..] {
                     let start = (u64::from(*row) - committed) as usize * len;
-                    let bytes = &self.staged[start..start + len];
-                    out.write_all(bytes)?;
-                    hasher.update(bytes);
+                    out.write_all(&self.staged[start..start + len])?;
                 }
-                for (row, _) in group {
-                    signs.push_from(&self.signs, *row);
+                for (row, id) in group {
+                    facts.push_from(&self.facts, *row);
+                    facts.encode_last(&mut sidecar_rows, *id);
                 }
             }
             out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
         }
+        hasher.update(&sidecar_rows);
+        drop(fresh_file(&sidecar_tmp, &quick_sidecar::header(self.dims, nonce), &sidecar_rows)?);
+        // The sidecar is put in place first: cut off between the two renames, the old file
+        // meets a sidecar of another nonce and is read through, as its commit recorded it.
+        std::fs::rename(&sidecar_tmp, &sidecar_path)?;
         std::fs::rename(&tmp, &self.path)?;
         files::sync_parent(&self.path);
+        quick_sidecar::record_intact(&self.path);
         self.file = OpenOptions::new().read(true).write(true).open(&self.path)?;
+        self.sidecar = OpenOptions::new().read(true).write(true).open(&sidecar_path)?;
+        self.nonce = nonce;
         self.hasher = hasher;
         self.rows = order.len() as u64;
         self.live = RowsById::from_rows(order.iter().enumerate().map(|(n, (_, id))| (*id, n as u32)));
-        self.signs = Arc::new(signs);
+        self.facts = Arc::new(facts);
         self.staged.clear();
+        self.staged_sidecar.clear();
         self.changed = true;
         Ok(())
     }
@@ -285,7 +348,7 @@ impl QuickLog {
         self.changed = false;
         let rows = if self.rows == 0 { Ok(Rows::Empty) } else { self.file.try_clone().map(Rows::File) };
         Some(rows.map(|rows| {
-            QuickSet::with_live(self.dims, rows, self.path.clone(), Arc::clone(&self.signs), self.live.iter())
+            QuickSet::with_live(self.dims, rows, self.path.clone(), Arc::clone(&self.facts), self.live.iter())
         }))
     }
 }
@@ -368,14 +431,82 @@ mod tests {
         log.stage(1, &[1.0, 0.0]);
         let committed = record(&mut log);
         drop(log);
-        let mut bytes = std::fs::read(&path).unwrap();
-        let last = bytes.len() - 1;
-        bytes[last] ^= 0x55;
-        std::fs::write(&path, &bytes).unwrap();
+        let sidecar = quick_sidecar::path_of(&path);
+        let (good, good_sidecar) = (std::fs::read(&path).unwrap(), std::fs::read(&sidecar).unwrap());
+        let flip_last = |p: &Path| {
+            let mut bytes = std::fs::read(p).unwrap();
+            let last = bytes.len() - 1;
+            bytes[last] ^= 0x55;
+            std::fs::write(p, &bytes).unwrap();
+        };
+        // A row changed on disk, its sign unchanged: the file's status is no longer the one
+        // its writer recorded, so the open reads the rows through and finds it.
+        flip_last(&path);
+        assert!(
+            open_set(&path, &committed, 2, &all).unwrap_err().contains("row 0 does not match its checksum")
+        );
+        // Changed where no status shows it (below the file system): the open trusts the
+        // rows, and the row is refused when it is read.
+        quick_sidecar::record_intact(&path);
+        let set = open_set(&path, &committed, 2, &all).unwrap();
+        assert!(set.vector_of(1).unwrap_err().to_string().contains("changed under the index"));
+        // A damaged sidecar: the file is read through instead, and a writer puts the
+        // sidecar right.
+        std::fs::write(&path, &good).unwrap();
+        flip_last(&sidecar);
+        let set = open_set(&path, &committed, 2, &all).unwrap();
+        assert!((set.vector_of(1).unwrap().unwrap()[0] - 1.0).abs() < 0.01);
+        let (log, note) = QuickLog::open(&path, "static/m", 2, Some(&committed), &all).unwrap();
+        assert!(note.is_none() && log.contains(1));
+        drop(log);
+        assert_eq!(std::fs::read(&sidecar).unwrap(), good_sidecar);
+        // Both damaged: nothing to check the rows by, so they are made again.
+        flip_last(&path);
+        flip_last(&sidecar);
         assert!(open_set(&path, &committed, 2, &all).unwrap_err().contains("checksum"));
         let (log, note) = QuickLog::open(&path, "static/m", 2, Some(&committed), &all).unwrap();
         assert!(note.unwrap().contains("checksum"));
         assert!(!log.contains(1));
+    }
+
+    #[test]
+    fn a_file_from_before_sidecars_is_read_through_and_then_given_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("quick.vec");
+        let dims = 8;
+        let vectors = vectors(dims, 300);
+        let (mut log, _) = QuickLog::open(&path, "static/m", dims, None, &|_| true).unwrap();
+        for (id, v) in &vectors {
+            log.stage(*id, v);
+        }
+        let mut committed = record(&mut log);
+        drop(log);
+        let query = vectors[3].1.clone();
+        let before = open_set(&path, &committed, dims, &|_| true).unwrap().nearest(&query, 5).unwrap();
+        // As such a file was: no nonce, no sidecar, and the checksum of the rows themselves.
+        let sidecar = quick_sidecar::path_of(&path);
+        std::fs::remove_file(&sidecar).unwrap();
+        let file = OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        file.write_all_at(&header(dims, 0), 0).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        committed.checksum = xxhash_rust::xxh3::xxh3_64(&bytes[HEADER_LEN as usize..]);
+        assert_eq!(open_set(&path, &committed, dims, &|_| true).unwrap().nearest(&query, 5).unwrap(), before);
+        let (mut log, note) = QuickLog::open(&path, "static/m", dims, Some(&committed), &|_| true).unwrap();
+        assert!(note.is_none(), "{note:?}");
+        assert!(sidecar.exists(), "the writer wrote the sidecar");
+        let mut nonce = [0u8; 4];
+        file.read_exact_at(&mut nonce, 12).unwrap();
+        assert_ne!(nonce, [0; 4], "and gave the file a nonce");
+        // Its next commit records the sidecar's checksum, which the next open reads alone.
+        let next = record(&mut log);
+        assert_ne!(next.checksum, committed.checksum);
+        drop(log);
+        assert!(quick_sidecar::recorded_intact(&path));
+        assert_eq!(open_set(&path, &next, dims, &|_| true).unwrap().nearest(&query, 5).unwrap(), before);
+        // Rows zeroed after the header: checked against the sidecar, row by row.
+        let length = file.metadata().unwrap().len() as usize;
+        file.write_all_at(&vec![0u8; length - HEADER_LEN as usize], HEADER_LEN).unwrap();
+        assert!(open_set(&path, &next, dims, &|_| true).unwrap_err().contains("row 0 does not match"));
     }
 
     #[test]
