@@ -190,22 +190,25 @@ fn a_restart_reopens_the_index_without_embedding_again() {
 }
 
 #[test]
-fn zeroed_bytes_inside_the_vector_file_are_found_and_the_vectors_rebuilt() {
+fn zeroed_bytes_inside_the_vector_file_are_found_and_only_those_vectors_rebuilt() {
     let f = Fixture::standard();
     let chunks = index_and_close(&f);
-    // Damage that keeps the file's size and header: vectors that read back wrong.
-    let path = f.index_dir().join("vectors.usearch");
+    // Damage that keeps the file's size and header: two rows that read back wrong.
+    let path = f.index_dir().join("vectors.vec");
     let mut bytes = std::fs::read(&path).unwrap();
-    let middle = bytes.len() / 2;
-    let end = (middle + 4096).min(bytes.len());
-    bytes[middle..end].fill(0);
+    let row = (bytes.len() - 16) / chunks;
+    let middle = 16 + row * (chunks / 2);
+    bytes[middle + row / 2..middle + row + row / 2].fill(0);
     std::fs::write(&path, bytes).unwrap();
 
     let mut engine = f.engine(Counting::new());
     let notes = engine.index().notes().to_vec();
-    assert!(notes.iter().any(|n| n.contains("checksum") && n.contains("re-embedded")), "{notes:?}");
+    assert!(
+        notes.iter().any(|n| n.contains("2 rows do not match") && n.contains("re-embedded")),
+        "{notes:?}"
+    );
     let report = reconcile(&mut engine);
-    assert_eq!(report.vectors_refilled, chunks);
+    assert_eq!(report.vectors_refilled, 2);
     let hits = engine.search(&request("herons canal", SearchMode::Vector)).unwrap();
     assert_eq!(hits[0].chunk.path, "journal/2026-03-02.txt");
 }
@@ -214,7 +217,7 @@ fn zeroed_bytes_inside_the_vector_file_are_found_and_the_vectors_rebuilt() {
 fn a_corrupt_vector_file_is_rebuilt_from_stored_texts() {
     let f = Fixture::standard();
     let chunks = index_and_close(&f);
-    std::fs::write(f.index_dir().join("vectors.usearch"), b"not a usearch file").unwrap();
+    std::fs::write(f.index_dir().join("vectors.vec"), b"not a vector file").unwrap();
 
     let embedder = Counting::new();
     let mut engine = f.engine(embedder.clone());
@@ -225,6 +228,59 @@ fn a_corrupt_vector_file_is_rebuilt_from_stored_texts() {
     assert_eq!(engine.index().vector_count(), chunks);
     let hits = engine.search(&request("herons canal", SearchMode::Vector)).unwrap();
     assert_eq!(hits[0].chunk.path, "journal/2026-03-02.txt");
+}
+
+#[test]
+fn an_index_with_the_vector_file_of_earlier_versions_is_converted_without_re_embedding() {
+    use situate::index::VectorIndex;
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    let chunks = engine.index().manifest().chunk_count();
+    let by_meaning = request("herons canal", SearchMode::Vector);
+    let expected = top_paths(&engine.search(&by_meaning).unwrap());
+    // The vectors as earlier versions kept them: a usearch file, and a record of its
+    // checksum and no rows.
+    let view = engine.view();
+    let snapshot = view.snapshot();
+    let mut legacy = VectorIndex::create(engine.index().embedder().dimensions).unwrap();
+    for id in engine.index().chunk_ids() {
+        legacy.add(id, &snapshot.vector_of(id).unwrap().unwrap()).unwrap();
+    }
+    drop((view, engine));
+    let dir = f.index_dir();
+    legacy.save(&dir.join("vectors.usearch")).unwrap();
+    let checksum = xxhash_rust::xxh3::xxh3_64(&std::fs::read(dir.join("vectors.usearch")).unwrap());
+    let mut record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("vectors.json")).unwrap()).unwrap();
+    record.as_object_mut().unwrap().remove("rows");
+    record["checksum"] = serde_json::json!(checksum);
+    std::fs::write(dir.join("vectors.json"), serde_json::to_vec(&record).unwrap()).unwrap();
+    for name in ["vectors.vec", "vectors.sig", "vectors.checked"] {
+        std::fs::remove_file(dir.join(name)).unwrap();
+    }
+
+    // A reader reads such an index as it is.
+    let reader = {
+        let _lock = situate::index::lock::WriterLock::try_acquire(&dir.join("writer.lock")).unwrap().unwrap();
+        f.engine(Counting::new())
+    };
+    assert!(reader.is_read_only() && reader.notes().is_empty(), "{:?}", reader.notes());
+    assert_eq!(top_paths(&reader.search(&by_meaning).unwrap()), expected);
+    drop(reader);
+    // A writer converts it: nothing is embedded again, and the earlier file goes.
+    let embedder = Counting::new();
+    let mut engine = f.engine(embedder.clone());
+    assert!(engine.index().notes().is_empty(), "{:?}", engine.index().notes());
+    assert_eq!(engine.index().vector_count(), chunks);
+    assert_eq!(reconcile(&mut engine).vectors_refilled, 0);
+    assert_eq!(embedder.count(), 0);
+    assert_eq!(top_paths(&engine.search(&by_meaning).unwrap()), expected);
+    assert!(!dir.join("vectors.usearch").exists() && dir.join("vectors.vec").exists());
+    drop(engine);
+    let engine = f.engine(Counting::new());
+    assert!(engine.index().notes().is_empty(), "{:?}", engine.index().notes());
+    assert_eq!(engine.index().vector_count(), chunks);
 }
 
 #[test]
@@ -303,7 +359,9 @@ fn a_crash_between_commit_and_manifest_is_repaired() {
     let f = Fixture::standard();
     let mut engine = f.engine(Counting::new());
     reconcile(&mut engine);
-    let written_after_commit = ["manifest.bin", "vectors.usearch", "vectors.json", "vectors.journal"];
+    // The vector file and its sidecar are appended to, and their record names how much of
+    // them was committed.
+    let written_after_commit = ["manifest.bin", "vectors.json"];
     let old: Vec<Vec<u8>> =
         written_after_commit.iter().map(|n| std::fs::read(f.index_dir().join(n)).unwrap()).collect();
     f.write("ops/new.md", "# Incidents\n\nPage the on-call engineer through the pager rotation.\n");
@@ -482,20 +540,21 @@ fn a_rewrite_within_the_same_clock_tick_is_not_missed() {
 }
 
 #[test]
-fn vector_changes_go_to_the_journal_and_survive_a_restart() {
+fn vector_changes_are_appended_and_survive_a_restart() {
+    use std::os::unix::fs::MetadataExt;
     let f = Fixture::standard();
     let mut engine = f.engine(Counting::new());
     reconcile(&mut engine);
-    let vector_file = f.index_dir().join("vectors.usearch");
-    let written = std::fs::metadata(&vector_file).unwrap().modified().unwrap();
-    let journal_len = std::fs::metadata(f.index_dir().join("vectors.journal")).unwrap().len();
+    let vector_file = f.index_dir().join("vectors.vec");
+    let before = std::fs::metadata(&vector_file).unwrap();
 
     f.write("ops/new.md", "# Incidents\n\nPage the on-call engineer through the pager rotation.\n");
     std::fs::remove_file(f.root().join("kitchen/bread.md")).unwrap();
     reconcile(&mut engine);
-    // The vector file was not rewritten; the journal grew.
-    assert_eq!(std::fs::metadata(&vector_file).unwrap().modified().unwrap(), written);
-    assert!(std::fs::metadata(f.index_dir().join("vectors.journal")).unwrap().len() > journal_len);
+    // The vector file was not rewritten: the new chunk's row was appended to it.
+    let after = std::fs::metadata(&vector_file).unwrap();
+    assert_eq!(after.ino(), before.ino());
+    assert!(after.len() > before.len());
     let chunks = engine.index().manifest().chunk_count();
     drop(engine);
 
@@ -511,17 +570,26 @@ fn vector_changes_go_to_the_journal_and_survive_a_restart() {
 }
 
 #[test]
-fn a_damaged_journal_costs_only_re_embedding() {
+fn a_damaged_row_costs_only_its_re_embedding() {
     let f = Fixture::standard();
     let mut engine = f.engine(Counting::new());
     reconcile(&mut engine);
     f.write("ops/new.md", "# Incidents\n\nPage the on-call engineer through the pager rotation.\n");
     reconcile(&mut engine);
     drop(engine);
-    std::fs::write(f.index_dir().join("vectors.journal"), b"scribbled over").unwrap();
+    // The last row, the new chunk's, scribbled over.
+    let path = f.index_dir().join("vectors.vec");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let len = bytes.len();
+    bytes[len - 8..].copy_from_slice(b"scribble");
+    std::fs::write(&path, bytes).unwrap();
 
     let mut engine = f.engine(Counting::new());
-    assert!(engine.index().notes().iter().any(|n| n.contains("journal")), "{:?}", engine.index().notes());
+    assert!(
+        engine.index().notes().iter().any(|n| n.contains("1 row does not match")),
+        "{:?}",
+        engine.index().notes()
+    );
     let report = reconcile(&mut engine);
     assert_eq!(report.vectors_refilled, 1, "{report:?}");
     assert_eq!(engine.index().vector_count(), engine.index().manifest().chunk_count());
@@ -663,31 +731,7 @@ fn update_drops_a_file_that_became_unreadable_and_lists_it() {
 }
 
 #[test]
-fn a_large_change_rewrites_the_vector_file_and_empties_the_journal() {
-    let f = Fixture::standard();
-    let mut engine = f.engine(Counting::new());
-    reconcile(&mut engine);
-    let header_only = std::fs::metadata(f.index_dir().join("vectors.journal")).unwrap().len();
-    // A small change goes to the journal.
-    f.write("one.md", "# One\n\nA single new note.\n");
-    reconcile(&mut engine);
-    assert!(std::fs::metadata(f.index_dir().join("vectors.journal")).unwrap().len() > header_only);
-    // Hundreds of new chunks would make every later open replay hundreds of graph inserts:
-    // the vector file is written whole instead.
-    for i in 0..600 {
-        f.write(&format!("bulk/n{i}.md"), format!("# Bulk {i}\n\nBulk note number {i}.\n"));
-    }
-    reconcile(&mut engine);
-    assert_eq!(std::fs::metadata(f.index_dir().join("vectors.journal")).unwrap().len(), header_only);
-    let chunks = engine.index().manifest().chunk_count();
-    drop(engine);
-    let engine = f.engine(Counting::new());
-    assert!(engine.index().notes().is_empty(), "{:?}", engine.index().notes());
-    assert_eq!(engine.index().vector_count(), chunks);
-}
-
-#[test]
-fn chunks_whose_vectors_never_came_leave_nothing_in_the_journal_when_they_go() {
+fn chunks_whose_vectors_never_came_leave_the_vector_file_alone_when_they_go() {
     let f = Fixture::standard();
     let mut engine = f.engine(Counting::slow());
     engine.set_pending_vectors(PendingVectors::Left);
@@ -709,10 +753,10 @@ fn chunks_whose_vectors_never_came_leave_nothing_in_the_journal_when_they_go() {
     reconcile(&mut engine);
     assert_eq!(engine.pending_vectors(), chunks);
     engine.set_pending_vectors(PendingVectors::Left);
-    let journal = f.index_dir().join("vectors.journal");
-    let header_only = std::fs::metadata(&journal).unwrap().len();
+    let (vectors, record) = (f.index_dir().join("vectors.vec"), f.index_dir().join("vectors.json"));
+    let before = (std::fs::read(&vectors).unwrap(), std::fs::metadata(&record).unwrap().modified().unwrap());
     // Every file rewritten and one removed: their old chunks go, none of which had a vector
-    // of the model's, so the journal that every open replays gains nothing.
+    // of the model's, so neither the vector file nor its record is written.
     for path in ["ops/backup.md", "ops/deploy.md", "kitchen/bread.md"] {
         let text = std::fs::read_to_string(f.root().join(path)).unwrap();
         f.write(path, format!("{text}\nOne more line.\n"));
@@ -720,8 +764,8 @@ fn chunks_whose_vectors_never_came_leave_nothing_in_the_journal_when_they_go() {
     std::fs::remove_file(f.root().join("journal/2026-03-02.txt")).unwrap();
     let report = reconcile(&mut engine);
     assert!(report.files_indexed >= 3 && report.files_removed == 1, "{report:?}");
-    // The commit's own marker (a tag, the generation and a checksum) and no removal.
-    assert_eq!(std::fs::metadata(&journal).unwrap().len(), header_only + 17);
+    let after = (std::fs::read(&vectors).unwrap(), std::fs::metadata(&record).unwrap().modified().unwrap());
+    assert_eq!(after, before);
 }
 
 #[test]
@@ -985,7 +1029,10 @@ fn a_damaged_quick_vector_file_is_read_around_and_made_again() {
             assert!(reader.is_read_only());
             reader
         };
-        assert!(reader.notes().iter().any(|n| n.contains("quick")), "{how}: {:?}", reader.notes());
+        // A changed byte costs only its row, which the reader makes for itself silently;
+        // a file it cannot read at all, it says so.
+        let noted = reader.notes().iter().any(|n| n.contains("quick"));
+        assert!(noted == (how != 4), "{how}: {:?}", reader.notes());
         assert_eq!(reader.view().snapshot().quick_count(), chunks, "{how}");
         drop(reader);
         // A writer makes them again, once, and they are found as before.
@@ -1184,11 +1231,11 @@ fn a_store_file_damaged_after_it_was_found_intact_is_still_found() {
 }
 
 #[test]
-fn a_damaged_vector_journal_never_leaves_stale_vectors() {
+fn a_damaged_vector_file_never_leaves_stale_or_missing_vectors() {
     let f = Fixture::standard();
     let mut engine = f.engine(Counting::new());
     reconcile(&mut engine);
-    // Several commits of additions and removals, all in the journal.
+    // Several commits of additions and removals, each appended to the vector file.
     for round in 0..4 {
         f.write("ops/backup.md", format!("# Backups\n\nSnapshots are kept for {round} weeks.\n"));
         f.write(&format!("ops/extra{round}.md"), format!("# Extra {round}\n\nA note about round {round}.\n"));
@@ -1199,9 +1246,9 @@ fn a_damaged_vector_journal_never_leaves_stale_vectors() {
     }
     let chunks = engine.index().manifest().chunk_count();
     drop(engine);
-    let journal = f.index_dir().join("vectors.journal");
+    let journal = f.index_dir().join("vectors.vec");
     let pristine = std::fs::read(&journal).unwrap();
-    assert!(pristine.len() > 64, "the journal holds the changes");
+    assert!(pristine.len() > 64, "the file holds the changes");
     let backup = tempfile::tempdir().unwrap();
     common::copy_dir(&f.index_dir(), backup.path());
 

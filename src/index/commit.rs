@@ -1,20 +1,13 @@
-//! The commit sequence: chunk store, then vectors (journal or whole file), then manifest.
+//! The commit sequence: chunk store, then vectors (the model's rows appended and their
+//! record written), then the quick rows and the manifest.
 
 use std::sync::Arc;
 
 use super::checked;
 use super::files::{self, CommitPayload, VectorsMeta};
-use super::journal::{Journal, VectorOp};
+use super::manifest::QuickFile;
 use super::manifest_file;
-use super::{Index, IndexError, io_err, read, store_err, write};
-
-/// The vector file is rewritten whole (and the journal emptied) once the journal holds more
-/// additions than this: replaying one costs a graph insert on every open, so the journal
-/// stays short, while a long run of changes ends with one full write.
-const JOURNAL_MAX_ADDS: usize = 512;
-/// Nor may the journal grow past this many bytes of any records: removals are cheap to
-/// replay one by one, but every open reads them all.
-const JOURNAL_MAX_BYTES: u64 = 1 << 20;
+use super::{Index, IndexError, io_err, store_err};
 
 impl Index {
     /// Makes all applied changes durable and visible to new searchers.
@@ -37,18 +30,13 @@ impl Index {
         } else if !self.manifest_dirty
             && self.pending_removals.is_empty()
             && !self.quick_log.as_ref().is_some_and(|q| q.is_dirty())
+            && !self.model_log.as_ref().is_some_and(|m| m.is_dirty())
         {
             return Ok(());
         }
         for id in std::mem::take(&mut self.pending_removals) {
-            if let Some(log) = self.quick_log.as_mut() {
+            for log in [self.quick_log.as_mut(), self.model_log.as_mut()].into_iter().flatten() {
                 log.drop_id(id);
-            }
-            // A chunk whose vector never came (the model's were pending) has none to remove,
-            // and journaling its removal anyway would make a re-chunk of a million pending
-            // chunks a million records that every later open replays.
-            if write(&self.vectors).remove(id)? {
-                self.pending_ops.push(VectorOp::Remove(id));
             }
         }
         self.persist_vectors()?;
@@ -80,44 +68,32 @@ impl Index {
             let path = self.layout.quick();
             self.quick = Arc::new(set.map_err(io_err(&path))?);
         }
+        if let Some(set) = self.model_log.as_mut().and_then(|log| log.publish()) {
+            let path = self.layout.vectors();
+            self.model = Arc::new(set.map_err(io_err(&path))?);
+        }
         Ok(())
     }
 
-    /// Makes the vector changes durable: appended to the journal, or, when the journal has
-    /// grown past the vector file (or there is none yet), by writing the vectors whole.
-    fn persist_vectors(&mut self) -> Result<(), IndexError> {
-        let ops = std::mem::take(&mut self.pending_ops);
-        let journal_path = self.layout.vectors_journal();
-        let compact = {
-            let vectors = read(&self.vectors);
-            vectors.removed() > vectors.len().max(1024)
-        };
-        let adds = ops.iter().filter(|op| matches!(op, VectorOp::Add(..))).count();
-        if let Some(journal) = self.journal.as_mut()
-            && !compact
-            && journal.adds() + adds <= JOURNAL_MAX_ADDS
-            && journal.bytes() <= JOURNAL_MAX_BYTES
-        {
-            return journal.append(&ops, self.committed_generation).map_err(io_err(&journal_path));
-        }
-        if compact {
-            let live: Vec<u64> =
-                self.manifest.files.values().flat_map(|f| f.chunks.iter().map(|c| c.id)).collect();
-            let fresh = read(&self.vectors).compacted(live)?;
-            *write(&self.vectors) = fresh;
-        }
-        read(&self.vectors).save(&self.layout.vectors())?;
-        let checksum =
-            files::file_checksum(&self.layout.vectors()).map_err(io_err(&self.layout.vectors()))?;
-        let vectors_meta = VectorsMeta {
+    /// Makes the model's vector changes durable: the staged rows appended (or the file
+    /// rewritten without its dead rows), then the record of the committed rows, which the
+    /// next open reads them by. A record of more rows than a crash left of the manifest
+    /// does no harm: rows of chunks the manifest does not hold are never read.
+    pub(super) fn persist_vectors(&mut self) -> Result<(), IndexError> {
+        let Some(log) = self.model_log.as_mut().filter(|log| log.is_dirty()) else { return Ok(()) };
+        let path = self.layout.vectors();
+        let rows = log.commit().map_err(io_err(&path))?;
+        self.record_vectors(rows)
+    }
+
+    /// Writes the record of the model's committed rows.
+    pub(super) fn record_vectors(&self, rows: QuickFile) -> Result<(), IndexError> {
+        let meta = VectorsMeta {
             generation: self.committed_generation,
             embedder: self.embedder.clone(),
-            checksum: Some(checksum),
+            checksum: None,
+            rows: Some(rows),
         };
-        files::write_json(&self.layout.vectors_meta(), &vectors_meta)
-            .map_err(io_err(&self.layout.vectors_meta()))?;
-        self.journal =
-            Some(Journal::reset(&journal_path, self.embedder.dimensions).map_err(io_err(&journal_path))?);
-        Ok(())
+        files::write_json(&self.layout.vectors_meta(), &meta).map_err(io_err(&self.layout.vectors_meta()))
     }
 }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::manifest::QuickFile;
 use crate::providers::EmbedderIdentity;
 
 /// Bumped whenever the on-disk layout or the meaning of a stored field changes; an index
@@ -28,14 +29,19 @@ impl IndexLayout {
     pub fn tantivy(&self) -> PathBuf {
         self.dir.join("tantivy")
     }
+    /// The index's model's vectors (rows laid out as the quick file's, with a sidecar).
     pub fn vectors(&self) -> PathBuf {
-        self.dir.join("vectors.usearch")
+        self.dir.join("vectors.vec")
     }
     pub fn vectors_meta(&self) -> PathBuf {
         self.dir.join("vectors.json")
     }
-    /// Vector changes since `vectors()` was last written whole.
-    pub fn vectors_journal(&self) -> PathBuf {
+    /// The vector index of earlier versions (usearch), read once to convert it.
+    pub fn legacy_vectors(&self) -> PathBuf {
+        self.dir.join("vectors.usearch")
+    }
+    /// The changes to `legacy_vectors()` since it was last written whole.
+    pub fn legacy_journal(&self) -> PathBuf {
         self.dir.join("vectors.journal")
     }
     /// Quick vectors standing in for pending ones (the quick module).
@@ -148,15 +154,19 @@ pub(super) struct CommitPayload {
     pub(super) pipeline: String,
 }
 
-/// The record next to the vector file: which model made the vectors and at which commit.
+/// The record next to the vector file: which model made the vectors, at which commit, and
+/// what the commit wrote of the file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct VectorsMeta {
     pub(super) generation: u64,
     pub(super) embedder: EmbedderIdentity,
-    /// xxh3 of the vector file's bytes as written: damage inside it (which the file's own
-    /// format may not notice) is found on open. Absent in records of older versions.
-    #[serde(default)]
+    /// xxh3 of the earlier versions' usearch file as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) checksum: Option<u64>,
+    /// The committed rows of `vectors.vec`; absent in records of earlier versions, whose
+    /// vectors are in `vectors.usearch`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) rows: Option<QuickFile>,
 }
 
 /// The xxh3 hash of a file's bytes, read in pieces.

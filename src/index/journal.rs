@@ -1,6 +1,6 @@
-//! The vector journal: an append-only log of vector additions and removals since the vector
-//! file was last written whole, so that a commit costs what it changed, not the size of
-//! the index.
+//! The vector journal of earlier versions: an append-only log of vector additions and
+//! removals since their usearch file was last written whole, replayed once when such an
+//! index is converted to the vector file of rows (`load.rs`). Only tests write one now.
 //!
 //! Layout: a header (`MAGIC`, dimensions as u32), then records, little-endian: `1` id
 //! vector (add), `2` id (remove), `3` generation checksum (commit). The checksum (xxh3) covers
@@ -10,9 +10,9 @@
 //! tail (a crash mid-append) is ignored and cut off by the next writer. Replaying is idempotent — ids are never reused — so a log that outlived a full
 //! rewrite of the vector file (a crash between the two) does no harm.
 
-use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
 
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -40,10 +40,11 @@ pub struct Replay {
     pub committed_len: u64,
 }
 
-/// The journal file of one index.
+/// The journal file of one index, as earlier versions wrote it.
+#[cfg(test)]
 #[derive(Debug)]
 pub struct Journal {
-    path: PathBuf,
+    path: std::path::PathBuf,
     dimensions: usize,
     /// Bytes of committed records after the header.
     len: u64,
@@ -55,72 +56,74 @@ fn journal_err(path: &Path, e: impl ToString) -> std::io::Error {
     std::io::Error::other(format!("{}: {}", path.display(), e.to_string()))
 }
 
-impl Journal {
-    /// Reads the committed records of the journal at `path` (none when it does not exist).
-    pub fn replay(path: &Path, dimensions: usize) -> std::io::Result<Replay> {
-        let mut bytes = Vec::new();
-        match File::open(path) {
-            Ok(mut f) => {
-                f.read_to_end(&mut bytes)?;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Replay::default()),
-            Err(e) => return Err(e),
+/// Reads the committed records of the journal at `path` (none when it does not exist).
+pub fn replay(path: &Path, dimensions: usize) -> std::io::Result<Replay> {
+    let mut bytes = Vec::new();
+    match File::open(path) {
+        Ok(mut f) => {
+            f.read_to_end(&mut bytes)?;
         }
-        if bytes.len() < HEADER_LEN as usize || &bytes[..8] != MAGIC {
-            return Err(journal_err(path, "not a vector journal"));
-        }
-        let dims = u32::from_le_bytes(bytes[8..12].try_into().unwrap_or_default()) as usize;
-        if dims != dimensions {
-            return Err(journal_err(path, format!("journal of {dims} dimensions, expected {dimensions}")));
-        }
-        let mut replay = Replay { committed_len: HEADER_LEN, ..Replay::default() };
-        let mut pending = Vec::new();
-        let mut at = HEADER_LEN as usize;
-        // Where the records of the commit being read begin.
-        let mut group = at;
-        let take_u64 =
-            |at: usize| bytes.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()));
-        while let Some(&tag) = bytes.get(at) {
-            match tag {
-                ADD => {
-                    let Some(id) = take_u64(at + 1) else { break };
-                    let start = at + 9;
-                    let Some(raw) = bytes.get(start..start + 4 * dimensions) else { break };
-                    let v = raw
-                        .chunks_exact(4)
-                        .map(|b| f32::from_le_bytes(b.try_into().unwrap_or_default()))
-                        .collect();
-                    pending.push(VectorOp::Add(id, v));
-                    at = start + 4 * dimensions;
-                }
-                REMOVE => {
-                    let Some(id) = take_u64(at + 1) else { break };
-                    pending.push(VectorOp::Remove(id));
-                    at += 9;
-                }
-                COMMIT => {
-                    let (Some(generation), Some(checksum)) = (take_u64(at + 1), take_u64(at + 9)) else {
-                        break;
-                    };
-                    if xxh3_64(&bytes[group..at + 9]) != checksum {
-                        break;
-                    }
-                    at += 17;
-                    group = at;
-                    replay.ops.append(&mut pending);
-                    replay.generation = Some(generation);
-                    replay.committed_len = at as u64;
-                }
-                // Anything else is a torn or damaged tail: stop at the last commit.
-                _ => break,
-            }
-        }
-        Ok(replay)
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Replay::default()),
+        Err(e) => return Err(e),
     }
+    if bytes.len() < HEADER_LEN as usize || &bytes[..8] != MAGIC {
+        return Err(journal_err(path, "not a vector journal"));
+    }
+    let dims = u32::from_le_bytes(bytes[8..12].try_into().unwrap_or_default()) as usize;
+    if dims != dimensions {
+        return Err(journal_err(path, format!("journal of {dims} dimensions, expected {dimensions}")));
+    }
+    let mut replay = Replay { committed_len: HEADER_LEN, ..Replay::default() };
+    let mut pending = Vec::new();
+    let mut at = HEADER_LEN as usize;
+    // Where the records of the commit being read begin.
+    let mut group = at;
+    let take_u64 =
+        |at: usize| bytes.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()));
+    while let Some(&tag) = bytes.get(at) {
+        match tag {
+            ADD => {
+                let Some(id) = take_u64(at + 1) else { break };
+                let start = at + 9;
+                let Some(raw) = bytes.get(start..start + 4 * dimensions) else { break };
+                let v = raw
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes(b.try_into().unwrap_or_default()))
+                    .collect();
+                pending.push(VectorOp::Add(id, v));
+                at = start + 4 * dimensions;
+            }
+            REMOVE => {
+                let Some(id) = take_u64(at + 1) else { break };
+                pending.push(VectorOp::Remove(id));
+                at += 9;
+            }
+            COMMIT => {
+                let (Some(generation), Some(checksum)) = (take_u64(at + 1), take_u64(at + 9)) else {
+                    break;
+                };
+                if xxh3_64(&bytes[group..at + 9]) != checksum {
+                    break;
+                }
+                at += 17;
+                group = at;
+                replay.ops.append(&mut pending);
+                replay.generation = Some(generation);
+                replay.committed_len = at as u64;
+            }
+            // Anything else is a torn or damaged tail: stop at the last commit.
+            _ => break,
+        }
+    }
+    Ok(replay)
+}
 
+#[cfg(test)]
+impl Journal {
     /// Opens the journal for appending after what `replay` found committed, cutting off any
     /// torn tail; creates it when missing.
     pub fn open(path: &Path, dimensions: usize, replay: &Replay) -> std::io::Result<Journal> {
+        use std::fs::OpenOptions;
         let committed_len = replay.committed_len;
         if committed_len <= HEADER_LEN {
             return Journal::reset(path, dimensions);
@@ -148,13 +151,10 @@ impl Journal {
         self.adds
     }
 
-    /// Bytes of committed records, all of which a replay reads.
-    pub fn bytes(&self) -> u64 {
-        self.len
-    }
-
     /// Appends `ops` and a commit marker for `generation`, and makes them durable.
     pub fn append(&mut self, ops: &[VectorOp], generation: u64) -> std::io::Result<()> {
+        use std::fs::OpenOptions;
+        use std::io::{BufWriter, Seek, SeekFrom, Write};
         let mut group = Vec::new();
         let mut adds = 0;
         for op in ops {
@@ -206,7 +206,7 @@ mod tests {
         j.append(&[VectorOp::Remove(1)], 8).unwrap();
         let full = std::fs::read(&p).unwrap();
 
-        let r = Journal::replay(&p, 2).unwrap();
+        let r = replay(&p, 2).unwrap();
         assert_eq!(r.generation, Some(8));
         assert_eq!(
             r.ops,
@@ -218,21 +218,21 @@ mod tests {
         let mut torn = full.clone();
         torn.extend_from_slice(&[ADD, 9, 0, 0]);
         std::fs::write(&p, &torn).unwrap();
-        let r = Journal::replay(&p, 2).unwrap();
+        let r = replay(&p, 2).unwrap();
         assert_eq!(r.generation, Some(8));
         assert_eq!(r.ops.len(), 3);
         // Records without a commit marker do not count either.
         let mut uncommitted = full.clone();
         uncommitted.extend_from_slice(&[REMOVE, 2, 0, 0, 0, 0, 0, 0, 0]);
         std::fs::write(&p, &uncommitted).unwrap();
-        let r = Journal::replay(&p, 2).unwrap();
+        let r = replay(&p, 2).unwrap();
         assert_eq!(r.ops.len(), 3);
 
         // The next writer cuts the tail off and appends after the last commit.
         let mut j = Journal::open(&p, 2, &r).unwrap();
         assert_eq!(j.adds(), 2);
         j.append(&[VectorOp::Remove(2)], 9).unwrap();
-        let r = Journal::replay(&p, 2).unwrap();
+        let r = replay(&p, 2).unwrap();
         assert_eq!(r.generation, Some(9));
         assert_eq!(r.ops.last(), Some(&VectorOp::Remove(2)));
         assert_eq!(r.ops.len(), 4);
@@ -252,14 +252,14 @@ mod tests {
         let mut damaged = full.clone();
         damaged[first + 1] ^= 0x04;
         std::fs::write(&p, &damaged).unwrap();
-        let r = Journal::replay(&p, 2).unwrap();
+        let r = replay(&p, 2).unwrap();
         assert_eq!((r.generation, r.ops.len()), (Some(7), 1));
         assert_eq!(r.committed_len, first as u64);
         // The same in the first commit leaves nothing to replay.
         let mut damaged = full;
         damaged[HEADER_LEN as usize + 3] ^= 0x01;
         std::fs::write(&p, &damaged).unwrap();
-        let r = Journal::replay(&p, 2).unwrap();
+        let r = replay(&p, 2).unwrap();
         assert_eq!((r.generation, r.ops.len()), (None, 0));
     }
 
@@ -267,10 +267,10 @@ mod tests {
     fn a_missing_journal_is_empty_and_a_foreign_one_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("v.log");
-        assert!(Journal::replay(&p, 4).unwrap().ops.is_empty());
+        assert!(replay(&p, 4).unwrap().ops.is_empty());
         std::fs::write(&p, b"something else entirely").unwrap();
-        assert!(Journal::replay(&p, 4).is_err());
+        assert!(replay(&p, 4).is_err());
         Journal::reset(&p, 4).unwrap();
-        assert!(Journal::replay(&p, 8).unwrap_err().to_string().contains("dimensions"));
+        assert!(replay(&p, 8).unwrap_err().to_string().contains("dimensions"));
     }
 }

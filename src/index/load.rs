@@ -1,123 +1,160 @@
-//! Loading the vectors when an index opens: the vector file checked against its checksum,
-//! the journal replayed, and what does not match the chunk store dropped or re-embedded.
+//! Loading the vectors when an index opens: the model's vector file checked against its
+//! record (a writer cuts off an unfinished write, or starts afresh when it does not match),
+//! an earlier version's usearch file converted once, and the chunks left without a vector
+//! found for re-embedding.
+
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::files::{self, VectorsMeta};
-use super::journal::{self, Journal, VectorOp};
+use super::journal::{self, VectorOp};
 use super::open::Index;
+use super::quick::QuickSet;
+use super::quick_log::QuickLog;
+use super::quick_open;
 use super::vectors::{VectorError, VectorIndex};
-use super::{IndexError, io_err, read, write};
+use super::{IndexError, io_err};
+
+/// Vectors converted from an earlier version's file are committed this many at a time, so
+/// that a million of them never sit in memory at once.
+const CONVERT_BATCH: usize = 65_536;
 
 impl Index {
     pub(super) fn load_vectors(&mut self, writable: bool) -> Result<(), IndexError> {
         let path = self.layout.vectors();
-        let journal_path = self.layout.vectors_journal();
         let meta = files::read_json::<VectorsMeta>(&self.layout.vectors_meta()).ok().flatten();
         let expected = self.manifest.chunk_count();
         let dims = self.embedder.dimensions;
-        match meta {
-            Some(m) if m.embedder == self.embedder => {
-                let replay = Journal::replay(&journal_path, dims);
-                // A view is read-only; a journal to replay needs a copy in memory.
-                let in_memory = writable || replay.as_ref().map_or(true, |r| !r.ops.is_empty());
-                let intact = match (m.checksum, files::file_checksum(&path)) {
-                    (Some(expected), Ok(found)) if expected != found => Err(VectorError::at(
-                        &path,
-                        "the file does not match the checksum it was written with",
-                    )),
-                    _ => Ok(()),
-                };
-                match intact.and_then(|()| VectorIndex::open(&path, dims, in_memory)) {
-                    Ok(v) => {
-                        *write(&self.vectors) = v;
-                        let mut prune = false;
-                        let mut generation = m.generation;
-                        let mut replayed = journal::Replay::default();
-                        match replay {
-                            Ok(r) => {
-                                for op in &r.ops {
-                                    match op {
-                                        VectorOp::Add(id, v) => write(&self.vectors).add(*id, v)?,
-                                        VectorOp::Remove(id) => {
-                                            write(&self.vectors).remove(*id)?;
-                                        }
-                                    }
-                                }
-                                generation = r.generation.unwrap_or(generation);
-                                replayed = r;
-                            }
-                            Err(e) => {
-                                self.notes
-                                    .push(format!("{e}: vectors since the last full write are re-embedded"));
-                                self.vectors_unchecked = expected > 0;
-                                // Removals since the full write are lost with the journal.
-                                prune = true;
-                            }
-                        }
-                        if generation != self.committed_generation {
-                            self.notes.push(format!(
-                                "vectors are from commit {generation} but the chunk store from {}: missing vectors are re-embedded",
-                                self.committed_generation
-                            ));
-                            self.vectors_unchecked = true;
-                            prune = true;
-                        }
-                        if writable {
-                            self.journal = Some(
-                                Journal::open(&journal_path, dims, &replayed)
-                                    .map_err(io_err(&journal_path))?,
-                            );
-                        }
-                        if prune {
-                            self.keep_only_live_vectors(writable)?;
-                        }
-                    }
-                    Err(e) => {
-                        self.notes.push(format!("{e}: vectors are re-embedded from stored texts"));
-                        self.vectors_unchecked = expected > 0;
-                    }
+        let name = format!("{}/{}", self.embedder.provider, self.embedder.model);
+        let mut legacy = None;
+        let record = match meta {
+            Some(m) if m.embedder == self.embedder => match m.rows.clone() {
+                Some(rows) => Some(rows),
+                None => {
+                    legacy = Some(m);
+                    None
                 }
-            }
+            },
             Some(m) => {
                 self.notes.push(format!(
                     "embedding model changed from {}/{} to {}/{}: vectors are rebuilt from stored texts",
                     m.embedder.provider, m.embedder.model, self.embedder.provider, self.embedder.model
                 ));
-                self.vectors_unchecked = expected > 0;
                 if writable {
                     // Vectors of another model must never be read as this model's.
-                    for p in [&path, &self.layout.vectors_meta(), &journal_path] {
-                        let _ = std::fs::remove_file(p);
-                    }
+                    self.remove_legacy_files();
                 }
+                None
             }
             None => {
                 if expected > 0 {
                     self.notes
                         .push("vector record missing: vectors are re-embedded from stored texts".to_string());
-                    self.vectors_unchecked = true;
                 }
+                None
             }
+        };
+        let wanted = self.live_filter();
+        if writable {
+            let (mut log, note) =
+                QuickLog::open(&path, &name, dims, record.as_ref(), &wanted).map_err(io_err(&path))?;
+            let fresh = record.is_none() || note.is_some();
+            if let Some(note) = note {
+                self.notes.push(format!("{note}: vectors are re-embedded from stored texts"));
+            }
+            if fresh && legacy.is_none() {
+                // The file was started afresh: its record says so before anything reads it.
+                self.record_vectors(log.commit().map_err(io_err(&path))?)?;
+            }
+            if let Some(meta) = legacy {
+                let live = self.legacy_vectors(&meta);
+                for batch in live.chunks(CONVERT_BATCH) {
+                    for (id, v) in batch {
+                        log.stage(*id, v);
+                    }
+                    log.commit().map_err(io_err(&path))?;
+                }
+                self.model_log = Some(log);
+                self.persist_vectors()?;
+                self.remove_legacy_files();
+            } else {
+                self.model_log = Some(log);
+            }
+            if let Some(set) = self.model_log.as_mut().and_then(|log| log.publish()) {
+                self.model = Arc::new(set.map_err(io_err(&path))?);
+            }
+        } else if let Some(record) = record {
+            match quick_open::open_set(&path, &record, dims, &wanted) {
+                Ok(set) => self.model = Arc::new(set),
+                Err(e) => self.notes.push(format!("{e}: vectors are re-embedded from stored texts")),
+            }
+        } else if let Some(meta) = legacy {
+            self.model = Arc::new(QuickSet::in_memory(dims, &self.legacy_vectors(&meta)));
+        }
+        if self.vector_count() < expected {
+            self.vectors_unchecked = true;
         }
         Ok(())
     }
 
-    /// Drops the vectors of chunks that are not in the chunk store (vectors that outlived a
-    /// repair), so that none is ever counted, searched, or taken for a later chunk's. A
-    /// writer then writes the vector file whole at its next commit.
-    fn keep_only_live_vectors(&mut self, writable: bool) -> Result<(), IndexError> {
-        let live: Vec<u64> =
-            self.manifest.files.values().flat_map(|f| f.chunks.iter().map(|c| c.id)).collect();
-        let before = read(&self.vectors).len();
-        let fresh = read(&self.vectors).compacted(live)?;
-        let dropped = before.saturating_sub(fresh.len());
-        *write(&self.vectors) = fresh;
-        if dropped > 0 {
-            self.notes.push(format!("{dropped} vectors of chunks no longer in the chunk store were dropped"));
-            if writable {
-                self.journal = None;
-                self.manifest_dirty = true;
-            }
+    /// Whether a chunk id is in the manifest. Ids are handed out in order, so the live ones
+    /// fit a bit set.
+    pub(super) fn live_filter(&self) -> impl Fn(u64) -> bool + use<> {
+        let end = self.manifest.next_chunk_id;
+        let mut live = vec![0u64; (end / 64 + 1) as usize];
+        for id in self.manifest.chunk_ids().filter(|id| *id < end) {
+            live[(id / 64) as usize] |= 1 << (id % 64);
         }
-        Ok(())
+        move |id| id < end && live[(id / 64) as usize] & (1 << (id % 64)) != 0
+    }
+
+    /// The vectors of the chunks in the manifest, read from an earlier version's usearch
+    /// file and its journal (by id order). Damage means re-embedding, with a note.
+    fn legacy_vectors(&mut self, meta: &VectorsMeta) -> Vec<(u64, Vec<f32>)> {
+        let path = self.layout.legacy_vectors();
+        let dims = self.embedder.dimensions;
+        let intact = match (meta.checksum, files::file_checksum(&path)) {
+            (Some(expected), Ok(found)) if expected != found => {
+                Err(VectorError::at(&path, "the file does not match the checksum it was written with"))
+            }
+            _ => Ok(()),
+        };
+        let index = match intact.and_then(|()| VectorIndex::open(&path, dims, false)) {
+            Ok(index) => index,
+            Err(e) => {
+                self.notes.push(format!("{e}: vectors are re-embedded from stored texts"));
+                return Vec::new();
+            }
+        };
+        // The journal's changes since the file was written whole, over it.
+        let mut changed: HashMap<u64, Option<Vec<f32>>> = HashMap::new();
+        match journal::replay(&self.layout.legacy_journal(), dims) {
+            Ok(replay) => {
+                for op in replay.ops {
+                    match op {
+                        VectorOp::Add(id, v) => changed.insert(id, Some(v)),
+                        VectorOp::Remove(id) => changed.insert(id, None),
+                    };
+                }
+            }
+            Err(e) => self.notes.push(format!("{e}: vectors since the last full write are re-embedded")),
+        }
+        let mut ids: Vec<u64> = self.manifest.chunk_ids().collect();
+        ids.sort_unstable();
+        ids.into_iter()
+            .filter_map(|id| match changed.get(&id) {
+                Some(v) => v.clone().map(|v| (id, v)),
+                None => index.get(id).map(|v| (id, v)),
+            })
+            .filter(|(_, v)| v.len() == dims)
+            .collect()
+    }
+
+    /// Removes an earlier version's vector files (best effort: a file left behind is never
+    /// read once the record names the new file).
+    fn remove_legacy_files(&self) {
+        for p in [self.layout.legacy_vectors(), self.layout.legacy_journal()] {
+            let _ = std::fs::remove_file(p);
+        }
     }
 }

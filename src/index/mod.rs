@@ -26,6 +26,7 @@ mod open;
 mod pending;
 mod quick;
 mod quick_log;
+mod quick_open;
 mod quick_scan;
 mod quick_sidecar;
 mod record;
@@ -37,7 +38,6 @@ mod vectors;
 mod write;
 
 use std::path::Path;
-use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 pub use files::{default_dir, dir_bytes};
 pub use open::Index;
@@ -112,12 +112,4 @@ pub struct WeightedTerm {
     pub field: TextField,
     pub term: String,
     pub weight: f32,
-}
-
-fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
-    lock.read().unwrap_or_else(PoisonError::into_inner)
-}
-
-fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
-    lock.write().unwrap_or_else(PoisonError::into_inner)
 }

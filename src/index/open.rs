@@ -3,13 +3,12 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use tantivy::{IndexReader, IndexWriter, ReloadPolicy};
 
 use super::checked;
 use super::files::{self, CommitPayload, FORMAT_VERSION, FormatRecord, IndexLayout, dir_bytes};
-use super::journal::{Journal, VectorOp};
 use super::lock::WriterLock;
 use super::manifest::{ChunkRef, FileEntry, Manifest};
 use super::manifest_file;
@@ -19,8 +18,7 @@ use super::quick_sidecar;
 use super::schema::{self, Fields};
 use super::snapshot::Snapshot;
 use super::store_dir::ReadingDirectory;
-use super::vectors::VectorIndex;
-use super::{IndexError, OpenMode, io_err, read, store_err};
+use super::{IndexError, OpenMode, io_err, store_err};
 use crate::analysis;
 use crate::providers::{Embedder, EmbedderIdentity};
 
@@ -36,9 +34,10 @@ pub struct Index {
     pub(super) fields: Fields,
     pub(super) reader: IndexReader,
     pub(super) writer: Option<IndexWriter>,
-    /// Shared with snapshots: searches read it while the writer adds to it. A snapshot's
-    /// chunk store decides which ids exist, so vectors of uncommitted chunks are never seen.
-    pub(super) vectors: Arc<RwLock<VectorIndex>>,
+    /// The index's model's vectors as of the last commit, shared with snapshots.
+    pub(super) model: Arc<QuickSet>,
+    /// The model's vector file (writers), with the vectors staged for the next commit.
+    pub(super) model_log: Option<QuickLog>,
     /// Shared with `committed_manifest` until the first change after a commit, so that
     /// neither an open nor a commit copies a manifest of a million chunks.
     pub(super) manifest: Arc<Manifest>,
@@ -54,10 +53,6 @@ pub struct Index {
     pub(super) manifest_dirty: bool,
     /// Chunk ids whose vectors must be removed once the store commit is durable.
     pub(super) pending_removals: Vec<u64>,
-    /// Vector changes not yet in the journal or the vector file.
-    pub(super) pending_ops: Vec<VectorOp>,
-    /// The vector journal (writers only; `None` until the vector file is first written).
-    pub(super) journal: Option<Journal>,
     /// Some chunk may lack a vector (after a crash or a model change).
     pub(super) vectors_unchecked: bool,
     /// Chunks written without a vector, to embed after their text is committed (a slow
@@ -246,7 +241,8 @@ impl Index {
         let writable = writer.is_some();
         let (writer, lock) = writer.unzip();
         let mut index = Index {
-            vectors: Arc::new(RwLock::new(VectorIndex::create(embedder.dimensions)?)),
+            model: Arc::default(),
+            model_log: None,
             layout,
             fields,
             reader,
@@ -259,8 +255,6 @@ impl Index {
             store_dirty: false,
             manifest_dirty: false,
             pending_removals: Vec::new(),
-            pending_ops: Vec::new(),
-            journal: None,
             vectors_unchecked: false,
             pending_vectors: Vec::new(),
             quick_embedder: None,
@@ -406,9 +400,9 @@ impl Index {
         &self.embedder
     }
 
-    /// Live vectors.
+    /// Chunks with a vector of the index's model (staged ones included).
     pub fn vector_count(&self) -> usize {
-        read(&self.vectors).len()
+        self.model_log.as_ref().map_or(self.model.len(), |log| log.len())
     }
 
     /// Some chunks may lack vectors until [`Index::embed_vectorless`] runs.
@@ -438,7 +432,7 @@ impl Index {
         Snapshot {
             searcher: self.reader.searcher(),
             fields: self.fields,
-            vectors: Arc::clone(&self.vectors),
+            model: Arc::clone(&self.model),
             quick: Arc::clone(&self.quick),
             manifest: Arc::clone(&self.committed_manifest),
             store_dir: self.layout.tantivy(),
@@ -451,9 +445,17 @@ impl Index {
         self.manifest.files.values().flat_map(|f| f.chunks.iter().map(|c| c.id)).collect()
     }
 
-    /// Whether a vector is stored for this chunk id.
+    /// Whether a vector is stored for this chunk id (staged ones included).
     pub fn has_vector(&self, id: u64) -> bool {
-        read(&self.vectors).contains(id)
+        self.model_log.as_ref().map_or(self.model.contains(id), |log| log.contains(id))
+    }
+
+    /// The stored vector of a chunk (staged ones included), as stored.
+    pub(super) fn stored_vector(&self, id: u64) -> Result<Option<Vec<f32>>, IndexError> {
+        match &self.model_log {
+            Some(log) => log.vector_of(id).map_err(io_err(&self.layout.vectors())),
+            None => self.model.vector_of(id),
+        }
     }
 }
 
@@ -523,8 +525,11 @@ fn clear_index_files(layout: &IndexLayout) -> Result<(), IndexError> {
     }
     for p in [
         layout.vectors(),
+        quick_sidecar::path_of(&layout.vectors()),
+        quick_sidecar::status_record(&layout.vectors()),
         layout.vectors_meta(),
-        layout.vectors_journal(),
+        layout.legacy_vectors(),
+        layout.legacy_journal(),
         layout.quick(),
         quick_sidecar::path_of(&layout.quick()),
         quick_sidecar::status_record(&layout.quick()),

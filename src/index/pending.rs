@@ -5,10 +5,11 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::quick::{self, QuickSet};
+use super::quick::QuickSet;
 use super::quick_log::QuickLog;
+use super::quick_open;
 use super::write::embed_texts;
-use super::{Index, IndexError, io_err, read};
+use super::{Index, IndexError, io_err};
 use crate::providers::Embedder;
 
 impl Index {
@@ -35,14 +36,14 @@ impl Index {
             let (mut log, note) = QuickLog::open(&path, &name, model.dimensions, record.as_ref(), &wanted)
                 .map_err(io_err(&path))?;
             if let Some(note) = note.filter(|_| self.committed_manifest.vectors_pending) {
-                self.notes.push(note);
+                self.notes.push(format!("{note}: quick vectors are made again"));
             }
             if let Some(set) = log.publish() {
                 self.quick = Arc::new(set.map_err(io_err(&path))?);
             }
             self.quick_log = Some(log);
         } else if let Some(record) = record.filter(|r| r.model == name) {
-            match quick::open_set(&path, &record, model.dimensions, &wanted) {
+            match quick_open::open_set(&path, &record, model.dimensions, &wanted) {
                 Ok(set) => self.quick = Arc::new(set),
                 Err(e) => self.notes.push(format!("{e}: quick vectors are made in memory")),
             }
@@ -50,22 +51,11 @@ impl Index {
         Ok(())
     }
 
-    /// Whether a chunk of the last commit waits for its own vector. Ids are handed out in
-    /// order, so the live ones fit a bit set; the vector index is asked only when it has
-    /// any vector at all.
+    /// Whether a chunk of the last commit waits for its own vector.
     fn pending_filter(&self) -> impl Fn(u64) -> bool + use<> {
-        let end = self.committed_manifest.next_chunk_id;
-        let mut live = vec![0u64; (end / 64 + 1) as usize];
-        for id in self.committed_manifest.chunk_ids().filter(|id| *id < end) {
-            live[(id / 64) as usize] |= 1 << (id % 64);
-        }
-        let vectors = Arc::clone(&self.vectors);
-        let none = read(&vectors).is_empty();
-        move |id| {
-            id < end
-                && live[(id / 64) as usize] & (1 << (id % 64)) != 0
-                && (none || !read(&vectors).contains(id))
-        }
+        let live = self.live_filter();
+        let model = Arc::clone(&self.model);
+        move |id| live(id) && !model.contains(id)
     }
 
     /// Embeds the stored texts of chunks that have no vector (after a crash, a corrupt
@@ -112,7 +102,7 @@ impl Index {
         // Every chunk has its own vector or a quick one (the usual case: the quick file
         // holds them): nothing to look for.
         let quick = self.quick_log.as_ref().map_or(self.quick.len(), |log| log.len());
-        if quick + read(&self.vectors).len() >= self.committed_manifest.chunk_count() {
+        if quick + self.vector_count() >= self.committed_manifest.chunk_count() {
             return Ok(0);
         }
         let missing = self.vectorless_ids();
@@ -143,11 +133,10 @@ impl Index {
 
     /// Committed chunks without a vector of their own, in id order.
     fn vectorless_ids(&self) -> Vec<u64> {
-        let vectors = read(&self.vectors);
         // Before the first of the model's own vectors arrives, none needs looking up.
-        let none = vectors.is_empty();
+        let none = self.vector_count() == 0;
         let mut ids: Vec<u64> =
-            self.manifest.chunk_ids().filter(|id| none || !vectors.contains(*id)).collect();
+            self.manifest.chunk_ids().filter(|id| none || !self.has_vector(*id)).collect();
         ids.sort_unstable();
         ids
     }

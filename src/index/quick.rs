@@ -1,6 +1,7 @@
-//! Quick vectors: while a slow model's vectors are pending, each waiting chunk has a vector
-//! from the built-in static model, so that the vector arm of a search covers every chunk
-//! from the first commit on.
+//! Vector files of int8 rows, searched with positioned reads: the index's model's vectors
+//! (`vectors.vec`) and quick vectors. While a slow model's vectors are pending, each
+//! waiting chunk has a vector from the built-in static model, so that the vector arm of a
+//! search covers every chunk from the first commit on.
 //!
 //! They are kept with the index in `quick.vec`, so that no process makes them again when it
 //! opens the index: an append-only file of int8 rows (`MAGIC`, dimensions as u32, a nonce
@@ -26,16 +27,14 @@
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use rayon::prelude::*;
-use xxhash_rust::xxh3::Xxh3;
 
 use super::IndexError;
-use super::manifest::QuickFile;
 use super::quick_scan::{Scan, ScanRows, TopK, dot_i8};
-use super::quick_sidecar::{self, RowFacts};
+use super::quick_sidecar::RowFacts;
 use super::sign_bits::{self, QueryPlanes};
 
 const MAGIC: &[u8; 8] = b"SITQVEC1";
@@ -75,14 +74,23 @@ pub fn quantize(v: &[f32]) -> (f32, Vec<i8>) {
     (scale, bytes)
 }
 
-/// Appends a row to `out` and its facts to `facts`.
+/// Appends a row to `out` and its facts to `facts`. The vector is rounded to half floats
+/// first, as the team cache keeps vectors, so that one taken from the cache is stored as
+/// the very bytes of the one computed here, and both machines answer alike.
 pub(super) fn encode_row(out: &mut Vec<u8>, facts: &mut RowFacts, id: u64, v: &[f32]) {
-    let (scale, bytes) = quantize(v);
+    let halved: Vec<f32> = v.iter().map(|x| half::f16::from_f32(*x).to_f32()).collect();
+    let (scale, bytes) = quantize(&halved);
     let start = out.len();
     out.extend_from_slice(&id.to_le_bytes());
     out.extend_from_slice(&scale.to_le_bytes());
     out.extend(bytes.iter().map(|b| *b as u8));
     facts.push(&out[start..], &bytes);
+}
+
+/// The vector an encoded row holds, and its chunk id.
+pub(super) fn decode_row(row: &[u8]) -> (u64, Vec<f32>) {
+    let (id, scale, bytes) = split_row(row);
+    (id, bytes.iter().map(|b| f32::from(*b) * scale).collect())
 }
 
 fn as_i8(bytes: &[u8]) -> &[i8] {
@@ -91,7 +99,7 @@ fn as_i8(bytes: &[u8]) -> &[i8] {
 }
 
 /// A row's chunk id, scale and bytes.
-fn split_row(row: &[u8]) -> (u64, f32, &[i8]) {
+pub(super) fn split_row(row: &[u8]) -> (u64, f32, &[i8]) {
     let id = u64::from_le_bytes(row[..8].try_into().unwrap_or_default());
     let scale = f32::from_le_bytes(row[8..12].try_into().unwrap_or_default());
     (id, scale, as_i8(&row[ROW_PREFIX..]))
@@ -110,9 +118,7 @@ pub(super) fn header(dims: usize, nonce: u32) -> [u8; HEADER_LEN as usize] {
 fn changed_under(what: impl std::fmt::Display) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidData,
-        format!(
-            "{what} (the file was changed under the index: its quick vectors are made again at the next open)"
-        ),
+        format!("{what} (the file was changed under the index: its vectors are made again)"),
     )
 }
 
@@ -311,7 +317,7 @@ impl QuickSet {
         rows + self.facts.bytes() + self.live.len() * 4 + self.by_id.len() * 16
     }
 
-    /// The quick vector of a chunk, as stored (int8 precision).
+    /// The vector of a chunk, as stored (int8 precision).
     pub fn vector_of(&self, id: u64) -> Result<Option<Vec<f32>>, IndexError> {
         let Some(row) = self.row_of(id) else { return Ok(None) };
         let mut buffer = Vec::new();
@@ -445,152 +451,6 @@ impl QuickSet {
         }
         Ok(best)
     }
-}
-
-/// Why a quick file on disk cannot be used as it is; else the open file and its nonce.
-fn check_file(path: &Path, record: &QuickFile, dims: usize) -> Result<(File, u32), String> {
-    let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut head = [0u8; HEADER_LEN as usize];
-    file.read_exact_at(&mut head, 0).map_err(|e| format!("{}: {e}", path.display()))?;
-    let nonce = u32::from_le_bytes(head[12..16].try_into().unwrap_or_default());
-    if head != header(dims, nonce) {
-        return Err(format!("{}: not a quick vector file of {dims} dimensions", path.display()));
-    }
-    let need = HEADER_LEN + record.rows * row_len(dims) as u64;
-    let have = file.metadata().map_err(|e| format!("{}: {e}", path.display()))?.len();
-    if have < need {
-        return Err(format!("{}: holds {have} bytes, its commit {need}", path.display()));
-    }
-    Ok((file, nonce))
-}
-
-/// The committed quick file at `path`, checked against its record: the open file, the live
-/// rows (the last of each id for which `wanted` holds), the signs of every row and the
-/// checksum state, from its sidecar when that is usable, else from the file read through.
-/// `Err` says why it cannot be used.
-pub(super) fn load(
-    path: &Path,
-    record: &QuickFile,
-    dims: usize,
-    wanted: &dyn Fn(u64) -> bool,
-) -> Result<Loaded, String> {
-    let (file, nonce) = check_file(path, record, dims)?;
-    let sidecar =
-        quick_sidecar::read(&quick_sidecar::path_of(path), dims, nonce, record.rows, record.checksum);
-    let (sidecar, rebuilt) = match sidecar {
-        Ok(sidecar) if quick_sidecar::recorded_intact(path) => (sidecar, None),
-        Ok(sidecar) => {
-            check_rows(&file, path, record, dims, &sidecar)?;
-            (sidecar, None)
-        }
-        Err(why) => {
-            tracing::debug!("{why}: the quick file is read through");
-            let (sidecar, rows) = read_through(&file, path, record, dims)?;
-            (sidecar, Some(rows))
-        }
-    };
-    let live =
-        sidecar.ids.iter().enumerate().filter(|(_, id)| wanted(**id)).map(|(row, id)| (*id, row as u32));
-    let live = live.collect();
-    Ok(Loaded { file, nonce, hasher: sidecar.hasher, facts: sidecar.facts, live, rebuilt })
-}
-
-/// Reads the committed rows through and checks each against the id and checksum its
-/// sidecar holds of it.
-fn check_rows(
-    file: &File,
-    path: &Path,
-    record: &QuickFile,
-    dims: usize,
-    sidecar: &quick_sidecar::Sidecar,
-) -> Result<(), String> {
-    let len = row_len(dims);
-    let mut buffer = vec![0u8; BLOCK_ROWS as usize * len];
-    let mut first = 0u64;
-    while first < record.rows {
-        let count = (record.rows - first).min(u64::from(BLOCK_ROWS)) as usize;
-        let bytes = &mut buffer[..count * len];
-        file.read_exact_at(bytes, HEADER_LEN + first * len as u64)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        for (n, row) in bytes.chunks_exact(len).enumerate() {
-            let at = first as usize + n;
-            if split_row(row).0 != sidecar.ids[at] || !sidecar.facts.matches(at as u32, row) {
-                return Err(format!("{}: row {at} does not match its checksum", path.display()));
-            }
-        }
-        first += count as u64;
-    }
-    Ok(())
-}
-
-/// The sidecar rows of a committed quick file, derived from its rows read through and
-/// checked against the record's checksum: of those sidecar rows, or, as files written
-/// before there were sidecars recorded it, of the rows themselves.
-fn read_through(
-    file: &File,
-    path: &Path,
-    record: &QuickFile,
-    dims: usize,
-) -> Result<(quick_sidecar::Sidecar, Vec<u8>), String> {
-    let len = row_len(dims);
-    let mut of_rows = Xxh3::new();
-    let mut hasher = Xxh3::new();
-    let mut facts = RowFacts::new(dims);
-    let mut ids = Vec::with_capacity(record.rows as usize);
-    let mut sidecar_rows = Vec::with_capacity(record.rows as usize * quick_sidecar::row_len(dims));
-    let mut buffer = vec![0u8; BLOCK_ROWS as usize * len];
-    let mut first = 0u64;
-    while first < record.rows {
-        let count = (record.rows - first).min(u64::from(BLOCK_ROWS)) as usize;
-        let bytes = &mut buffer[..count * len];
-        file.read_exact_at(bytes, HEADER_LEN + first * len as u64)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        of_rows.update(bytes);
-        let start = sidecar_rows.len();
-        for row in bytes.chunks_exact(len) {
-            let (id, _, v) = split_row(row);
-            facts.push(row, v);
-            ids.push(id);
-            facts.encode_last(&mut sidecar_rows, id);
-        }
-        hasher.update(&sidecar_rows[start..]);
-        first += count as u64;
-    }
-    if hasher.digest() != record.checksum && of_rows.digest() != record.checksum {
-        return Err(format!(
-            "{}: the rows do not match the checksum they were committed with",
-            path.display()
-        ));
-    }
-    Ok((quick_sidecar::Sidecar { hasher, facts, ids }, sidecar_rows))
-}
-
-/// A committed quick file as [`load`] found it.
-pub(super) struct Loaded {
-    pub(super) file: File,
-    /// The nonce the file and its sidecar share.
-    pub(super) nonce: u32,
-    /// The checksum state over the committed sidecar rows, to go on from.
-    pub(super) hasher: Xxh3,
-    pub(super) facts: RowFacts,
-    /// The live rows as (id, row), in row order.
-    pub(super) live: Vec<(u64, u32)>,
-    /// The sidecar rows, when there was no usable sidecar and they were derived from the
-    /// file: a writer writes them out.
-    pub(super) rebuilt: Option<Vec<u8>>,
-}
-
-/// Reads a committed quick file for a reader: the rows of the chunks for which `wanted`
-/// holds.
-pub fn open_set(
-    path: &Path,
-    record: &QuickFile,
-    dims: usize,
-    wanted: &dyn Fn(u64) -> bool,
-) -> Result<QuickSet, String> {
-    let loaded = load(path, record, dims, wanted)?;
-    let rows = if record.rows == 0 { Rows::Empty } else { Rows::File(loaded.file) };
-    Ok(QuickSet::with_live(dims, rows, path.to_path_buf(), Arc::new(loaded.facts), loaded.live.into_iter()))
 }
 
 #[cfg(test)]

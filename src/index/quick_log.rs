@@ -13,7 +13,8 @@ use xxhash_rust::xxh3::Xxh3;
 
 use super::files;
 use super::manifest::QuickFile;
-use super::quick::{BLOCK_ROWS, HEADER_LEN, Loaded, QuickSet, Rows, encode_row, header, load, row_len};
+use super::quick::{BLOCK_ROWS, HEADER_LEN, QuickSet, Rows, decode_row, encode_row, header, row_len};
+use super::quick_open::{Loaded, load};
 use super::quick_sidecar::{self, RowFacts};
 
 /// The file is rewritten without its dead rows once they outnumber half the live ones by
@@ -118,6 +119,8 @@ pub struct QuickLog {
     staged_sidecar: Vec<u8>,
     /// The live rows changed since the set was last published.
     changed: bool,
+    /// Damaged rows were found: the next commit rewrites the file without them.
+    compact_due: bool,
 }
 
 impl std::fmt::Debug for QuickLog {
@@ -141,13 +144,13 @@ impl QuickLog {
             Some(r) if r.model == model && r.dimensions == dims => {
                 Some(load(path, r, dims, wanted).map(|l| (l, r)))
             }
-            Some(r) => Some(Err(format!("quick vectors are of {}, not {model}", r.model))),
+            Some(r) => Some(Err(format!("the vectors are of {}, not {model}", r.model))),
             None => None,
         };
         let sidecar_path = quick_sidecar::path_of(path);
         let (file, sidecar, nonce, hasher, live, facts, rows, note) = match usable {
             Some(Ok((loaded, r))) => {
-                let Loaded { file, mut nonce, hasher, facts, live, rebuilt } = loaded;
+                let Loaded { file, mut nonce, hasher, facts, live, rebuilt, damaged } = loaded;
                 drop(file);
                 let file = OpenOptions::new().read(true).write(true).open(path)?;
                 file.set_len(HEADER_LEN + r.rows * row_len(dims) as u64)?;
@@ -174,12 +177,21 @@ impl QuickLog {
                         sidecar
                     }
                 };
-                quick_sidecar::record_intact(path);
-                (file, sidecar, nonce, hasher, RowsById::from_rows(live), facts, r.rows, None)
+                // Damaged rows are left out, and dropped at the next commit's compaction;
+                // until then every open checks the rows again.
+                let note = match damaged {
+                    0 => None,
+                    1 => Some(format!("{}: 1 row does not match its checksum", path.display())),
+                    n => Some(format!("{}: {n} rows do not match their checksums", path.display())),
+                };
+                if note.is_none() {
+                    quick_sidecar::record_intact(path);
+                }
+                (file, sidecar, nonce, hasher, RowsById::from_rows(live), facts, r.rows, note)
             }
             problem => {
                 let note = match problem {
-                    Some(Err(e)) => Some(format!("{e}: quick vectors are made again")),
+                    Some(Err(e)) => Some(e),
                     _ => None,
                 };
                 let nonce = quick_sidecar::new_nonce();
@@ -203,6 +215,7 @@ impl QuickLog {
             staged: Vec::new(),
             staged_sidecar: Vec::new(),
             changed: true,
+            compact_due: note.is_some() && rows > 0,
         };
         Ok((log, note))
     }
@@ -215,6 +228,30 @@ impl QuickLog {
     /// Chunks with a quick vector (committed or staged).
     pub fn len(&self) -> usize {
         self.live.len()
+    }
+
+    /// The vector of a chunk (committed or staged), as stored.
+    pub fn vector_of(&self, id: u64) -> std::io::Result<Option<Vec<f32>>> {
+        let Some(row) = self.live.get(id) else { return Ok(None) };
+        let len = row_len(self.dims);
+        let bytes = if u64::from(row) < self.rows {
+            let mut bytes = vec![0u8; len];
+            self.file.read_exact_at(&mut bytes, HEADER_LEN + u64::from(row) * len as u64)?;
+            bytes
+        } else {
+            let start = (u64::from(row) - self.rows) as usize * len;
+            self.staged[start..start + len].to_vec()
+        };
+        if !self.facts.matches(row, &bytes) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{}: row {row} is not the row committed (the file was changed under the index)",
+                    self.path.display()
+                ),
+            ));
+        }
+        Ok(Some(decode_row(&bytes).1))
     }
 
     /// Stages a chunk's quick vector for the next commit.
@@ -230,11 +267,12 @@ impl QuickLog {
         self.changed = true;
     }
 
-    /// The chunk no longer needs a stand-in (its own vector arrived, or it went).
-    pub fn drop_id(&mut self, id: u64) {
-        if self.live.remove(id) {
-            self.changed = true;
-        }
+    /// The chunk no longer needs a stand-in (its own vector arrived, or it went); says
+    /// whether it had a row.
+    pub fn drop_id(&mut self, id: u64) -> bool {
+        let had = self.live.remove(id);
+        self.changed |= had;
+        had
     }
 
     /// Whether there is anything to write at the next commit.
@@ -246,7 +284,7 @@ impl QuickLog {
     /// returns what the manifest records of the file.
     pub fn commit(&mut self) -> std::io::Result<QuickFile> {
         let dead = self.rows + (self.staged.len() / row_len(self.dims)) as u64 - self.live.len() as u64;
-        if dead > self.live.len() as u64 / 2 + COMPACT_SLACK {
+        if self.compact_due || dead > self.live.len() as u64 / 2 + COMPACT_SLACK {
             self.compact()?;
         } else if !self.staged.is_empty() {
             self.file.seek(SeekFrom::Start(HEADER_LEN + self.rows * row_len(self.dims) as u64))?;
@@ -336,6 +374,7 @@ impl QuickLog {
         self.staged.clear();
         self.staged_sidecar.clear();
         self.changed = true;
+        self.compact_due = false;
         Ok(())
     }
 
@@ -358,7 +397,8 @@ mod tests {
     use std::os::unix::fs::FileExt;
 
     use super::*;
-    use crate::index::quick::{QuickSearch, open_set};
+    use crate::index::quick::QuickSearch;
+    use crate::index::quick_open::open_set;
 
     fn record(log: &mut QuickLog) -> QuickFile {
         log.commit().unwrap()
@@ -440,11 +480,9 @@ mod tests {
             std::fs::write(p, &bytes).unwrap();
         };
         // A row changed on disk, its sign unchanged: the file's status is no longer the one
-        // its writer recorded, so the open reads the rows through and finds it.
+        // its writer recorded, so the open reads the rows through and leaves it out.
         flip_last(&path);
-        assert!(
-            open_set(&path, &committed, 2, &all).unwrap_err().contains("row 0 does not match its checksum")
-        );
+        assert!(!open_set(&path, &committed, 2, &all).unwrap().contains(1));
         // Changed where no status shows it (below the file system): the open trusts the
         // rows, and the row is refused when it is read.
         quick_sidecar::record_intact(&path);
@@ -503,10 +541,21 @@ mod tests {
         drop(log);
         assert!(quick_sidecar::recorded_intact(&path));
         assert_eq!(open_set(&path, &next, dims, &|_| true).unwrap().nearest(&query, 5).unwrap(), before);
-        // Rows zeroed after the header: checked against the sidecar, row by row.
-        let length = file.metadata().unwrap().len() as usize;
-        file.write_all_at(&vec![0u8; length - HEADER_LEN as usize], HEADER_LEN).unwrap();
-        assert!(open_set(&path, &next, dims, &|_| true).unwrap_err().contains("row 0 does not match"));
+        // Rows zeroed after the header: checked against the sidecar, row by row, and left
+        // out, while the rows after them are kept.
+        file.write_all_at(&vec![0u8; row_len(dims) * 100], HEADER_LEN).unwrap();
+        let set = open_set(&path, &next, dims, &|_| true).unwrap();
+        assert_eq!(set.len(), 200);
+        assert!(!set.contains(vectors[99].0) && set.contains(vectors[100].0));
+        // A writer says so, and its next commit rewrites the file without them.
+        let (mut log, note) = QuickLog::open(&path, "static/m", dims, Some(&next), &|_| true).unwrap();
+        assert!(note.unwrap().contains("100 rows do not match their checksums"));
+        assert_eq!(log.len(), 200);
+        let compacted = record(&mut log);
+        assert_eq!(compacted.rows, 200);
+        drop(log);
+        let (_, note) = QuickLog::open(&path, "static/m", dims, Some(&compacted), &|_| true).unwrap();
+        assert!(note.is_none());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tantivy::collector::{DocSetCollector, TopDocs};
 use tantivy::query::{Bm25StatisticsProvider, BooleanQuery, BoostQuery, Occur, Query, TermQuery};
@@ -13,20 +13,18 @@ use super::manifest::Manifest;
 use super::quick::QuickSet;
 use super::record::{ChunkRecord, StoredFileMeta, record_of, u64_of};
 use super::schema::Fields;
-use super::vectors::VectorIndex;
-use super::{IndexError, TextField, WeightedTerm, read, store_err};
+use super::{IndexError, QuickSearch, TextField, WeightedTerm, store_err};
 
 /// Chunk ids with their scores, best first.
 pub type ScoredIds = Vec<(u64, f32)>;
 
 /// One commit of the index, readable from any thread while the writer goes on: the chunk
-/// store as of that commit, its manifest, and the shared vectors (filtered through the
-/// chunk store, so chunks added since are never returned).
+/// store as of that commit, its manifest, and its vectors.
 #[derive(Clone)]
 pub struct Snapshot {
     pub(super) searcher: Searcher,
     pub(super) fields: Fields,
-    pub(super) vectors: Arc<RwLock<VectorIndex>>,
+    pub(super) model: Arc<QuickSet>,
     pub(super) quick: Arc<QuickSet>,
     pub(super) manifest: Arc<Manifest>,
     pub(super) store_dir: PathBuf,
@@ -45,14 +43,14 @@ impl Snapshot {
         &self.manifest
     }
 
-    /// The stored vector of a chunk (f16 precision).
-    pub fn vector_of(&self, id: u64) -> Option<Vec<f32>> {
-        read(&self.vectors).get(id)
+    /// The stored vector of a chunk (int8 precision).
+    pub fn vector_of(&self, id: u64) -> Result<Option<Vec<f32>>, IndexError> {
+        self.model.vector_of(id)
     }
 
-    /// Live vectors (those of chunks being added may already count).
+    /// Chunks with a vector of the index's model.
     pub fn vector_count(&self) -> usize {
-        read(&self.vectors).len()
+        self.model.len()
     }
 
     /// Chunks in this commit.
@@ -96,14 +94,12 @@ impl Snapshot {
         ids: &HashSet<u64>,
         limit: usize,
     ) -> Result<(ScoredIds, ScoredIds), IndexError> {
-        let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
         let mut own = Vec::new();
         let mut quick = Vec::new();
-        let vectors = read(&self.vectors);
         for &id in ids {
-            if let Some(v) = vectors.get(id) {
-                if v.len() == query.len() && !query.is_empty() {
-                    own.push((id, dot(&v, query)));
+            if self.model.contains(id) {
+                if let Some(score) = self.model.similarity(id, query)? {
+                    own.push((id, score));
                 }
             } else if let Some(q) = quick_query
                 && let Some(score) = self.quick.similarity(id, q)?
@@ -166,9 +162,21 @@ impl Snapshot {
         Ok(out)
     }
 
-    /// The `limit` chunks nearest to `query`, with cosine distances.
+    /// The `limit` chunks nearest to `query`, with cosine distances: exact up to
+    /// [`super::EXACT_QUICK_LIMIT`] vectors, as the quick tier's search.
     pub fn nearest(&self, query: &[f32], limit: usize) -> Result<Vec<(u64, f32)>, IndexError> {
-        Ok(read(&self.vectors).search(query, limit)?)
+        Ok(self.model.nearest(query, limit)?.into_iter().map(|(id, s)| (id, 1.0 - s)).collect())
+    }
+
+    /// [`Snapshot::nearest`], searched as `how` says (to measure the approximate search
+    /// against the exact one), with cosine similarities.
+    pub fn nearest_with(
+        &self,
+        query: &[f32],
+        limit: usize,
+        how: QuickSearch,
+    ) -> Result<Vec<(u64, f32)>, IndexError> {
+        self.model.nearest_with(query, limit, how)
     }
 
     /// Chunks whose vectors are pending that have a quick vector standing in.
@@ -195,7 +203,7 @@ impl Snapshot {
         &self,
         query: &[f32],
         limit: usize,
-        how: super::QuickSearch,
+        how: QuickSearch,
     ) -> Result<Vec<(u64, f32)>, IndexError> {
         self.quick.nearest_with(query, limit, how)
     }

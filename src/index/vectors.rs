@@ -1,5 +1,8 @@
-//! The vector index: one unit vector per chunk id in a usearch HNSW graph, cosine metric,
-//! stored as f16.
+//! The vector index of earlier versions: one unit vector per chunk id in a usearch HNSW
+//! graph, cosine metric, stored as f16. An index that still has one is converted to the
+//! vector file of rows (`load.rs`) when a writer first opens it, and read as it is by a
+//! reader until then; tests write such files, and `benches/vectors.rs` measures the graph
+//! against the vector file's search.
 //!
 //! A writer holds the index in memory. A reader reads a file of up to
 //! [`READER_LOAD_LIMIT`] bytes into memory too, so that the file cut short or rewritten
@@ -39,7 +42,7 @@ pub struct VectorError {
 }
 
 impl VectorError {
-    fn new(message: impl ToString) -> Self {
+    pub(super) fn new(message: impl ToString) -> Self {
         VectorError { path: None, message: message.to_string() }
     }
     pub(super) fn at(path: &Path, message: impl ToString) -> Self {

@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use tantivy::Term;
 
-use super::journal::VectorOp;
 use super::manifest::{self, ChunkRef, FileEntry};
 use super::record::{
     self, ApplyStats, ChunkRecord, FileChange, PreparedFile, SnippetUpdate, StoredFileMeta, VectorTiming,
 };
-use super::{Index, IndexError, read, store_err, write};
+use super::vectors::VectorError;
+use super::{Index, IndexError, store_err};
 use crate::context;
 use crate::providers::{EmbedError, Embedder};
 use crate::snippets::SnippetSlot;
@@ -69,7 +69,7 @@ impl Index {
                 let embed_text = context::embedding_text(&prepared.context, snippet, &prepared.chunk.text);
                 let embed_hash = xxhash_rust::xxh3::xxh3_64(embed_text.as_bytes());
                 let id = Arc::make_mut(&mut self.manifest).allocate_id();
-                match reusable.get(&embed_hash).and_then(|old| read(&self.vectors).get(*old)) {
+                match reusable.get(&embed_hash).map(|old| self.stored_vector(*old)).transpose()?.flatten() {
                     Some(v) => {
                         new_vectors.push((id, v));
                         stats.vectors_reused += 1;
@@ -126,11 +126,18 @@ impl Index {
         Ok(stats)
     }
 
-    /// Puts a chunk's vector in the shared index and queues it for the next commit; a quick
-    /// vector that stood in for it is no longer needed.
+    /// Stages a chunk's vector for the next commit; a quick vector that stood in for it is
+    /// no longer needed.
     pub(super) fn stage_vector(&mut self, id: u64, vector: Vec<f32>) -> Result<(), IndexError> {
-        write(&self.vectors).add(id, &vector)?;
-        self.pending_ops.push(VectorOp::Add(id, vector));
+        if vector.len() != self.embedder.dimensions {
+            return Err(VectorError::new(format!(
+                "vector of {} dimensions for an index of {}",
+                vector.len(),
+                self.embedder.dimensions
+            ))
+            .into());
+        }
+        self.model_log.as_mut().ok_or(IndexError::ReadOnly)?.stage(id, &vector);
         if let Some(log) = self.quick_log.as_mut() {
             log.drop_id(id);
         }
@@ -205,7 +212,12 @@ impl Index {
             let embed_text = record.embedding_text();
             record.embed_hash = xxhash_rust::xxh3::xxh3_64(embed_text.as_bytes());
             if record.embed_hash != old.embed_hash {
-                match reusable.get(&record.embed_hash).and_then(|other| read(&self.vectors).get(*other)) {
+                match reusable
+                    .get(&record.embed_hash)
+                    .map(|other| self.stored_vector(*other))
+                    .transpose()?
+                    .flatten()
+                {
                     Some(v) => self.stage_vector(record.id, v)?,
                     None => to_embed.push((record.id, embed_text)),
                 }

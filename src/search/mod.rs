@@ -342,7 +342,7 @@ pub fn similar(
     terms.retain(|t| seen.insert(t.clone()));
     let mut arms = Arms::new(config, index);
     arms.words.ids = bm25(index, &terms, config.boosts(), candidates, &[])?;
-    if let Some(v) = index.vector_of(of.id) {
+    if let Some(v) = index.vector_of(of.id)? {
         arms.vector.ids = index.nearest(&v, candidates)?.into_iter().map(|(id, d)| (id, 1.0 - d)).collect();
     } else if let Some(v) = index.quick_vector_of(of.id)? {
         arms.quick.ids = index.nearest_quick(&v, candidates)?;
