@@ -186,6 +186,88 @@ impl ScanRows for Block<'_> {
     }
 }
 
+/// The live row of each chunk, in a table indexed by chunk id. Ids are handed out in order
+/// from zero and never reused, so the table is dense; at a million chunks it is a tenth of
+/// the memory of a hash map and is built and asked many times faster, which an open of a
+/// large index does a million times over.
+#[derive(Clone, Default)]
+pub(super) struct RowsById {
+    rows: Vec<u32>,
+    count: usize,
+}
+
+/// A table slot without a row.
+const NO_ROW: u32 = u32::MAX;
+
+impl RowsById {
+    /// A table of (id, row) pairs; an id given twice keeps its later row.
+    pub(super) fn from_rows(pairs: impl IntoIterator<Item = (u64, u32)>) -> Self {
+        let mut table = RowsById::default();
+        for (id, row) in pairs {
+            table.insert(id, row);
+        }
+        table
+    }
+
+    pub(super) fn get(&self, id: u64) -> Option<u32> {
+        self.rows.get(usize::try_from(id).ok()?).copied().filter(|row| *row != NO_ROW)
+    }
+
+    pub(super) fn insert(&mut self, id: u64, row: u32) {
+        let slot = id as usize;
+        if slot >= self.rows.len() {
+            self.rows.resize((slot + 1).max(self.rows.len() * 2), NO_ROW);
+        }
+        if self.rows[slot] == NO_ROW {
+            self.count += 1;
+        }
+        self.rows[slot] = row;
+    }
+
+    /// Whether the id had a row.
+    pub(super) fn remove(&mut self, id: u64) -> bool {
+        match self.rows.get_mut(id as usize) {
+            Some(row) if *row != NO_ROW => {
+                *row = NO_ROW;
+                self.count -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Bytes held in memory.
+    fn bytes(&self) -> usize {
+        self.rows.len() * 4
+    }
+
+    /// The live rows, ascending, of a file of `rows` rows: found by marking each in a bit
+    /// set rather than by sorting them, so that a set is published in linear time.
+    pub(super) fn ascending(&self, rows: usize) -> Vec<u32> {
+        let mut marks = vec![0u64; rows.div_ceil(64)];
+        for row in self.rows.iter().copied().filter(|row| (*row as usize) < rows) {
+            marks[row as usize / 64] |= 1 << (row % 64);
+        }
+        let mut out = Vec::with_capacity(self.count);
+        for (w, mut word) in marks.into_iter().enumerate() {
+            while word != 0 {
+                out.push((w * 64) as u32 + word.trailing_zeros());
+                word &= word - 1;
+            }
+        }
+        out
+    }
+
+    /// The (id, row) pairs, by id.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.rows.iter().enumerate().filter(|(_, row)| **row != NO_ROW).map(|(id, row)| (id as u64, *row))
+    }
+}
+
 /// How a quick set is searched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QuickSearch {
@@ -216,8 +298,8 @@ pub struct QuickSet {
     facts: Arc<RowFacts>,
     /// Row numbers of the live rows, ascending.
     live: Vec<u32>,
-    /// The live row of each chunk, by id.
-    by_id: Vec<(u64, u32)>,
+    /// The live row of each chunk, by id (shared with the writer's log).
+    by_id: Arc<RowsById>,
 }
 
 impl Default for QuickSet {
@@ -228,7 +310,7 @@ impl Default for QuickSet {
             path: PathBuf::new(),
             facts: Arc::default(),
             live: Vec::new(),
-            by_id: Vec::new(),
+            by_id: Arc::default(),
         }
     }
 }
@@ -261,18 +343,23 @@ impl QuickSet {
         facts: Arc<RowFacts>,
         live: impl Iterator<Item = (u64, u32)>,
     ) -> QuickSet {
-        let mut by_id: Vec<(u64, u32)> = live.collect();
-        by_id.sort_unstable();
-        by_id.reverse();
-        by_id.dedup_by_key(|(id, _)| *id);
-        by_id.reverse();
-        let mut live: Vec<u32> = by_id.iter().map(|(_, row)| *row).collect();
-        live.sort_unstable();
+        QuickSet::with_table(dims, rows, path, facts, Arc::new(RowsById::from_rows(live)))
+    }
+
+    /// A set of the rows `by_id` holds.
+    pub(super) fn with_table(
+        dims: usize,
+        rows: Rows,
+        path: PathBuf,
+        facts: Arc<RowFacts>,
+        by_id: Arc<RowsById>,
+    ) -> QuickSet {
+        let live = by_id.ascending(facts.rows());
         QuickSet { dims, rows, path, facts, live, by_id }
     }
 
     fn row_of(&self, id: u64) -> Option<u32> {
-        self.by_id.binary_search_by_key(&id, |(id, _)| *id).ok().map(|i| self.by_id[i].1)
+        self.by_id.get(id)
     }
 
     fn error(&self, source: io::Error) -> IndexError {
@@ -304,7 +391,7 @@ impl QuickSet {
 
     /// The chunks with a quick vector.
     pub fn ids(&self) -> Vec<u64> {
-        self.by_id.iter().map(|(id, _)| *id).collect()
+        self.by_id.iter().map(|(id, _)| id).collect()
     }
 
     /// Bytes this set holds in memory besides its rows on disk (the sign bits and the
@@ -314,7 +401,7 @@ impl QuickSet {
             Rows::Owned(v) => v.len(),
             _ => 0,
         };
-        rows + self.facts.bytes() + self.live.len() * 4 + self.by_id.len() * 16
+        rows + self.facts.bytes() + self.live.len() * 4 + self.by_id.bytes()
     }
 
     /// The vector of a chunk, as stored (int8 precision).
@@ -482,6 +569,21 @@ mod tests {
                 ((n * 7_919) % (count + 1), unit(&v))
             })
             .collect()
+    }
+
+    #[test]
+    fn the_live_rows_of_a_table_come_out_ascending_and_once() {
+        // An id given twice keeps its later row; removed ids and rows past the file are
+        // left out.
+        let mut table = RowsById::from_rows([(9, 4), (2, 7), (9, 1), (130, 0), (64, 300), (5, 65)]);
+        assert!(table.remove(2));
+        assert!(!table.remove(3));
+        assert_eq!(table.len(), 4);
+        assert_eq!(table.ascending(200), vec![0, 1, 65]);
+        assert_eq!(table.get(9), Some(1));
+        let mut pairs: Vec<(u64, u32)> = table.iter().collect();
+        pairs.sort_unstable();
+        assert_eq!(pairs, vec![(5, 65), (9, 1), (64, 300), (130, 0)]);
     }
 
     #[test]

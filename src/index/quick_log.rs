@@ -13,7 +13,9 @@ use xxhash_rust::xxh3::Xxh3;
 
 use super::files;
 use super::manifest::QuickFile;
-use super::quick::{BLOCK_ROWS, HEADER_LEN, QuickSet, Rows, decode_row, encode_row, header, row_len};
+use super::quick::{
+    BLOCK_ROWS, HEADER_LEN, QuickSet, Rows, RowsById, decode_row, encode_row, header, row_len,
+};
 use super::quick_open::{Loaded, load};
 use super::quick_sidecar::{self, RowFacts};
 
@@ -22,66 +24,6 @@ use super::quick_sidecar::{self, RowFacts};
 /// index (a new chunking or analysis version) half the file would be dead, and every
 /// command would read twice what it needs until the dead rows outnumbered all the live ones.
 const COMPACT_SLACK: u64 = 4_096;
-
-/// The live row of each chunk, in a table indexed by chunk id. Ids are handed out in order
-/// from zero and never reused, so the table is dense; at a million chunks it is a tenth of
-/// the memory of a hash map and is built and asked many times faster, which an open of a
-/// large index does a million times over.
-#[derive(Default)]
-struct RowsById {
-    rows: Vec<u32>,
-    count: usize,
-}
-
-/// A table slot without a row.
-const NO_ROW: u32 = u32::MAX;
-
-impl RowsById {
-    /// A table of (id, row) pairs; an id given twice keeps its later row.
-    fn from_rows(pairs: impl IntoIterator<Item = (u64, u32)>) -> Self {
-        let mut table = RowsById::default();
-        for (id, row) in pairs {
-            table.insert(id, row);
-        }
-        table
-    }
-
-    fn get(&self, id: u64) -> Option<u32> {
-        self.rows.get(usize::try_from(id).ok()?).copied().filter(|row| *row != NO_ROW)
-    }
-
-    fn insert(&mut self, id: u64, row: u32) {
-        let slot = id as usize;
-        if slot >= self.rows.len() {
-            self.rows.resize((slot + 1).max(self.rows.len() * 2), NO_ROW);
-        }
-        if self.rows[slot] == NO_ROW {
-            self.count += 1;
-        }
-        self.rows[slot] = row;
-    }
-
-    /// Whether the id had a row.
-    fn remove(&mut self, id: u64) -> bool {
-        match self.rows.get_mut(id as usize) {
-            Some(row) if *row != NO_ROW => {
-                *row = NO_ROW;
-                self.count -= 1;
-                true
-            }
-            _ => false,
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.count
-    }
-
-    /// The (id, row) pairs, by id.
-    fn iter(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
-        self.rows.iter().enumerate().filter(|(_, row)| **row != NO_ROW).map(|(id, row)| (id as u64, *row))
-    }
-}
 
 /// A file made anew at `path` with `header` and `body`, synced with its folder.
 fn fresh_file(path: &Path, header: &[u8], body: &[u8]) -> io::Result<File> {
@@ -108,8 +50,9 @@ pub struct QuickLog {
     rows: u64,
     /// The checksum state over the committed sidecar rows.
     hasher: Xxh3,
-    /// The row that stands in for each pending chunk (staged rows included).
-    live: RowsById,
+    /// The live row of each chunk (staged rows included), shared with the published set
+    /// until the next change.
+    live: Arc<RowsById>,
     /// The signs and checksums of every row (staged ones included), shared with the
     /// published set until the next row is staged.
     facts: Arc<RowFacts>,
@@ -187,7 +130,7 @@ impl QuickLog {
                 if note.is_none() {
                     quick_sidecar::record_intact(path);
                 }
-                (file, sidecar, nonce, hasher, RowsById::from_rows(live), facts, r.rows, note)
+                (file, sidecar, nonce, hasher, Arc::new(RowsById::from_rows(live)), facts, r.rows, note)
             }
             problem => {
                 let note = match problem {
@@ -198,7 +141,7 @@ impl QuickLog {
                 // The sidecar first: a new quick file never meets an old sidecar of its nonce.
                 let sidecar = fresh_file(&sidecar_path, &quick_sidecar::header(dims, nonce), &[])?;
                 let file = fresh_file(path, &header(dims, nonce), &[])?;
-                (file, sidecar, nonce, Xxh3::new(), RowsById::default(), RowFacts::new(dims), 0, note)
+                (file, sidecar, nonce, Xxh3::new(), Arc::default(), RowFacts::new(dims), 0, note)
             }
         };
         let log = QuickLog {
@@ -263,14 +206,14 @@ impl QuickLog {
         let facts = Arc::make_mut(&mut self.facts);
         encode_row(&mut self.staged, facts, id, vector);
         facts.encode_last(&mut self.staged_sidecar, id);
-        self.live.insert(id, row as u32);
+        Arc::make_mut(&mut self.live).insert(id, row as u32);
         self.changed = true;
     }
 
     /// The chunk no longer needs a stand-in (its own vector arrived, or it went); says
     /// whether it had a row.
     pub fn drop_id(&mut self, id: u64) -> bool {
-        let had = self.live.remove(id);
+        let had = self.live.get(id).is_some() && Arc::make_mut(&mut self.live).remove(id);
         self.changed |= had;
         had
     }
@@ -369,7 +312,8 @@ impl QuickLog {
         self.nonce = nonce;
         self.hasher = hasher;
         self.rows = order.len() as u64;
-        self.live = RowsById::from_rows(order.iter().enumerate().map(|(n, (_, id))| (*id, n as u32)));
+        self.live =
+            Arc::new(RowsById::from_rows(order.iter().enumerate().map(|(n, (_, id))| (*id, n as u32))));
         self.facts = Arc::new(facts);
         self.staged.clear();
         self.staged_sidecar.clear();
@@ -387,7 +331,13 @@ impl QuickLog {
         self.changed = false;
         let rows = if self.rows == 0 { Ok(Rows::Empty) } else { self.file.try_clone().map(Rows::File) };
         Some(rows.map(|rows| {
-            QuickSet::with_live(self.dims, rows, self.path.clone(), Arc::clone(&self.facts), self.live.iter())
+            QuickSet::with_table(
+                self.dims,
+                rows,
+                self.path.clone(),
+                Arc::clone(&self.facts),
+                Arc::clone(&self.live),
+            )
         }))
     }
 }

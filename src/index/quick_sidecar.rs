@@ -83,6 +83,11 @@ impl RowFacts {
         self.signs.bytes() + self.checksums.len() * 8
     }
 
+    /// Rows held.
+    pub(super) fn rows(&self) -> usize {
+        self.checksums.len()
+    }
+
     /// Appends the sidecar row of the last row pushed, which holds chunk `id`.
     pub(super) fn encode_last(&self, out: &mut Vec<u8>, id: u64) {
         let row = self.checksums.len() - 1;
