@@ -67,12 +67,15 @@ impl Index {
                 self.record_vectors(log.commit().map_err(io_err(&path))?)?;
             }
             if let Some(meta) = legacy {
-                let live = self.legacy_vectors(&meta);
-                for batch in live.chunks(CONVERT_BATCH) {
-                    for (id, v) in batch {
-                        log.stage(*id, v);
+                if let Some(source) = self.legacy_source(&meta) {
+                    for batch in source.ids.chunks(CONVERT_BATCH) {
+                        for id in batch {
+                            if let Some(v) = source.vector(*id) {
+                                log.stage(*id, &v);
+                            }
+                        }
+                        log.commit().map_err(io_err(&path))?;
                     }
-                    log.commit().map_err(io_err(&path))?;
                 }
                 self.model_log = Some(log);
                 self.persist_vectors()?;
@@ -88,8 +91,10 @@ impl Index {
                 Ok(set) => self.model = Arc::new(set),
                 Err(e) => self.notes.push(format!("{e}: vectors are re-embedded from stored texts")),
             }
-        } else if let Some(meta) = legacy {
-            self.model = Arc::new(QuickSet::in_memory(dims, &self.legacy_vectors(&meta)));
+        } else if let Some(source) = legacy.and_then(|meta| self.legacy_source(&meta)) {
+            let vectors: Vec<(u64, Vec<f32>)> =
+                source.ids.iter().filter_map(|id| source.vector(*id).map(|v| (*id, v))).collect();
+            self.model = Arc::new(QuickSet::in_memory(dims, &vectors));
         }
         if self.vector_count() < expected {
             self.vectors_unchecked = true;
@@ -108,9 +113,9 @@ impl Index {
         move |id| id < end && live[(id / 64) as usize] & (1 << (id % 64)) != 0
     }
 
-    /// The vectors of the chunks in the manifest, read from an earlier version's usearch
-    /// file and its journal (by id order). Damage means re-embedding, with a note.
-    fn legacy_vectors(&mut self, meta: &VectorsMeta) -> Vec<(u64, Vec<f32>)> {
+    /// An earlier version's usearch file and its journal, to read the vectors of the
+    /// chunks in the manifest from. Damage means re-embedding, with a note.
+    fn legacy_source(&mut self, meta: &VectorsMeta) -> Option<LegacyVectors> {
         let path = self.layout.legacy_vectors();
         let dims = self.embedder.dimensions;
         let intact = match (meta.checksum, files::file_checksum(&path)) {
@@ -123,7 +128,7 @@ impl Index {
             Ok(index) => index,
             Err(e) => {
                 self.notes.push(format!("{e}: vectors are re-embedded from stored texts"));
-                return Vec::new();
+                return None;
             }
         };
         // The journal's changes since the file was written whole, over it.
@@ -141,13 +146,7 @@ impl Index {
         }
         let mut ids: Vec<u64> = self.manifest.chunk_ids().collect();
         ids.sort_unstable();
-        ids.into_iter()
-            .filter_map(|id| match changed.get(&id) {
-                Some(v) => v.clone().map(|v| (id, v)),
-                None => index.get(id).map(|v| (id, v)),
-            })
-            .filter(|(_, v)| v.len() == dims)
-            .collect()
+        Some(LegacyVectors { index, changed, ids, dims })
     }
 
     /// Removes an earlier version's vector files (best effort: a file left behind is never
@@ -156,5 +155,24 @@ impl Index {
         for p in [self.layout.legacy_vectors(), self.layout.legacy_journal()] {
             let _ = std::fs::remove_file(p);
         }
+    }
+}
+
+/// The vectors an earlier version kept, read one chunk at a time.
+struct LegacyVectors {
+    index: VectorIndex,
+    changed: HashMap<u64, Option<Vec<f32>>>,
+    /// The chunks of the manifest, by id.
+    ids: Vec<u64>,
+    dims: usize,
+}
+
+impl LegacyVectors {
+    fn vector(&self, id: u64) -> Option<Vec<f32>> {
+        let v = match self.changed.get(&id) {
+            Some(v) => v.clone(),
+            None => self.index.get(id),
+        };
+        v.filter(|v| v.len() == self.dims)
     }
 }
