@@ -108,7 +108,8 @@ fn positive_mask(bytes: &[i8]) -> u64 {
 /// The query at four bits a component, as four bit planes: component `n` is about
 /// `low + step × value`, where `value`'s bit `p` is bit `n` of plane `p`.
 pub(super) struct QueryPlanes {
-    planes: [Vec<u64>; 4],
+    /// The four planes' words side by side, word by word, as a row's words are read.
+    planes: Vec<[u64; 4]>,
     /// `low / step`: how much a set bit of the row adds besides the planes' sum.
     offset: f32,
 }
@@ -119,12 +120,12 @@ impl QueryPlanes {
         let high = query.iter().copied().max().map_or(0, i32::from);
         let step = ((high - low) as f32 / 15.0).max(f32::MIN_POSITIVE);
         let words = query.len().div_ceil(64);
-        let mut planes: [Vec<u64>; 4] = std::array::from_fn(|_| vec![0u64; words]);
+        let mut planes = vec![[0u64; 4]; words];
         for (n, q) in query.iter().enumerate() {
             let value = ((i32::from(*q) - low) as f32 / step).round().clamp(0.0, 15.0) as u32;
-            for (p, plane) in planes.iter_mut().enumerate() {
+            for (p, plane) in planes[n / 64].iter_mut().enumerate() {
                 if value & (1 << p) != 0 {
-                    plane[n / 64] |= 1 << (n % 64);
+                    *plane |= 1 << (n % 64);
                 }
             }
         }
@@ -138,12 +139,12 @@ impl QueryPlanes {
     fn score(&self, row: &[u64]) -> f32 {
         let mut planes = 0u32;
         let mut set = 0u32;
-        for (w, bits) in row.iter().enumerate() {
+        for (bits, p) in row.iter().zip(&self.planes) {
             set += bits.count_ones();
-            planes += (self.planes[0][w] & bits).count_ones()
-                + ((self.planes[1][w] & bits).count_ones() << 1)
-                + ((self.planes[2][w] & bits).count_ones() << 2)
-                + ((self.planes[3][w] & bits).count_ones() << 3);
+            planes += (p[0] & bits).count_ones()
+                + ((p[1] & bits).count_ones() << 1)
+                + ((p[2] & bits).count_ones() << 2)
+                + ((p[3] & bits).count_ones() << 3);
         }
         planes as f32 + self.offset * set as f32
     }
