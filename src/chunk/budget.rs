@@ -5,7 +5,7 @@
 //! Rust book), where one token of English is about three quarters of a word. So 400 tokens
 //! of Chinese hold fewer words than 400 tokens of English, and far less of what the
 //! embedding model reads: e5's multilingual vocabulary takes 0.73 of its tokens per Chinese
-//! character but 1.3 per cl100k token of English, so such a chunk of Chinese is about 290
+//! character but 1.3 per cl100k token of English, so such a chunk of Chinese is about 300
 //! of e5's tokens where one of English is about 530. Counting each CJK letter as two thirds
 //! of a token makes a chunk of Chinese about 600 tokens (some 450 of e5's), which found
 //! more answers in the top five on the Chinese dev queries (docs/languages.md), while text
