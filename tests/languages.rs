@@ -284,6 +284,36 @@ fn a_title_is_analysed_by_its_chunks_language() {
 }
 
 #[test]
+fn a_path_is_analysed_by_its_chunks_language_in_any_script() {
+    let f = Fixture::empty();
+    // Each file's name holds words that its title and text never do.
+    f.write(
+        "de/Zahlungsfristen.md",
+        "---\ntitle: Monatliche Rechnungen\n---\n\nAm Ende jedes Monats schreibt die Buchhaltung eine \
+         Zusammenfassung der Beträge und schickt sie an die Kunden.\n",
+    );
+    f.write(
+        "ru/инструкции-по-установке.md",
+        "---\ntitle: Сервер\n---\n\nЗдесь описано, как подготовить новый сервер к работе: какие \
+         пакеты нужны и в каком порядке их ставить.\n",
+    );
+    f.write("笔记/所有权规则.md", "---\ntitle: Rules\n---\n\nEach value has one owner at a time.\n");
+    let mut engine = f.engine(Counting::new());
+    engine.reconcile(&mut |_| {}).unwrap();
+    // Other inflections than the file names hold: German and Russian rules join them, as
+    // they do in the notes' text.
+    assert_eq!(paths(&engine.search(&request("Zahlungsfrist")).unwrap()), ["de/Zahlungsfristen.md"]);
+    assert_eq!(
+        paths(&engine.search(&request("инструкция установки")).unwrap()),
+        ["ru/инструкции-по-установке.md"]
+    );
+    // A Chinese file name is cut into pairs of characters like Chinese text.
+    assert_eq!(paths(&engine.search(&request("所有权")).unwrap()), ["笔记/所有权规则.md"]);
+    // The names as written still match.
+    assert_eq!(paths(&engine.search(&request("Zahlungsfristen")).unwrap()), ["de/Zahlungsfristen.md"]);
+}
+
+#[test]
 fn a_snippet_is_analysed_by_its_chunks_language() {
     let server = TestServer::start();
     server.set_reply(|request: &str| {

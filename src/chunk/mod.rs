@@ -6,6 +6,7 @@
 //! its document can be put back at index time.
 
 mod boundaries;
+mod budget;
 mod fixed;
 // Public for the fuzz targets only; the chunker reads front matter itself.
 #[doc(hidden)]
@@ -65,7 +66,9 @@ pub enum DocKind {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChunkConfig {
     pub strategy: ChunkStrategy,
-    /// Token budget of one chunk (cl100k tokens).
+    /// Budget of one chunk: cl100k tokens, a CJK letter counting two thirds of one
+    /// (`budget.rs`); the `section` and `semantic` strategies count so, `fixed` counts plain
+    /// tokens.
     pub max_tokens: usize,
     /// Tokens repeated between consecutive pieces of a split section or fixed windows.
     pub overlap_tokens: usize,
@@ -109,7 +112,8 @@ pub struct Chunk {
     pub heading_path: Vec<String>,
     /// The original text, exactly `raw[byte_range]`.
     pub text: String,
-    /// cl100k token count of `text`.
+    /// cl100k token count of `text` (not the budget's units: a chunk of CJK text may hold
+    /// more tokens than the budget's number).
     pub token_count: u32,
     /// xxh3 hash of `text`.
     pub content_hash: u64,

@@ -21,7 +21,7 @@ use super::lines::LineIndex;
 use super::outline::{Block, BlockKind, Outline, Section};
 use super::split::Splitter;
 use super::window::{RawChunk, trim};
-use super::{ChunkConfig, SentenceEmbedder, tokens};
+use super::{ChunkConfig, SentenceEmbedder, budget};
 
 /// A piece between breakpoints is merged into a neighbour when it holds fewer tokens than
 /// this share of the budget.
@@ -179,7 +179,7 @@ fn merge_small_pieces(
     // Pieces as (first unit, last unit, tokens); counts stop at `min_tokens`, which is all
     // the comparison needs, and the count of two pieces joined is taken as their sum.
     let count = |first: usize, last: usize| {
-        tokens::count_capped(&text[units[first].start..units[last].end], min_tokens)
+        budget::units_capped(&text[units[first].start..units[last].end], min_tokens)
     };
     let mut kept: Vec<(usize, usize, usize)> = Vec::with_capacity(cuts.len() + 1);
     // A small piece waiting to join the piece after it.

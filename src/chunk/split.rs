@@ -1,11 +1,14 @@
 //! The `section` strategy's packing: a section that fits the token budget is one chunk; a
 //! longer one is cut at block boundaries, an oversized block at sentences or lines, an
 //! oversized sentence or line between tokens, and the pieces are packed greedily into chunks
-//! that overlap by about `overlap_tokens`.
+//! that overlap by about `overlap_tokens`. The budget and the overlap are counted in
+//! [`budget`] units (cl100k tokens, a CJK letter two thirds of one); the chunks carry
+//! their cl100k counts.
 
 use std::ops::Range;
 
 use super::boundaries::{content_line_starts, sentence_starts, units};
+use super::budget::{self, Measure};
 use super::lines::LineIndex;
 use super::outline::{BlockKind, Section};
 use super::tokens::{self, ceil_char_boundary};
@@ -16,8 +19,9 @@ use super::window::{Counting, RawChunk, token_windows, trim};
 struct Piece {
     /// The piece with its trailing whitespace; consecutive pieces tile the section.
     range: Range<usize>,
-    /// Token count of `text[range]`, at most the budget. Exact, except for the fragments of a
-    /// giant run, which are counted in place and may be off by a token at their edges.
+    /// Budget units of `text[range]`, at most the budget. Exact, except for the fragments of
+    /// a giant run, which are counted in place (in cl100k tokens, never fewer than its
+    /// units) and may be off by a token at their edges.
     tokens: usize,
     grain: Grain,
     /// The first line of an oversized code block, table or HTML block: it opens a new chunk
@@ -83,14 +87,14 @@ impl<'a> Splitter<'a> {
             return Vec::new();
         };
         if whole.len() <= self.max_tokens.saturating_mul(LIKELY_BYTES_PER_TOKEN) {
-            let count = tokens::count_capped(&self.text[whole.clone()], self.max_tokens);
-            if count <= self.max_tokens {
-                return vec![RawChunk { range: whole, tokens: count }];
+            let count = budget::measure_capped(&self.text[whole.clone()], self.max_tokens);
+            if count.units <= self.max_tokens {
+                return vec![RawChunk { range: whole, tokens: count.tokens }];
             }
         }
         let counts: Vec<usize> = blocks
             .iter()
-            .map(|(range, _)| tokens::count_capped(&self.text[range.clone()], self.max_tokens))
+            .map(|(range, _)| budget::units_capped(&self.text[range.clone()], self.max_tokens))
             .collect();
         let mut pieces = Vec::new();
         for (i, ((range, kind), count)) in blocks.into_iter().zip(counts).enumerate() {
@@ -118,7 +122,7 @@ impl<'a> Splitter<'a> {
     ) {
         let body_start = body_start.clamp(range.start, range.end);
         let heading = range.start..body_start;
-        let heading_tokens = tokens::count_capped(&self.text[heading.clone()], self.max_tokens);
+        let heading_tokens = budget::units_capped(&self.text[heading.clone()], self.max_tokens);
         let first_budget = if heading_tokens + SEAM_TOKENS < self.max_tokens {
             self.max_tokens - heading_tokens - SEAM_TOKENS
         } else {
@@ -158,7 +162,7 @@ impl<'a> Splitter<'a> {
         let mut cut_hard: Option<usize> = None;
         for unit in units_of(self.text, range.clone(), kind) {
             let budget = if pieces.len() == first_piece { first_budget } else { self.max_tokens };
-            let count = tokens::count_capped(&self.text[unit.clone()], self.max_tokens);
+            let count = budget::units_capped(&self.text[unit.clone()], self.max_tokens);
             if count <= budget {
                 pieces.push(Piece { range: unit, tokens: count, grain, starts_chunk: false });
             } else {
@@ -189,7 +193,9 @@ impl<'a> Splitter<'a> {
     /// Pieces of prose leave room for the overlap, which the packer can then put in front of
     /// each of them. Their counts are taken in place from one tokenization of the whole run
     /// (the packer measures each chunk anyway), so a megabyte-long run costs two passes of
-    /// the tokenizer, not three.
+    /// the tokenizer, not three. The windows are cut by cl100k tokens, which are never fewer
+    /// than the units they hold: a run of CJK letters is cut a little shorter than its
+    /// budget allows, never longer.
     fn hard_split(
         &mut self,
         range: Range<usize>,
@@ -237,9 +243,11 @@ impl<'a> Splitter<'a> {
             // measure the real chunk and shed overlap, then pieces, until it fits.
             let made = loop {
                 let range = trim(self.text, start..pieces[j].range.end);
-                let count = range.as_ref().map_or(0, |r| tokens::count(&self.text[r.clone()]));
+                let Measure { tokens, units: count } = range
+                    .as_ref()
+                    .map_or(Measure { tokens: 0, units: 0 }, |r| budget::measure(&self.text[r.clone()]));
                 if count <= self.max_tokens {
-                    break Vec::from_iter(range.map(|range| RawChunk { range, tokens: count }));
+                    break Vec::from_iter(range.map(|range| RawChunk { range, tokens }));
                 }
                 if start < pieces[i].range.start {
                     start = pieces[i].range.start;
@@ -314,7 +322,7 @@ impl<'a> Splitter<'a> {
                 let count = if unit == piece.range {
                     piece.tokens
                 } else {
-                    tokens::count_capped(&self.text[unit.clone()], tolerance)
+                    budget::units_capped(&self.text[unit.clone()], tolerance)
                 };
                 if inside && total + count <= self.overlap_tokens {
                     total += count;
@@ -353,7 +361,7 @@ impl<'a> Splitter<'a> {
         if start <= chunk_start {
             return None;
         }
-        let count = tokens::count(&self.text[start..unit.end]);
+        let count = budget::units(&self.text[start..unit.end]);
         Some((start, count))
     }
 }
@@ -415,6 +423,36 @@ mod tests {
         assert!(chunks.iter().all(|c| c.tokens <= 50));
         assert!(chunks.windows(2).all(|w| w[0].range.end == w[1].range.start));
         assert_eq!(chunks.last().map(|c| c.range.end), Some(text.len()));
+    }
+
+    #[test]
+    fn a_budget_holds_more_chinese_tokens_than_english_ones() {
+        // More than 400 cl100k tokens of Chinese prose, which its letters bring under a
+        // budget of 400 units; English prose of as many tokens is cut.
+        let chinese = "所有权让Rust无需垃圾回收即可保障内存安全，因此理解它的工作方式很重要。".repeat(12);
+        let tokens = tokens::count(&chinese);
+        assert!(tokens > 400 && budget::units(&chinese) <= 400, "{tokens}");
+        let chunks = split(&chinese, BlockKind::Prose, 400, 40);
+        assert_eq!(chunks.len(), 1);
+        // The chunk still reports its cl100k tokens, past the budget's number.
+        assert_eq!(chunks[0].tokens, tokens);
+
+        let english = "Ownership lets Rust keep memory safe without a garbage collector. ".repeat(40);
+        assert!(tokens::count(&english) > 400);
+        let chunks = split(&english, BlockKind::Prose, 400, 40);
+        assert!(chunks.len() > 1);
+        assert!(chunks.iter().all(|c| c.tokens <= 400));
+
+        // Cut pieces of a longer Chinese section stay within the budget's units.
+        let longer = chinese.repeat(3);
+        let chunks = split(&longer, BlockKind::Prose, 400, 40);
+        assert!(chunks.len() > 1);
+        assert!(chunks.iter().all(|c| budget::units(&longer[c.range.clone()]) <= 400));
+        let last = chunks.len() - 1;
+        assert!(
+            chunks[..last].iter().all(|c| c.tokens > 400),
+            "a chunk of Chinese fills the room of its units"
+        );
     }
 
     #[test]

@@ -237,7 +237,6 @@ pub(super) fn document(f: &Fields, r: &ChunkRecord, file: StoredFileMeta) -> Tan
     let mut doc = TantivyDocument::default();
     doc.add_u64(f.id, r.id);
     doc.add_text(f.path, &r.path);
-    doc.add_text(f.path_text, path_words(&r.path));
     doc.add_u64(f.ordinal, u64::from(r.ordinal));
     doc.add_u64(f.start_line, r.start_line as u64);
     doc.add_u64(f.end_line, r.end_line as u64);
@@ -257,6 +256,7 @@ pub(super) fn document(f: &Fields, r: &ChunkRecord, file: StoredFileMeta) -> Tan
             doc.add_pre_tokenized_text(field, analysis::pre_tokenized(&text, language, marked));
         }
     };
+    add_searched(&mut doc, f.path_text, path_words(&r.path), false);
     add_searched(&mut doc, f.title, r.title.clone(), false);
     add_searched(
         &mut doc,
