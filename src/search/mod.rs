@@ -11,7 +11,7 @@ pub mod filter;
 mod fuse;
 pub mod preview;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -19,6 +19,9 @@ use serde::{Deserialize, Serialize};
 use crate::analysis;
 use crate::index::{ChunkRecord, IndexError, Snapshot};
 use crate::providers::Embedder;
+
+/// Chunk ids with their scores, best first.
+type Scored = Vec<(u64, f32)>;
 pub use bm25::{FieldBoosts, bm25, coverage};
 pub use expand::{Expand, ExpandSettings, Expansion};
 pub use filter::Filter;
@@ -244,57 +247,90 @@ pub fn search(
         return Ok(Vec::new());
     }
 
-    // All arms always take part, in this order; an arm left out is empty and changes
-    // nothing in the fusion.
+    // All arms always take part; an arm left out is empty and changes nothing in the
+    // fusion. The words' arm runs beside the embedding of the query and the vector arms,
+    // on the other core: on a large index each is tens of milliseconds.
     let mut arms = Arms::new(config, index);
-    if use_bm25 {
+    // The words' candidates, and the share of the query the best one holds.
+    let words = || -> Result<Option<(Scored, Option<f32>)>, SearchError> {
+        if !use_bm25 {
+            return Ok(None);
+        }
         let terms = analysis::query_terms_in(&request.query, &languages_held(index));
-        arms.words.ids = bm25(index, &terms, config.boosts(), candidates, &within)?;
-        if use_vector && arms.coverage_power > 0.0 {
-            let share = best_coverage(index, &request.query, config.boosts(), &arms.words.ids)?;
+        let ids = bm25(index, &terms, config.boosts(), candidates, &within)?;
+        let share = if use_vector && arms.coverage_power > 0.0 {
+            Some(best_coverage(index, &request.query, config.boosts(), &ids)?)
+        } else {
+            None
+        };
+        Ok(Some((ids, share)))
+    };
+    let vectors = || -> Result<Option<(Scored, Scored)>, SearchError> {
+        if !use_vector {
+            return Ok(None);
+        }
+        vector_arms(index, embedder, quick, request, allowed.as_ref(), candidates).map(Some)
+    };
+    let (words, vectors) = rayon::join(words, vectors);
+    if let Some((ids, share)) = words? {
+        arms.words.ids = ids;
+        if let Some(share) = share {
             arms.words.weight = fuse::bm25_weight(arms.words.weight, share, arms.coverage_power);
         }
     }
-    if use_vector {
-        // A query of only unknown tokens embeds to nothing useful: leave the arm out.
-        let own = match embed_query(embedder, &request.query) {
-            Ok(v) => v,
-            // A model server that is down must not take search with it: the words (and the
-            // quick vectors) still answer. Only a search by meaning alone fails.
-            Err(e) if request.mode == SearchMode::Hybrid => {
-                tracing::warn!("the query could not be embedded, so this search matches words only: {e}");
-                None
-            }
-            Err(e) => return Err(e),
-        };
-        let quick = match quick.filter(|_| index.quick_count() > 0) {
-            Some(quick) => embed_query(quick, &request.query)?,
-            None => None,
-        };
-        if let Some(allowed) = &allowed {
-            let (own_ids, quick_ids) = index.nearest_among(
-                own.as_deref().unwrap_or_default(),
-                quick.as_deref(),
-                allowed,
-                candidates,
-            )?;
-            arms.vector.ids = own_ids;
-            arms.quick.ids = quick_ids;
-        } else {
-            if let Some(v) = &own {
-                arms.vector.ids =
-                    index.nearest(v, candidates)?.into_iter().map(|(id, d)| (id, 1.0 - d)).collect();
-            }
-            if let Some(v) = &quick {
-                arms.quick.ids = index.nearest_quick(v, candidates)?;
-            }
-        }
+    if let Some((own, quick)) = vectors? {
+        arms.vector.ids = own;
+        arms.quick.ids = quick;
     }
     let keep = |record: &ChunkRecord| {
         (request.paths.is_empty() || request.paths.iter().any(|p| under(&record.path, p)))
             && allowed.as_ref().is_none_or(|ids| ids.contains(&record.id))
     };
     hits_of(index, arms, config, limit, keep)
+}
+
+/// The two vector arms: the chunks nearest to the query by the index's own model and, among
+/// those whose vectors are pending, by the quick model.
+fn vector_arms(
+    index: &Snapshot,
+    embedder: &dyn Embedder,
+    quick: Option<&dyn Embedder>,
+    request: &SearchRequest,
+    allowed: Option<&HashSet<u64>>,
+    candidates: usize,
+) -> Result<(Scored, Scored), SearchError> {
+    // A query of only unknown tokens embeds to nothing useful: leave the arm out.
+    let own = match embed_query(embedder, &request.query) {
+        Ok(v) => v,
+        // A model server that is down must not take search with it: the words (and the
+        // quick vectors) still answer. Only a search by meaning alone fails.
+        Err(e) if request.mode == SearchMode::Hybrid => {
+            tracing::warn!("the query could not be embedded, so this search matches words only: {e}");
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    let quick = match quick.filter(|_| index.quick_count() > 0) {
+        Some(quick) => embed_query(quick, &request.query)?,
+        None => None,
+    };
+    if let Some(allowed) = allowed {
+        return Ok(index.nearest_among(
+            own.as_deref().unwrap_or_default(),
+            quick.as_deref(),
+            allowed,
+            candidates,
+        )?);
+    }
+    let own_ids = match &own {
+        Some(v) => index.nearest(v, candidates)?.into_iter().map(|(id, d)| (id, 1.0 - d)).collect(),
+        None => Vec::new(),
+    };
+    let quick_ids = match &quick {
+        Some(v) => index.nearest_quick(v, candidates)?,
+        None => Vec::new(),
+    };
+    Ok((own_ids, quick_ids))
 }
 
 /// The share of the query (by IDF) that BM25's best candidate holds, the query analysed by
