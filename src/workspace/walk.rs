@@ -1,0 +1,328 @@
+//! The walk over a workspace's folders on Unix: each folder is read through a handle on it,
+//! and each file's size and time are asked of that handle by name, so that the system does
+//! not look up every folder on a file's path again for each of the file's calls.
+//!
+//! At 80,000 files in 23,000 folders the walk is a stat of every file and a read of every
+//! folder; asking by full path spent about a third of it finding the files again. The rules
+//! are the `ignore` crate's, with the options of [`super::walk`]: `.ignore`, `.gitignore` and
+//! `.git/info/exclude` in every folder (without a git repository too), no rules from above
+//! the root, hidden names left out unless a rule takes them back, no symlink followed. The
+//! matching is the crate's own ([`Gitignore`]); the order in which folders' rules count is
+//! the crate's, and a test holds the two walks to the same result.
+
+use std::ffi::{CStr, CString, OsStr};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use ignore::Match;
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+
+use super::{SkipReason, Skipped, SourceFile, WalkFilter, WalkResult, error_path, mtime_ns_of};
+
+/// Lists what `filter` keeps below `root`, unsorted.
+pub(super) fn walk(root: &Path, filter: &WalkFilter<'_>, index_dir_rel: Option<&str>) -> WalkResult {
+    let found = Mutex::new(WalkResult::default());
+    let walk = Walk { root, filter, index_dir_rel, found: &found };
+    match open_root(root) {
+        Ok(fd) => {
+            let folder =
+                Folder { fd: Arc::new(fd), abs: root.to_path_buf(), rel: String::new(), rules: None };
+            rayon::scope(|scope| walk.read_folder(scope, folder));
+        }
+        Err(e) => walk.found().skipped.push(Skipped {
+            path: root.display().to_string(),
+            reason: SkipReason::Unreadable { error: format!("{}: {e}", root.display()) },
+        }),
+    }
+    found.into_inner().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One walk's settings and findings, shared by the threads that read folders.
+struct Walk<'a> {
+    root: &'a Path,
+    filter: &'a WalkFilter<'a>,
+    /// The index folder, relative to the root, when it lies inside the workspace.
+    index_dir_rel: Option<&'a str>,
+    found: &'a Mutex<WalkResult>,
+}
+
+/// A folder to read.
+struct Folder {
+    fd: Arc<OwnedFd>,
+    abs: PathBuf,
+    /// Relative to the root, `/`-separated, ending in `/` (empty for the root).
+    rel: String,
+    /// The rules of the ignore files in this folder and above it (`None`: no such files).
+    rules: Option<Arc<Rules>>,
+}
+
+/// One entry of a folder.
+struct Entry {
+    name: CString,
+    kind: Kind,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Folder,
+    File,
+    /// A symlink, a socket, a device: never walked.
+    Other,
+}
+
+impl<'a> Walk<'a> {
+    fn found(&self) -> std::sync::MutexGuard<'a, WalkResult> {
+        self.found.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn read_folder<'s>(&'s self, scope: &rayon::Scope<'s>, folder: Folder) {
+        let mut local = WalkResult::default();
+        let entries = match list(&folder.fd) {
+            Ok(entries) => entries,
+            Err(e) => {
+                local.skipped.push(self.unreadable(&folder, &e));
+                self.found().skipped.append(&mut local.skipped);
+                return;
+            }
+        };
+        let rules = Rules::for_folder(&folder, &entries, self.root, &mut local.skipped);
+        for entry in entries {
+            let name = entry.name.as_bytes();
+            let rel = format!("{}{}", folder.rel, String::from_utf8_lossy(name));
+            let abs = folder.abs.join(OsStr::from_bytes(name));
+            let matched = Rules::matched(rules.as_ref(), &abs, entry.kind == Kind::Folder);
+            if matched.is_ignore() || (matched.is_none() && name.starts_with(b".")) {
+                continue;
+            }
+            match entry.kind {
+                Kind::Folder => {
+                    if self.index_dir_rel == Some(rel.as_str()) {
+                        continue;
+                    }
+                    match open_child(&folder.fd, &entry.name) {
+                        Ok(fd) => {
+                            let child =
+                                Folder { fd: Arc::new(fd), abs, rel: rel + "/", rules: rules.clone() };
+                            scope.spawn(move |scope| self.read_folder(scope, child));
+                        }
+                        Err(e) => local.skipped.push(Skipped {
+                            path: rel,
+                            reason: SkipReason::Unreadable { error: format!("{}: {e}", abs.display()) },
+                        }),
+                    }
+                }
+                Kind::File if self.filter.keeps(&rel) => match stat_child(&folder.fd, &entry.name) {
+                    Ok((size, mtime_ns)) => {
+                        local.files.push(SourceFile { rel_path: rel, abs_path: abs, size, mtime_ns })
+                    }
+                    Err(e) => local
+                        .skipped
+                        .push(Skipped { path: rel, reason: SkipReason::Unreadable { error: e.to_string() } }),
+                },
+                Kind::File | Kind::Other => {}
+            }
+        }
+        if !local.files.is_empty() || !local.skipped.is_empty() {
+            let mut found = self.found();
+            found.files.append(&mut local.files);
+            found.skipped.append(&mut local.skipped);
+        }
+    }
+
+    fn unreadable(&self, folder: &Folder, error: &std::io::Error) -> Skipped {
+        let path = folder.rel.trim_end_matches('/');
+        Skipped {
+            path: if path.is_empty() { self.root.display().to_string() } else { path.to_string() },
+            reason: SkipReason::Unreadable { error: format!("{}: {error}", folder.abs.display()) },
+        }
+    }
+}
+
+/// The rules of one folder's ignore files, with those of the folders above it.
+struct Rules {
+    parent: Option<Arc<Rules>>,
+    dot_ignore: Gitignore,
+    gitignore: Gitignore,
+    git_exclude: Gitignore,
+}
+
+impl Rules {
+    /// The rules that hold in `folder`: its parent's, joined by its own ignore files' when it
+    /// has any. A file that cannot be read or parsed is reported, and its other rules kept.
+    fn for_folder(
+        folder: &Folder,
+        entries: &[Entry],
+        root: &Path,
+        skipped: &mut Vec<Skipped>,
+    ) -> Option<Arc<Rules>> {
+        let has = |name: &[u8]| entries.iter().any(|e| e.name.as_bytes() == name);
+        let (has_ignore, has_gitignore, has_git) = (has(b".ignore"), has(b".gitignore"), has(b".git"));
+        if !has_ignore && !has_gitignore && !has_git {
+            return folder.rules.clone();
+        }
+        let dir = folder.abs.as_path();
+        let mut report = |error: Option<ignore::Error>| {
+            if let Some(e) = error {
+                skipped.push(Skipped {
+                    path: error_path(&e, root),
+                    reason: SkipReason::Unreadable { error: e.to_string() },
+                });
+            }
+        };
+        let mut read = |present: bool, from: &Path, name: &str| {
+            if !present {
+                return Gitignore::empty();
+            }
+            let (rules, error) = rules_of(dir, &from.join(name));
+            report(error);
+            rules
+        };
+        let dot_ignore = read(has_ignore, dir, ".ignore");
+        let gitignore = read(has_gitignore, dir, ".gitignore");
+        let git_exclude = match has_git.then(|| git_common_dir(dir)).flatten() {
+            Some(git_dir) => read(true, &git_dir, "info/exclude"),
+            None => Gitignore::empty(),
+        };
+        Some(Arc::new(Rules { parent: folder.rules.clone(), dot_ignore, gitignore, git_exclude }))
+    }
+
+    /// Whether `path` is ignored, taken back (whitelisted) or neither: as in the `ignore`
+    /// crate, the deepest folder whose `.ignore` says anything of it decides; failing that,
+    /// the deepest `.gitignore`, then the deepest git exclude file.
+    fn matched(rules: Option<&Arc<Rules>>, path: &Path, is_dir: bool) -> Match<()> {
+        let kinds: [fn(&Rules) -> &Gitignore; 3] = [|r| &r.dot_ignore, |r| &r.gitignore, |r| &r.git_exclude];
+        for rules_of_kind in kinds {
+            let mut level = rules;
+            while let Some(rules) = level {
+                let found = rules_of_kind(rules).matched(path, is_dir);
+                if !found.is_none() {
+                    return found.map(|_| ());
+                }
+                level = rules.parent.as_ref();
+            }
+        }
+        Match::None
+    }
+}
+
+/// The rules of one ignore file whose patterns are relative to `dir`.
+fn rules_of(dir: &Path, file: &Path) -> (Gitignore, Option<ignore::Error>) {
+    let mut builder = GitignoreBuilder::new(dir);
+    let mut error = if file.exists() { builder.add(file) } else { None };
+    let rules = builder.build().unwrap_or_else(|e| {
+        error.get_or_insert(e);
+        Gitignore::empty()
+    });
+    (rules, error)
+}
+
+/// The git folder whose `info/exclude` holds for `dir`: its `.git` folder, or, when `.git`
+/// is a file (a linked worktree), the common folder it names, found as the `ignore` crate
+/// finds it.
+fn git_common_dir(dir: &Path) -> Option<PathBuf> {
+    let dot_git = dir.join(".git");
+    let meta = std::fs::metadata(&dot_git).ok()?;
+    if !meta.is_file() {
+        return Some(dot_git);
+    }
+    let first_line = |path: &Path| std::fs::read_to_string(path).ok()?.lines().next().map(str::to_string);
+    let real = PathBuf::from(first_line(&dot_git)?.strip_prefix("gitdir: ")?);
+    let common = first_line(&real.join("commondir"))?;
+    Some(if common.starts_with('.') { real.join(common) } else { PathBuf::from(common) })
+}
+
+fn open_root(root: &Path) -> std::io::Result<OwnedFd> {
+    let path = CString::new(root.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
+    // SAFETY: `path` is a valid C string; the descriptor returned is owned by no one else.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    owned(fd)
+}
+
+/// Opens a folder inside `parent` by name, refusing a symlink.
+fn open_child(parent: &OwnedFd, name: &CStr) -> std::io::Result<OwnedFd> {
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: `parent` is an open folder and `name` a valid C string.
+    let fd = unsafe { libc::openat(parent.as_raw_fd(), name.as_ptr(), flags) };
+    owned(fd)
+}
+
+fn owned(fd: libc::c_int) -> std::io::Result<OwnedFd> {
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor just returned by the system, owned by no one else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// A file's size and modification time (nanoseconds since the epoch), asked of its folder.
+fn stat_child(parent: &OwnedFd, name: &CStr) -> std::io::Result<(u64, u64)> {
+    let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `parent` is an open folder, `name` a valid C string and `stat` room for the answer.
+    let failed = unsafe {
+        libc::fstatat(parent.as_raw_fd(), name.as_ptr(), stat.as_mut_ptr(), libc::AT_SYMLINK_NOFOLLOW)
+    };
+    if failed != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the call succeeded, so it filled `stat`.
+    let stat = unsafe { stat.assume_init() };
+    Ok((stat.st_size as u64, mtime_ns_of(stat.st_mtime as i64, stat.st_mtime_nsec as i64)))
+}
+
+/// The entries of an open folder (without `.` and `..`), with their kinds; an entry whose
+/// kind the listing does not tell is asked about.
+fn list(folder: &OwnedFd) -> std::io::Result<Vec<Entry>> {
+    // The listing takes its own descriptor, which closing it closes; the folder's stays
+    // open for the calls on its entries.
+    // SAFETY: `folder` is open; `dup` returns a new descriptor or -1.
+    let listing = owned(unsafe { libc::dup(folder.as_raw_fd()) })?;
+    // SAFETY: an open descriptor of a folder, whose ownership passes to the stream.
+    let stream = unsafe { libc::fdopendir(listing.as_raw_fd()) };
+    if stream.is_null() {
+        return Err(std::io::Error::last_os_error());
+    }
+    std::mem::forget(listing);
+    let mut entries = Vec::new();
+    loop {
+        // SAFETY: `stream` is open until `closedir` below, and read on this thread only.
+        let entry = unsafe { libc::readdir(stream) };
+        if entry.is_null() {
+            break;
+        }
+        // SAFETY: a non-null entry stays valid until the next `readdir` on the stream.
+        let (name, d_type) = unsafe { (CStr::from_ptr((*entry).d_name.as_ptr()), (*entry).d_type) };
+        if name.to_bytes() == b"." || name.to_bytes() == b".." {
+            continue;
+        }
+        let kind = match d_type {
+            libc::DT_DIR => Kind::Folder,
+            libc::DT_REG => Kind::File,
+            libc::DT_UNKNOWN => kind_of(folder, name),
+            _ => Kind::Other,
+        };
+        entries.push(Entry { name: name.to_owned(), kind });
+    }
+    // SAFETY: `stream` came from `fdopendir` and is closed once.
+    unsafe { libc::closedir(stream) };
+    Ok(entries)
+}
+
+/// An entry's kind, asked of its folder (for file systems whose listings do not say it).
+fn kind_of(parent: &OwnedFd, name: &CStr) -> Kind {
+    let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: as in `stat_child`.
+    let failed = unsafe {
+        libc::fstatat(parent.as_raw_fd(), name.as_ptr(), stat.as_mut_ptr(), libc::AT_SYMLINK_NOFOLLOW)
+    };
+    if failed != 0 {
+        return Kind::Other;
+    }
+    // SAFETY: the call succeeded, so it filled `stat`.
+    match unsafe { stat.assume_init() }.st_mode & libc::S_IFMT {
+        libc::S_IFDIR => Kind::Folder,
+        libc::S_IFREG => Kind::File,
+        _ => Kind::Other,
+    }
+}
