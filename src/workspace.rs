@@ -182,7 +182,7 @@ impl<'a> WalkFilter<'a> {
     /// globs.
     fn keeps(&self, rel_path: &str) -> bool {
         has_extension(rel_path, &self.config.extensions)
-            && !self.include.as_ref().is_some_and(|g| !g.is_match(rel_path))
+            && self.include.as_ref().is_none_or(|g| g.is_match(rel_path))
             && !self.exclude.as_ref().is_some_and(|g| is_excluded(g, rel_path))
     }
 

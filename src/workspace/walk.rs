@@ -129,7 +129,7 @@ impl<'a> Walk<'a> {
             }
             match kind {
                 Kind::Folder => {
-                    let rel = format!("{}{}", folder.rel, String::from_utf8_lossy(bytes));
+                    let rel = joined(&folder.rel, bytes);
                     if self.index_dir_rel == Some(rel.as_str()) {
                         continue;
                     }
@@ -149,7 +149,7 @@ impl<'a> Walk<'a> {
                 Kind::File
                     if has_extension(&String::from_utf8_lossy(bytes), &self.filter.config.extensions) =>
                 {
-                    let rel = format!("{}{}", folder.rel, String::from_utf8_lossy(bytes));
+                    let rel = joined(&folder.rel, bytes);
                     if !self.filter.keeps(&rel) {
                         continue;
                     }
@@ -181,6 +181,15 @@ impl<'a> Walk<'a> {
             reason: SkipReason::Unreadable { error: format!("{}: {error}", folder.abs.display()) },
         }
     }
+}
+
+/// `rel` (a folder's relative path, ending in `/` or empty) followed by `name`.
+fn joined(rel: &str, name: &[u8]) -> String {
+    let name = String::from_utf8_lossy(name);
+    let mut path = String::with_capacity(rel.len() + name.len() + 1);
+    path.push_str(rel);
+    path.push_str(&name);
+    path
 }
 
 /// The rules of one folder's ignore files, with those of the folders above it.
@@ -311,7 +320,10 @@ fn stat_child(parent: &OwnedFd, name: &CStr) -> std::io::Result<(u64, u64)> {
     }
     // SAFETY: the call succeeded, so it filled `stat`.
     let stat = unsafe { stat.assume_init() };
-    Ok((stat.st_size as u64, mtime_ns_of(stat.st_mtime as i64, stat.st_mtime_nsec as i64)))
+    // The fields' types differ from one platform to another.
+    #[allow(clippy::unnecessary_cast)]
+    let mtime_ns = mtime_ns_of(stat.st_mtime as i64, stat.st_mtime_nsec as i64);
+    Ok((stat.st_size as u64, mtime_ns))
 }
 
 impl Listing {
@@ -322,7 +334,16 @@ impl Listing {
         // The system's own listing call, straight into a buffer: the C library's stream
         // would take a descriptor of its own and ask the folder's status again, which at
         // 23,000 folders costs as much as the call itself.
-        let mut buffer = vec![0u64; 4096];
+        thread_local! {
+            /// Each walking thread's buffer for listings, so that no folder zeroes one of
+            /// its own.
+            static BUFFER: std::cell::RefCell<Vec<u64>> = std::cell::RefCell::new(vec![0; 4096]);
+        }
+        BUFFER.with_borrow_mut(|buffer| Listing::read_into(folder, buffer))
+    }
+
+    #[cfg(target_os = "linux")]
+    fn read_into(folder: &OwnedFd, buffer: &mut [u64]) -> std::io::Result<Listing> {
         let mut listing = Listing { names: Vec::with_capacity(1024), entries: Vec::new() };
         loop {
             // SAFETY: `folder` is open and `buffer` has room for the bytes asked for.
