@@ -29,9 +29,8 @@ pub(super) fn walk(root: &Path, filter: &WalkFilter<'_>, index_dir_rel: Option<&
     let walk = Walk { root, filter, index_dir_rel, found: &found };
     match open_root(root) {
         Ok(fd) => {
-            let folder =
-                Folder { fd: Arc::new(fd), abs: root.to_path_buf(), rel: String::new(), rules: None };
-            rayon::scope(|scope| walk.read_folder(scope, folder));
+            let folder = Folder { abs: root.to_path_buf(), rel: String::new(), rules: None };
+            rayon::scope(|scope| walk.read_folder(scope, Arc::new(fd), folder));
         }
         Err(e) => walk.found().skipped.push(Skipped {
             path: root.display().to_string(),
@@ -52,7 +51,6 @@ struct Walk<'a> {
 
 /// A folder to read.
 struct Folder {
-    fd: Arc<OwnedFd>,
     abs: PathBuf,
     /// Relative to the root, `/`-separated, ending in `/` (empty for the root).
     rel: String,
@@ -103,9 +101,22 @@ impl<'a> Walk<'a> {
         self.found.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn read_folder<'s>(&'s self, scope: &rayon::Scope<'s>, folder: Folder) {
+    /// Opens the folder `name` of the folder `parent` and reads it. Folders waiting their
+    /// turn hold their parent's handle, not one of their own: a folder of thousands of
+    /// folders would otherwise hold thousands open at once, past the process's limit.
+    fn open_and_read<'s>(&'s self, scope: &rayon::Scope<'s>, parent: &OwnedFd, name: &CStr, folder: Folder) {
+        match open_child(parent, name) {
+            Ok(fd) => self.read_folder(scope, Arc::new(fd), folder),
+            Err(e) => {
+                let skip = self.unreadable(&folder, &e);
+                self.found().skipped.push(skip);
+            }
+        }
+    }
+
+    fn read_folder<'s>(&'s self, scope: &rayon::Scope<'s>, fd: Arc<OwnedFd>, folder: Folder) {
         let mut local = WalkResult::default();
-        let listing = match Listing::read(&folder.fd) {
+        let listing = match Listing::read(&fd) {
             Ok(listing) => listing,
             Err(e) => {
                 local.skipped.push(self.unreadable(&folder, &e));
@@ -134,17 +145,9 @@ impl<'a> Walk<'a> {
                         continue;
                     }
                     let abs = folder.abs.join(OsStr::from_bytes(bytes));
-                    match open_child(&folder.fd, name) {
-                        Ok(fd) => {
-                            let child =
-                                Folder { fd: Arc::new(fd), abs, rel: rel + "/", rules: rules.clone() };
-                            scope.spawn(move |scope| self.read_folder(scope, child));
-                        }
-                        Err(e) => local.skipped.push(Skipped {
-                            path: rel,
-                            reason: SkipReason::Unreadable { error: format!("{}: {e}", abs.display()) },
-                        }),
-                    }
+                    let child = Folder { abs, rel: rel + "/", rules: rules.clone() };
+                    let (parent, name) = (Arc::clone(&fd), name.to_owned());
+                    scope.spawn(move |scope| self.open_and_read(scope, &parent, &name, child));
                 }
                 Kind::File
                     if has_extension(&String::from_utf8_lossy(bytes), &self.filter.config.extensions) =>
@@ -153,7 +156,7 @@ impl<'a> Walk<'a> {
                     if !self.filter.keeps(&rel) {
                         continue;
                     }
-                    match stat_child(&folder.fd, name) {
+                    match stat_child(&fd, name) {
                         Ok((size, mtime_ns)) => {
                             let abs_path = folder.abs.join(OsStr::from_bytes(bytes));
                             local.files.push(SourceFile { rel_path: rel, abs_path, size, mtime_ns });
