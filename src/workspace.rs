@@ -10,6 +10,9 @@ use ignore::WalkBuilder;
 
 use crate::chunk::DocKind;
 
+#[cfg(unix)]
+mod walk;
+
 /// Which files are indexed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WalkConfig {
@@ -100,16 +103,31 @@ pub struct WalkResult {
 /// the result does not depend on the order the threads met the files in.
 pub fn walk(root: &Path, config: &WalkConfig, index_dir: Option<&Path>) -> WalkResult {
     let filter = WalkFilter::new(root, config, index_dir);
-    let found = std::sync::Mutex::new(WalkResult::default());
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(WALK_THREADS);
-    walk_builder(root)
-        .threads(threads)
-        .build_parallel()
-        .visit(&mut VisitorBuilder { filter: &filter, found: &found });
-    let mut result = found.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
-    result.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    #[cfg(unix)]
+    let mut result = match &filter.index_dir {
+        // The index folder is the workspace itself: nothing in it is the user's.
+        Some(dir) if filter.canonical_root.as_deref() == Some(dir.as_path()) => WalkResult::default(),
+        Some(dir) => {
+            let inside = filter.canonical_root.as_ref().and_then(|r| relative_path(r, dir));
+            walk::walk(root, &filter, inside.as_deref())
+        }
+        None => walk::walk(root, &filter, None),
+    };
+    #[cfg(not(unix))]
+    let mut result = walk_with_the_ignore_crate(root, &filter);
+    result.files.sort_unstable_by(|a, b| a.rel_path.cmp(&b.rel_path));
     result.skipped.sort_by(|a, b| a.path.cmp(&b.path));
     result
+}
+
+/// The walk by the `ignore` crate's own walker, threaded (where the handle-based walk of
+/// `walk.rs` is not built, and as what that walk is checked against).
+#[cfg_attr(unix, allow(dead_code))]
+fn walk_with_the_ignore_crate(root: &Path, filter: &WalkFilter<'_>) -> WalkResult {
+    let found = std::sync::Mutex::new(WalkResult::default());
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(WALK_THREADS);
+    walk_builder(root).threads(threads).build_parallel().visit(&mut VisitorBuilder { filter, found: &found });
+    found.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// At most this many threads read folders in a walk.
@@ -139,6 +157,7 @@ struct WalkFilter<'a> {
     exclude: Option<GlobSet>,
     /// The index folder, when it lies inside the workspace.
     index_dir: Option<PathBuf>,
+    canonical_root: Option<PathBuf>,
 }
 
 impl<'a> WalkFilter<'a> {
@@ -155,7 +174,16 @@ impl<'a> WalkFilter<'a> {
             include: build_globs(&config.include),
             exclude: build_globs(&config.exclude),
             index_dir,
+            canonical_root,
         }
+    }
+
+    /// Whether a file at `rel_path` is one the configuration selects: by extension and
+    /// globs.
+    fn keeps(&self, rel_path: &str) -> bool {
+        has_extension(rel_path, &self.config.extensions)
+            && self.include.as_ref().is_none_or(|g| g.is_match(rel_path))
+            && !self.exclude.as_ref().is_some_and(|g| is_excluded(g, rel_path))
     }
 
     /// Adds what one entry of the walk contributes (a file, a skip, or nothing).
@@ -180,13 +208,7 @@ impl<'a> WalkFilter<'a> {
             return;
         }
         let Some(rel_path) = relative_path(self.root, path) else { return };
-        if !has_extension(&rel_path, &self.config.extensions) {
-            return;
-        }
-        if self.include.as_ref().is_some_and(|g| !g.is_match(&rel_path)) {
-            return;
-        }
-        if self.exclude.as_ref().is_some_and(|g| is_excluded(g, &rel_path)) {
+        if !self.keeps(&rel_path) {
             return;
         }
         match entry.metadata() {
@@ -361,6 +383,16 @@ fn mtime_ns(meta: &std::fs::Metadata) -> u64 {
         .map_or(0, |d| d.as_nanos().min(u64::MAX as u128) as u64)
 }
 
+/// [`mtime_ns`] of a time the system gave as seconds and nanoseconds since the epoch: the
+/// same number for the same file, whichever call asked.
+#[cfg_attr(not(unix), allow(dead_code))]
+fn mtime_ns_of(seconds: i64, nanoseconds: i64) -> u64 {
+    if seconds < 0 || !(0..1_000_000_000).contains(&nanoseconds) {
+        return 0;
+    }
+    (seconds as u128 * 1_000_000_000 + nanoseconds as u128).min(u64::MAX as u128) as u64
+}
+
 fn has_extension(rel_path: &str, extensions: &[String]) -> bool {
     let name = rel_path.rsplit('/').next().unwrap_or(rel_path);
     match name.rsplit_once('.') {
@@ -405,6 +437,8 @@ fn error_path(error: &ignore::Error, root: &Path) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::ffi::OsStrExt;
+
     use super::*;
 
     fn config() -> WalkConfig {
@@ -538,17 +572,96 @@ mod tests {
         }
         let cfg = config();
         let threaded = walk(root, &cfg, None);
-        let filter = WalkFilter::new(root, &cfg, None);
-        let mut one_thread = WalkResult::default();
-        for entry in walk_builder(root).build() {
-            filter.visit(entry, &mut one_thread);
-        }
-        one_thread.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+        let one_thread = walk_of_the_ignore_crate(root, &cfg, None);
         assert_eq!(threaded.files.len(), 12 * 6 * 5 + 8 * 6);
         assert_eq!(threaded.files, one_thread.files);
         assert_eq!(threaded.skipped, one_thread.skipped);
         assert!(threaded.files.windows(2).all(|w| w[0].rel_path < w[1].rel_path));
         assert!(!paths(&threaded).iter().any(|p| p.ends_with(".draft.md") || p.starts_with("part0/secret")));
+    }
+
+    /// The `ignore` crate's own walk on one thread, sorted as [`walk`] sorts.
+    fn walk_of_the_ignore_crate(root: &Path, cfg: &WalkConfig, index_dir: Option<&Path>) -> WalkResult {
+        let filter = WalkFilter::new(root, cfg, index_dir);
+        let mut one_thread = WalkResult::default();
+        for entry in walk_builder(root).build() {
+            filter.visit(entry, &mut one_thread);
+        }
+        one_thread.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+        one_thread.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+        one_thread
+    }
+
+    #[test]
+    fn the_walk_keeps_the_ignore_crates_rules_in_every_corner() {
+        // Rules that disagree across levels and kinds of ignore files, hidden names taken
+        // back, a git repository's exclude file, symlinks and a name that is not UTF-8.
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, ".gitignore", b"*.log.md\nbuild/\n!keep/\n/top-only.md\n");
+        write(root, ".ignore", b"private*.md\n!.shown.md\n");
+        write(root, ".git/info/exclude", b"excluded.md\n");
+        write(root, ".git/HEAD", b"ref: refs/heads/main\n");
+        write(root, "docs/.gitignore", b"!*.log.md\ndrafts/\n!drafts/ok/\n");
+        write(root, "docs/.ignore", b"!private-but-ok.md\n");
+        write(root, "docs/deep/.gitignore", b"*.md\n!index.md\n");
+        for rel in [
+            "a.md",
+            "a.log.md",
+            "top-only.md",
+            "sub/top-only.md",
+            "excluded.md",
+            "sub/excluded.md",
+            "private.md",
+            ".shown.md",
+            ".hidden.md",
+            ".hidden/inner.md",
+            "build/b.md",
+            "keep/k.md",
+            "docs/a.log.md",
+            "docs/private.md",
+            "docs/private-but-ok.md",
+            "docs/drafts/d.md",
+            "docs/drafts/ok/o.md",
+            "docs/deep/index.md",
+            "docs/deep/other.md",
+            "docs/deep/more/index.md",
+            "docs/deep/more/x.md",
+            "notes.txt",
+            "code.rs",
+        ] {
+            write(root, rel, rel.as_bytes());
+        }
+        std::os::unix::fs::symlink(root.join("a.md"), root.join("link.md")).unwrap();
+        std::os::unix::fs::symlink(root.join("docs"), root.join("docs-link")).unwrap();
+        let odd = std::ffi::OsStr::from_bytes(b"caf\xe9.md");
+        std::fs::write(root.join("sub").join(odd), b"latin-1 name").unwrap();
+        let cfg = config();
+        let walked = walk(root, &cfg, None);
+        let expected = walk_of_the_ignore_crate(root, &cfg, None);
+        assert_eq!(walked.files, expected.files);
+        assert_eq!(walked.skipped, expected.skipped);
+        assert!(paths(&walked).contains(&"docs/deep/more/index.md"));
+        assert!(paths(&walked).contains(&".shown.md"));
+        assert!(!paths(&walked).contains(&"sub/excluded.md"));
+        assert!(paths(&walked).contains(&"sub/caf\u{FFFD}.md"));
+        // The index folder inside the workspace is left out the same way.
+        write(root, "idx/i.md", b"x");
+        assert_eq!(
+            walk(root, &cfg, Some(&root.join("idx"))).files,
+            walk_of_the_ignore_crate(root, &cfg, Some(&root.join("idx"))).files
+        );
+        assert!(walk(root, &cfg, Some(root)).files.is_empty());
+    }
+
+    #[test]
+    fn file_times_are_the_same_whichever_call_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "a.md", b"a");
+        let walked = walk(dir.path(), &config(), None);
+        assert_eq!(walked.files[0], stat(dir.path(), "a.md").unwrap());
+        assert_eq!(mtime_ns_of(-1, 5), 0);
+        assert_eq!(mtime_ns_of(2, 7), 2_000_000_007);
     }
 
     #[test]

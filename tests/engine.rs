@@ -308,6 +308,51 @@ fn a_corrupt_manifest_is_rebuilt_from_the_chunk_store() {
 }
 
 #[test]
+fn a_small_commit_appends_to_the_manifests_journal_and_a_cut_journal_is_repaired() {
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    let (binary, log) = (f.index_dir().join("manifest.bin"), f.index_dir().join("manifest.log"));
+    let written_whole = std::fs::read(&binary).unwrap();
+    let log_before = std::fs::metadata(&log).unwrap().len();
+    f.write("ops/new.md", "# Incidents\n\nPage the on-call engineer through the pager rotation.\n");
+    std::fs::remove_file(f.root().join("journal/2026-03-02.txt")).unwrap();
+    let report = reconcile(&mut engine);
+    assert_eq!((report.files_indexed, report.files_removed), (1, 1));
+    // The commit wrote its files to the journal, not the manifest whole.
+    assert_eq!(std::fs::read(&binary).unwrap(), written_whole);
+    let log_after = std::fs::metadata(&log).unwrap().len();
+    assert!(log_after > log_before);
+    let manifest = engine.index().manifest().clone();
+    drop(engine);
+
+    // Every process reads the manifest and its journal as the writer left them.
+    let engine = f.engine(Counting::new());
+    assert!(engine.index().notes().is_empty(), "{:?}", engine.index().notes());
+    assert_eq!(engine.index().manifest(), &manifest);
+    drop(engine);
+
+    // A run killed while it appended leaves the journal cut short: the manifest is of the
+    // commit before, so it is rebuilt from the chunk store, and nothing is indexed again.
+    let bytes = std::fs::read(&log).unwrap();
+    std::fs::write(&log, &bytes[..bytes.len() - 5]).unwrap();
+    let embedder = Counting::new();
+    let mut engine = f.engine(embedder.clone());
+    assert!(engine.index().notes().iter().any(|n| n.contains("manifest")), "{:?}", engine.index().notes());
+    assert_eq!(
+        engine.index().manifest().files.keys().collect::<Vec<_>>(),
+        manifest.files.keys().collect::<Vec<_>>()
+    );
+    let report = reconcile(&mut engine);
+    assert_eq!((report.files_indexed, report.files_removed, embedder.count()), (0, 0, 0));
+    let hits = engine.search(&request("pager rotation on-call", SearchMode::Hybrid)).unwrap();
+    assert_eq!(hits[0].chunk.path, "ops/new.md");
+    drop(engine);
+    let engine = f.engine(Counting::new());
+    assert!(engine.index().notes().is_empty(), "{:?}", engine.index().notes());
+}
+
+#[test]
 fn a_manifest_in_the_older_json_form_is_read_and_replaced() {
     // An index written before the manifest was kept in binary form opens without a
     // rebuild or a note, and its writer replaces the JSON file at its next commit.
@@ -361,7 +406,7 @@ fn a_crash_between_commit_and_manifest_is_repaired() {
     reconcile(&mut engine);
     // The vector file and its sidecar are appended to, and their record names how much of
     // them was committed.
-    let written_after_commit = ["manifest.bin", "vectors.json"];
+    let written_after_commit = ["manifest.bin", "manifest.log", "vectors.json"];
     let old: Vec<Vec<u8>> =
         written_after_commit.iter().map(|n| std::fs::read(f.index_dir().join(n)).unwrap()).collect();
     f.write("ops/new.md", "# Incidents\n\nPage the on-call engineer through the pager rotation.\n");

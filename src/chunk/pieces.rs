@@ -1,62 +1,97 @@
-//! cl100k token counts without tiktoken's backtracking regex: the tokenizer's pre-split is
-//! run by the `regex` crate's automaton, and each piece is looked up in the tokenizer's own
-//! ranks (merged by tiktoken's byte-pair split when it is not one token). The count is the
-//! one tiktoken gives, for every input; the pre-split was most of the cost of indexing.
+//! cl100k token counts without tiktoken's backtracking regex or its tokenizer: the
+//! tokenizer's pre-split is run by the `regex` crate's automaton, and each piece is looked up
+//! in cl100k's table of tokens (merged pair by pair, lowest rank first, as tiktoken's
+//! byte-pair merge does, when it is not one token). The count is the one tiktoken gives,
+//! for every input; the pre-split was most of the cost of indexing.
+//!
+//! The table is written by the build script from tiktoken's own, in a form that is looked
+//! up in place: building tiktoken's tokenizer took about 45 ms of every process that
+//! counted a token, more than the rest of a one-file update's counting, and its map of
+//! ranks another 30; the table's map is built in about 3.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use regex::Regex;
 use rustc_hash::FxHashMap;
-use tiktoken_rs::Rank;
+
+/// cl100k's ordinary tokens in rank order, each as its length (u16, little-endian; 0 for a
+/// rank without a token) and its bytes, as `build.rs` wrote them from tiktoken's table.
+static TOKEN_TABLE: &[u8] = include_bytes!(env!("SITUATE_CL100K_TOKENS"));
 
 /// cl100k's pre-split pattern as the `regex` crate takes it. Its possessive quantifiers
 /// change nothing here (what follows each one can never match what it gave back), so they
-/// are plain; its `\s+(?!\S)` needs a look-ahead, which [`count`] applies to the last
+/// are plain; its `\s+(?!\S)` needs a look-ahead, which [`each_piece`] applies to the last
 /// alternative, a plain `\s+`, by hand.
 const PATTERN: &str =
     r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s+$|\s*[\r\n]|\s+";
 
-/// Ordinary (not special) cl100k tokens have the ranks below this.
-const ORDINARY_RANKS: Rank = 100_256;
+/// A token's rank: lower ranks merge first.
+type Rank = u32;
 
-/// Text counted by tiktoken itself before the faster counter is built. Building its table
-/// costs about what tiktoken's pre-split of this much text does, which an update of a few
-/// files never reaches, while indexing a folder passes it in its first files.
-const WARM_UP_BYTES: usize = 2 << 20;
+/// Every ordinary cl100k token, by its bytes.
+type Ranks = FxHashMap<&'static [u8], Rank>;
 
 struct Counter {
     split: Regex,
-    ranks: FxHashMap<Vec<u8>, Rank>,
+    ranks: Ranks,
 }
 
 static COUNTER: OnceLock<Counter> = OnceLock::new();
 
 fn counter() -> &'static Counter {
-    COUNTER.get_or_init(|| {
-        let bpe = tiktoken_rs::cl100k_base_singleton();
-        let ranks = (0..ORDINARY_RANKS)
-            .filter_map(|rank| bpe.decode_bytes(&[rank]).ok().map(|bytes| (bytes, rank)))
-            .collect();
-        Counter { split: Regex::new(PATTERN).expect("the pre-split pattern is valid"), ranks }
+    COUNTER.get_or_init(|| Counter {
+        split: Regex::new(PATTERN).expect("the pre-split pattern is valid"),
+        ranks: ranks_of(TOKEN_TABLE),
     })
+}
+
+/// The map of a token table's tokens to their ranks, borrowing the table's bytes.
+fn ranks_of(table: &'static [u8]) -> Ranks {
+    let mut ranks = Ranks::with_capacity_and_hasher(table.len() / 8, Default::default());
+    let mut at = 0;
+    let mut rank: Rank = 0;
+    while let Some(len) = table.get(at..at + 2) {
+        let len = usize::from(u16::from_le_bytes([len[0], len[1]]));
+        let Some(token) = table.get(at + 2..at + 2 + len) else { break };
+        if !token.is_empty() {
+            ranks.insert(token, rank);
+        }
+        at += 2 + len;
+        rank += 1;
+    }
+    ranks
 }
 
 /// The number of cl100k tokens of `text`, as tiktoken's `encode_ordinary` makes them.
 pub(crate) fn count(text: &str) -> usize {
-    static COUNTED: AtomicUsize = AtomicUsize::new(0);
-    if COUNTER.get().is_none() && COUNTED.fetch_add(text.len(), Ordering::Relaxed) < WARM_UP_BYTES {
-        return tiktoken_rs::cl100k_base_singleton().encode_ordinary(text).len();
-    }
-    count_by_pieces(text)
+    let counter = counter();
+    let mut total = 0;
+    each_piece(counter, text, |piece| {
+        total += if counter.ranks.contains_key(piece) { 1 } else { merge(piece, &counter.ranks).len() - 1 };
+    });
+    total
 }
 
-/// [`count`] through the faster counter, whatever was counted before.
-fn count_by_pieces(text: &str) -> usize {
+/// Adds to `ends` the byte offset at which each token of `text` ends, shifted by `base`
+/// (the tokens tiktoken's `encode_ordinary` makes, in order).
+pub(crate) fn push_token_ends(text: &str, base: usize, ends: &mut Vec<usize>) {
     let counter = counter();
+    let mut at = base;
+    each_piece(counter, text, |piece| {
+        if counter.ranks.contains_key(piece) {
+            ends.push(at + piece.len());
+        } else {
+            ends.extend(merge(piece, &counter.ranks)[1..].iter().map(|end| at + end));
+        }
+        at += piece.len();
+    });
+}
+
+/// Calls `visit` with each piece of cl100k's pre-split of `text`, in order; together they
+/// tile the text.
+fn each_piece(counter: &Counter, text: &str, mut visit: impl FnMut(&[u8])) {
     let bytes = text.as_bytes();
     let mut at = 0;
-    let mut total = 0;
     while let Some(found) = counter.split.find_at(text, at) {
         let (start, mut end) = (found.start(), found.end());
         // `\s+(?!\S)`: a run of blanks before a non-blank leaves its last blank to the
@@ -71,15 +106,45 @@ fn count_by_pieces(text: &str) -> usize {
                 end = start + last;
             }
         }
-        let piece = &bytes[start..end];
-        total += if counter.ranks.contains_key(piece) {
-            1
-        } else {
-            tiktoken_rs::byte_pair_split(piece, &counter.ranks).len()
-        };
+        visit(&bytes[start..end]);
         at = end;
     }
-    total
+}
+
+/// Where the tokens of `piece` (at least two bytes, not itself a token) start, followed by
+/// its length. As in tiktoken, the piece starts as single bytes, and the adjacent pair that
+/// forms the token of lowest rank (the first such pair on a tie) is merged until no pair
+/// forms a token.
+fn merge(piece: &[u8], ranks: &Ranks) -> Vec<usize> {
+    let rank_of = |bytes: &[u8]| ranks.get(bytes).copied().unwrap_or(Rank::MAX);
+    // Each part's start, and the rank of the token it would form with the part after it.
+    let mut parts: Vec<(usize, Rank)> = Vec::with_capacity(piece.len() + 1);
+    parts.extend((0..piece.len() - 1).map(|i| (i, rank_of(&piece[i..i + 2]))));
+    parts.push((piece.len() - 1, Rank::MAX));
+    parts.push((piece.len(), Rank::MAX));
+    // The rank of the part at `i` merged with the one after it, once that one's own
+    // successor (at `i + 2`, before the removal) is gone.
+    let joined_rank = |parts: &[(usize, Rank)], i: usize| {
+        if i + 3 < parts.len() { rank_of(&piece[parts[i].0..parts[i + 3].0]) } else { Rank::MAX }
+    };
+    loop {
+        let mut lowest = (Rank::MAX, 0);
+        for (i, &(_, rank)) in parts[..parts.len() - 1].iter().enumerate() {
+            if rank < lowest.0 {
+                lowest = (rank, i);
+            }
+        }
+        let (rank, i) = lowest;
+        if rank == Rank::MAX {
+            break;
+        }
+        if i > 0 {
+            parts[i - 1].1 = joined_rank(&parts, i - 1);
+        }
+        parts[i].1 = joined_rank(&parts, i);
+        parts.remove(i + 1);
+    }
+    parts.into_iter().map(|(start, _)| start).collect()
 }
 
 #[cfg(test)]
@@ -90,6 +155,56 @@ mod tests {
 
     fn tiktoken(text: &str) -> usize {
         tiktoken_rs::cl100k_base_singleton().encode_ordinary(text).len()
+    }
+
+    /// Where each of tiktoken's tokens of `text` ends.
+    fn tiktoken_ends(text: &str) -> Vec<usize> {
+        let bpe = tiktoken_rs::cl100k_base_singleton();
+        let mut end = 0;
+        let tokens = bpe.encode_ordinary(text);
+        tokens
+            .iter()
+            .map(|t| {
+                end += bpe.decode_bytes(&[*t]).unwrap().len();
+                end
+            })
+            .collect()
+    }
+
+    fn ends(text: &str, base: usize) -> Vec<usize> {
+        let mut ends = Vec::new();
+        push_token_ends(text, base, &mut ends);
+        ends
+    }
+
+    #[test]
+    fn the_token_table_holds_tiktokens_tokens_in_rank_order() {
+        let bpe = tiktoken_rs::cl100k_base_singleton();
+        let ranks = ranks_of(TOKEN_TABLE);
+        assert_eq!(ranks.len(), 100_256);
+        for rank in 0..100_256u32 {
+            let token = bpe.decode_bytes(&[rank]).unwrap();
+            assert_eq!(ranks.get(token.as_slice()), Some(&rank), "rank {rank}");
+        }
+        // A table cut short keeps the tokens before the cut.
+        let cut: &'static [u8] = Box::leak(TOKEN_TABLE[..TOKEN_TABLE.len() / 2].to_vec().into_boxed_slice());
+        let some = ranks_of(cut);
+        assert!(some.len() > 1000 && some.len() < 100_256);
+        assert!(some.iter().all(|(token, rank)| ranks.get(token) == Some(rank)));
+    }
+
+    #[test]
+    fn long_pieces_merge_as_tiktokens_do() {
+        for text in [
+            "x".repeat(700),
+            "ab".repeat(300),
+            "0123456789abcdef".repeat(40),
+            "https://example.com/a/very/long/path?with=query&and=more#fragment".repeat(8),
+            "😀".repeat(60),
+        ] {
+            assert_eq!(count(&text), tiktoken(&text), "{text:?}");
+            assert_eq!(ends(&text, 0), tiktoken_ends(&text), "{text:?}");
+        }
     }
 
     #[test]
@@ -116,7 +231,8 @@ mod tests {
             "Привет,  мир!\n",
             "```rust\nfn main() {\n    println!(\"hi\");\n}\n```",
         ] {
-            assert_eq!(count_by_pieces(text), tiktoken(text), "{text:?}");
+            assert_eq!(count(text), tiktoken(text), "{text:?}");
+            assert_eq!(ends(text, 0), tiktoken_ends(text), "{text:?}");
         }
     }
 
@@ -138,7 +254,8 @@ mod tests {
                 if path.is_dir() {
                     stack.push(path);
                 } else if let Ok(text) = std::fs::read_to_string(&path) {
-                    assert_eq!(count_by_pieces(&text), tiktoken(&text), "{}", path.display());
+                    assert_eq!(count(&text), tiktoken(&text), "{}", path.display());
+                    assert_eq!(ends(&text, 0), tiktoken_ends(&text), "{}", path.display());
                     checked += 1;
                 }
             }
@@ -160,7 +277,9 @@ mod tests {
     proptest! {
         #[test]
         fn counts_equal_tiktoken_on_any_mix(text in any_text()) {
-            prop_assert_eq!(count_by_pieces(&text), tiktoken(&text));
+            prop_assert_eq!(count(&text), tiktoken(&text));
+            let shifted: Vec<usize> = tiktoken_ends(&text).iter().map(|e| e + 5).collect();
+            prop_assert_eq!(ends(&text, 5), shifted);
         }
     }
 }

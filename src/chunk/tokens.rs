@@ -1,22 +1,15 @@
 //! cl100k token counting that never feeds the tokenizer more than a bounded piece at once.
 //!
-//! tiktoken runs a backtracking regex and a byte-pair merge over each piece it is given;
-//! both get slow (and the regex can hit its backtracking limit and panic) on megabyte-long
-//! runs without whitespace. Every call here therefore cuts its input into segments of at
-//! most [`SEGMENT_BYTES`], preferring cut points where the tokenizer's own pre-split would
-//! cut anyway, so that counts stay exact for ordinary text and merely close for degenerate
-//! runs.
-
-use tiktoken_rs::CoreBPE;
+//! The byte-pair merge of a piece without whitespace costs time quadratic in its length,
+//! which a megabyte-long run would make minutes. Every call here therefore cuts its input
+//! into segments of at most [`SEGMENT_BYTES`], preferring cut points where the tokenizer's
+//! own pre-split would cut anyway, so that counts stay exact for ordinary text and merely
+//! close for degenerate runs.
 
 use super::pieces;
 
 /// Longest piece of text handed to the tokenizer in one call.
 const SEGMENT_BYTES: usize = 8 * 1024;
-
-fn bpe() -> &'static CoreBPE {
-    tiktoken_rs::cl100k_base_singleton()
-}
 
 /// Exact cl100k token count of `text` (close rather than exact for runs longer than a
 /// segment that contain no whitespace).
@@ -56,19 +49,8 @@ pub(crate) fn token_ends(text: &str) -> Vec<usize> {
     let mut ends = Vec::new();
     let mut base = 0;
     for segment in segments(text) {
-        let mut offset = base;
-        for token in bpe().encode_ordinary(segment) {
-            // Decoding an ordinary token cannot fail; if it somehow did, a one-byte token keeps
-            // the offsets moving forward and every later offset is clamped below anyway.
-            let len = bpe().decode_bytes(&[token]).map_or(1, |bytes| bytes.len());
-            offset = (offset + len).min(base + segment.len());
-            ends.push(offset);
-        }
+        pieces::push_token_ends(segment, base, &mut ends);
         base += segment.len();
-        // Keep the segment's end exact even if the decoded lengths disagreed with it.
-        if let Some(last) = ends.last_mut() {
-            *last = base;
-        }
     }
     ends
 }
@@ -140,7 +122,7 @@ mod tests {
     use super::*;
 
     fn exact(text: &str) -> usize {
-        bpe().encode_ordinary(text).len()
+        tiktoken_rs::cl100k_base_singleton().encode_ordinary(text).len()
     }
 
     #[test]

@@ -121,19 +121,8 @@ impl Engine {
         progress(Progress::Scanned { files: walked.files.len() });
         let mut skipped = walked.skipped;
 
-        let mut changes: Vec<FileChange> = Vec::new();
-        let seen: std::collections::HashSet<&str> =
-            walked.files.iter().map(|f| f.rel_path.as_str()).collect();
-        for path in self.index.manifest().files.keys() {
-            if !seen.contains(path.as_str()) {
-                changes.push(FileChange::Remove { path: path.clone() });
-            }
-        }
-        let to_read: Vec<&SourceFile> = walked
-            .files
-            .iter()
-            .filter(|f| !self.index.manifest().is_unchanged(&f.rel_path, f.size, f.mtime_ns))
-            .collect();
+        let (gone, to_read) = self.index.manifest().changes_since(&walked.files);
+        let mut changes: Vec<FileChange> = gone.into_iter().map(|path| FileChange::Remove { path }).collect();
         report.files_unchanged = walked.files.len() - to_read.len();
         tracing::debug!(
             ms = started.elapsed().as_millis() as u64,

@@ -7,6 +7,7 @@ use super::checked;
 use super::files::{self, CommitPayload, VectorsMeta};
 use super::manifest::QuickFile;
 use super::manifest_file;
+use super::manifest_log;
 use super::{Index, IndexError, io_err, store_err};
 
 impl Index {
@@ -52,16 +53,7 @@ impl Index {
             Arc::make_mut(&mut self.manifest).committed_at =
                 std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
         }
-        let manifest_path = self.layout.manifest();
-        files::write_atomic(&manifest_path, &manifest_file::encode(&self.manifest))
-            .map_err(io_err(&manifest_path))?;
-        // An index written by an older version kept its manifest as JSON; the binary one
-        // of a later commit now stands in its place.
-        let older = self.layout.manifest_json();
-        if older.exists() {
-            std::fs::remove_file(&older).map_err(io_err(&older))?;
-            files::sync_parent(&older);
-        }
+        self.persist_manifest()?;
         self.committed_manifest = Arc::clone(&self.manifest);
         self.manifest_dirty = false;
         if let Some(set) = self.quick_log.as_mut().and_then(|log| log.publish()) {
@@ -72,6 +64,40 @@ impl Index {
             let path = self.layout.vectors();
             self.model = Arc::new(set.map_err(io_err(&path))?);
         }
+        Ok(())
+    }
+
+    /// Makes the manifest durable: the files this commit changed appended to the manifest's
+    /// journal, or, when there is no journal to append to or it is full, the manifest
+    /// written whole and a new journal started.
+    fn persist_manifest(&mut self) -> Result<(), IndexError> {
+        let log_path = self.layout.manifest_log();
+        if let Some(state) = self.manifest_log.as_mut() {
+            let Some(record) = manifest_log::record(&self.committed_manifest, &self.manifest) else {
+                return Ok(());
+            };
+            if state.has_room_for(record.len()) {
+                match manifest_log::append(&log_path, state, &record) {
+                    Ok(()) => return Ok(()),
+                    // The manifest written whole below makes up for it.
+                    Err(e) => {
+                        tracing::warn!(journal = %log_path.display(), "manifest journal not written: {e}")
+                    }
+                }
+            }
+        }
+        self.manifest_log = None;
+        let manifest_path = self.layout.manifest();
+        let encoded = manifest_file::encode(&self.manifest);
+        files::write_atomic(&manifest_path, &encoded).map_err(io_err(&manifest_path))?;
+        // An index written by an older version kept its manifest as JSON; the binary one
+        // of a later commit now stands in its place.
+        let older = self.layout.manifest_json();
+        if older.exists() {
+            std::fs::remove_file(&older).map_err(io_err(&older))?;
+            files::sync_parent(&older);
+        }
+        self.manifest_log = Some(manifest_log::start(&log_path, &encoded).map_err(io_err(&log_path))?);
         Ok(())
     }
 

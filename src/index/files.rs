@@ -56,6 +56,11 @@ impl IndexLayout {
     pub fn manifest(&self) -> PathBuf {
         self.dir.join("manifest.bin")
     }
+    /// The manifest's journal: what commits changed since it was written whole (the
+    /// manifest_log module).
+    pub fn manifest_log(&self) -> PathBuf {
+        self.dir.join("manifest.log")
+    }
     /// The manifest as older versions wrote it (JSON): read when no binary one of the
     /// same commit exists, and removed once a writer has written the binary one.
     pub fn manifest_json(&self) -> PathBuf {

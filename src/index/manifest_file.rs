@@ -10,6 +10,9 @@
 //! zigzag difference from the id before it (chunk ids mostly count up), its snippet flag (a
 //! byte), then its embedded-text hash. The list of skipped files, small and rarely changed,
 //! is kept as JSON inside the body.
+//!
+//! A commit that changed a few files appends them to the manifest's journal instead
+//! (`manifest_log.rs`), in the same form.
 
 use std::collections::BTreeMap;
 
@@ -24,6 +27,34 @@ const FILE_RACY: u8 = 2;
 /// Encodes a manifest in the binary form.
 pub fn encode(manifest: &Manifest) -> Vec<u8> {
     let mut body = Writer(Vec::with_capacity(64 + manifest.files.len() * 64));
+    write_fields(&mut body, manifest);
+    body.str(&serde_json::to_string(&manifest.skipped).unwrap_or_else(|_| "[]".to_string()));
+    body.varint(manifest.files.len() as u64);
+    let mut previous_id = 0u64;
+    for (path, entry) in &manifest.files {
+        write_entry(&mut body, path, entry, &mut previous_id);
+    }
+    framed(MAGIC, &body.0)
+}
+
+/// `magic`, the body's length and checksum, then the body.
+pub(super) fn framed(magic: &[u8; 8], body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_LEN + body.len());
+    out.extend_from_slice(magic);
+    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    out.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(body).to_le_bytes());
+    out.extend_from_slice(body);
+    out
+}
+
+/// The checksum an encoded manifest's header holds, which names that manifest (its
+/// journal is kept for it alone).
+pub fn checksum_of(bytes: &[u8]) -> Option<u64> {
+    bytes.get(16..HEADER_LEN).map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
+}
+
+/// The fields a commit sets, besides the files and the skipped files.
+pub(super) fn write_fields(body: &mut Writer, manifest: &Manifest) {
     body.u64(manifest.generation);
     body.u64(manifest.next_chunk_id);
     body.u64(manifest.committed_at);
@@ -46,105 +77,44 @@ pub fn encode(manifest: &Manifest) -> Vec<u8> {
         }
         None => body.u8(0),
     }
-    body.str(&serde_json::to_string(&manifest.skipped).unwrap_or_else(|_| "[]".to_string()));
-    body.varint(manifest.files.len() as u64);
-    let mut previous_id = 0u64;
-    for (path, entry) in &manifest.files {
-        body.str(path);
-        body.varint(entry.size);
-        body.u64(entry.mtime_ns);
-        body.u64(entry.content_hash);
-        let flags = if entry.lossy { FILE_LOSSY } else { 0 } | if entry.racy { FILE_RACY } else { 0 };
-        body.u8(flags);
-        body.varint(entry.warnings.len() as u64);
-        for warning in &entry.warnings {
-            body.str(warning);
-        }
-        body.varint(entry.chunks.len() as u64);
-        for chunk in &entry.chunks {
-            body.varint(zigzag(chunk.id.wrapping_sub(previous_id) as i64));
-            body.u8(u8::from(chunk.snippet_pending));
-            body.u64(chunk.embed_hash);
-            previous_id = chunk.id;
-        }
+}
+
+/// One file: path, size, mtime, content hash, flags, warnings, then each chunk's id (as
+/// the zigzag difference from `previous_id`, which it advances), snippet flag and
+/// embedded-text hash.
+pub(super) fn write_entry(body: &mut Writer, path: &str, entry: &FileEntry, previous_id: &mut u64) {
+    body.str(path);
+    body.varint(entry.size);
+    body.u64(entry.mtime_ns);
+    body.u64(entry.content_hash);
+    let flags = if entry.lossy { FILE_LOSSY } else { 0 } | if entry.racy { FILE_RACY } else { 0 };
+    body.u8(flags);
+    body.varint(entry.warnings.len() as u64);
+    for warning in &entry.warnings {
+        body.str(warning);
     }
-    let body = body.0;
-    let mut out = Vec::with_capacity(HEADER_LEN + body.len());
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-    out.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&body).to_le_bytes());
-    out.extend_from_slice(&body);
-    out
+    body.varint(entry.chunks.len() as u64);
+    for chunk in &entry.chunks {
+        body.varint(zigzag(chunk.id.wrapping_sub(*previous_id) as i64));
+        body.u8(u8::from(chunk.snippet_pending));
+        body.u64(chunk.embed_hash);
+        *previous_id = chunk.id;
+    }
 }
 
 /// Decodes a manifest written by [`encode`]; `Err` says why the bytes cannot be one (cut
 /// short, altered, or not a manifest).
 pub fn decode(bytes: &[u8]) -> Result<Manifest, String> {
-    if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
-        return Err("not a manifest of this version".to_string());
-    }
-    let len = u64::from_le_bytes(bytes[8..16].try_into().unwrap_or_default());
-    let checksum = u64::from_le_bytes(bytes[16..24].try_into().unwrap_or_default());
-    let body = &bytes[HEADER_LEN..];
-    if body.len() as u64 != len {
-        return Err(format!("holds {} bytes where its header says {len}", body.len()));
-    }
-    if xxhash_rust::xxh3::xxh3_64(body) != checksum {
-        return Err("the bytes do not match the checksum they were written with".to_string());
-    }
+    let body = unframed(MAGIC, bytes)?;
     let mut r = Reader { bytes: body, at: 0 };
-    let mut manifest = Manifest {
-        generation: r.u64()?,
-        next_chunk_id: r.u64()?,
-        committed_at: r.u64()?,
-        vectors_pending: r.u8()? != 0,
-        ..Manifest::default()
-    };
-    if r.u8()? != 0 {
-        manifest.fill_rate = Some(f32::from_le_bytes(r.take(4)?.try_into().unwrap_or_default()));
-    }
-    manifest.snippet_identity = r.str()?.to_string();
-    if r.u8()? != 0 {
-        manifest.quick = Some(QuickFile {
-            model: r.str()?.to_string(),
-            dimensions: r.varint()? as usize,
-            rows: r.u64()?,
-            checksum: r.u64()?,
-        });
-    }
+    let mut manifest = Manifest::default();
+    read_fields(&mut r, &mut manifest)?;
     manifest.skipped = serde_json::from_str(r.str()?).map_err(|e| format!("skipped files: {e}"))?;
     let file_count = r.count()?;
     let mut files = Vec::with_capacity(file_count);
     let mut previous_id = 0u64;
     for _ in 0..file_count {
-        let path = r.str()?.to_string();
-        let size = r.varint()?;
-        let mtime_ns = r.u64()?;
-        let content_hash = r.u64()?;
-        let flags = r.u8()?;
-        let warnings = (0..r.count()?).map(|_| r.str().map(str::to_string)).collect::<Result<Vec<_>, _>>()?;
-        let chunk_count = r.count()?;
-        let mut chunks = Vec::with_capacity(chunk_count);
-        for _ in 0..chunk_count {
-            let id = previous_id.wrapping_add(unzigzag(r.varint()?) as u64);
-            let snippet_pending = match r.u8()? {
-                0 => false,
-                1 => true,
-                other => return Err(format!("chunk {id}: flag {other}")),
-            };
-            chunks.push(ChunkRef { id, embed_hash: r.u64()?, snippet_pending });
-            previous_id = id;
-        }
-        let entry = FileEntry {
-            size,
-            mtime_ns,
-            content_hash,
-            chunks,
-            lossy: flags & FILE_LOSSY != 0,
-            warnings,
-            racy: flags & FILE_RACY != 0,
-        };
-        files.push((path, entry));
+        files.push(read_entry(&mut r, &mut previous_id)?);
     }
     if r.at != body.len() {
         return Err(format!("{} bytes past the last file", body.len() - r.at));
@@ -157,6 +127,78 @@ pub fn decode(bytes: &[u8]) -> Result<Manifest, String> {
     Ok(manifest)
 }
 
+/// The body of bytes written by [`framed`], checked against its length and checksum.
+pub(super) fn unframed<'a>(magic: &[u8; 8], bytes: &'a [u8]) -> Result<&'a [u8], String> {
+    if bytes.len() < HEADER_LEN || &bytes[..8] != magic {
+        return Err("not a manifest of this version".to_string());
+    }
+    let len = u64::from_le_bytes(bytes[8..16].try_into().unwrap_or_default());
+    let checksum = u64::from_le_bytes(bytes[16..24].try_into().unwrap_or_default());
+    let body = &bytes[HEADER_LEN..];
+    if body.len() as u64 != len {
+        return Err(format!("holds {} bytes where its header says {len}", body.len()));
+    }
+    if xxhash_rust::xxh3::xxh3_64(body) != checksum {
+        return Err("the bytes do not match the checksum they were written with".to_string());
+    }
+    Ok(body)
+}
+
+/// Reads what [`write_fields`] wrote into `manifest`.
+pub(super) fn read_fields(r: &mut Reader<'_>, manifest: &mut Manifest) -> Result<(), String> {
+    manifest.generation = r.u64()?;
+    manifest.next_chunk_id = r.u64()?;
+    manifest.committed_at = r.u64()?;
+    manifest.vectors_pending = r.u8()? != 0;
+    manifest.fill_rate = match r.u8()? {
+        0 => None,
+        _ => Some(f32::from_le_bytes(r.take(4)?.try_into().unwrap_or_default())),
+    };
+    manifest.snippet_identity = r.str()?.to_string();
+    manifest.quick = match r.u8()? {
+        0 => None,
+        _ => Some(QuickFile {
+            model: r.str()?.to_string(),
+            dimensions: r.varint()? as usize,
+            rows: r.u64()?,
+            checksum: r.u64()?,
+        }),
+    };
+    Ok(())
+}
+
+/// Reads what [`write_entry`] wrote.
+pub(super) fn read_entry(r: &mut Reader<'_>, previous_id: &mut u64) -> Result<(String, FileEntry), String> {
+    let path = r.str()?.to_string();
+    let size = r.varint()?;
+    let mtime_ns = r.u64()?;
+    let content_hash = r.u64()?;
+    let flags = r.u8()?;
+    let warnings = (0..r.count()?).map(|_| r.str().map(str::to_string)).collect::<Result<Vec<_>, _>>()?;
+    let chunk_count = r.count()?;
+    let mut chunks = Vec::with_capacity(chunk_count);
+    for _ in 0..chunk_count {
+        let id = previous_id.wrapping_add(unzigzag(r.varint()?) as u64);
+        let snippet_pending = match r.u8()? {
+            0 => false,
+            1 => true,
+            other => return Err(format!("chunk {id}: flag {other}")),
+        };
+        chunks.push(ChunkRef { id, embed_hash: r.u64()?, snippet_pending });
+        *previous_id = id;
+    }
+    let entry = FileEntry {
+        size,
+        mtime_ns,
+        content_hash,
+        chunks,
+        lossy: flags & FILE_LOSSY != 0,
+        warnings,
+        racy: flags & FILE_RACY != 0,
+    };
+    Ok((path, entry))
+}
+
 fn zigzag(n: i64) -> u64 {
     ((n << 1) ^ (n >> 63)) as u64
 }
@@ -165,47 +207,47 @@ fn unzigzag(n: u64) -> i64 {
     (n >> 1) as i64 ^ -((n & 1) as i64)
 }
 
-struct Writer(Vec<u8>);
+pub(super) struct Writer(pub(super) Vec<u8>);
 
 impl Writer {
-    fn u8(&mut self, v: u8) {
+    pub(super) fn u8(&mut self, v: u8) {
         self.0.push(v);
     }
-    fn u64(&mut self, v: u64) {
+    pub(super) fn u64(&mut self, v: u64) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
-    fn varint(&mut self, mut v: u64) {
+    pub(super) fn varint(&mut self, mut v: u64) {
         while v >= 0x80 {
             self.0.push((v as u8) | 0x80);
             v >>= 7;
         }
         self.0.push(v as u8);
     }
-    fn str(&mut self, s: &str) {
+    pub(super) fn str(&mut self, s: &str) {
         self.varint(s.len() as u64);
         self.0.extend_from_slice(s.as_bytes());
     }
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
+pub(super) struct Reader<'a> {
+    pub(super) bytes: &'a [u8],
+    pub(super) at: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+    pub(super) fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
         let end = self.at.checked_add(n).filter(|end| *end <= self.bytes.len()).ok_or("cut short")?;
         let slice = &self.bytes[self.at..end];
         self.at = end;
         Ok(slice)
     }
-    fn u8(&mut self) -> Result<u8, String> {
+    pub(super) fn u8(&mut self) -> Result<u8, String> {
         Ok(self.take(1)?[0])
     }
-    fn u64(&mut self) -> Result<u64, String> {
+    pub(super) fn u64(&mut self) -> Result<u64, String> {
         Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap_or_default()))
     }
-    fn varint(&mut self) -> Result<u64, String> {
+    pub(super) fn varint(&mut self) -> Result<u64, String> {
         let mut value = 0u64;
         for shift in (0..64).step_by(7) {
             let byte = self.u8()?;
@@ -218,14 +260,14 @@ impl<'a> Reader<'a> {
     }
     /// A count of items that follow, each at least one byte long: a count larger than the
     /// bytes left is damage, and must not reserve memory for it.
-    fn count(&mut self) -> Result<usize, String> {
+    pub(super) fn count(&mut self) -> Result<usize, String> {
         let n = self.varint()?;
         if n > (self.bytes.len() - self.at) as u64 {
             return Err("a count runs past the end".to_string());
         }
         Ok(n as usize)
     }
-    fn str(&mut self) -> Result<&'a str, String> {
+    pub(super) fn str(&mut self) -> Result<&'a str, String> {
         let n = self.count()?;
         std::str::from_utf8(self.take(n)?).map_err(|_| "a name is not UTF-8".to_string())
     }

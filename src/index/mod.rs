@@ -21,6 +21,7 @@ mod load;
 pub mod lock;
 pub mod manifest;
 mod manifest_file;
+mod manifest_log;
 pub mod metadata;
 mod open;
 mod pending;

@@ -12,6 +12,7 @@ use super::files::{self, CommitPayload, FORMAT_VERSION, FormatRecord, IndexLayou
 use super::lock::WriterLock;
 use super::manifest::{ChunkRef, FileEntry, Manifest};
 use super::manifest_file;
+use super::manifest_log::{self, LogState};
 use super::quick::QuickSet;
 use super::quick_log::QuickLog;
 use super::quick_sidecar;
@@ -43,6 +44,9 @@ pub struct Index {
     pub(super) manifest: Arc<Manifest>,
     /// The manifest as of the last commit, shared with snapshots.
     pub(super) committed_manifest: Arc<Manifest>,
+    /// The manifest's journal, when the manifest on disk is `committed_manifest` read from
+    /// the binary file and that journal: a commit then appends its changes to it.
+    pub(super) manifest_log: Option<LogState>,
     pub(super) embedder: EmbedderIdentity,
     pub(super) pipeline: String,
     /// Generation of the last tantivy commit.
@@ -249,6 +253,7 @@ impl Index {
             writer,
             manifest: Arc::default(),
             committed_manifest: Arc::default(),
+            manifest_log: None,
             embedder: embedder.clone(),
             pipeline: pipeline.to_string(),
             committed_generation: payload.generation,
@@ -299,7 +304,11 @@ impl Index {
         };
         self.manifest = Arc::new(match loaded {
             Some(m) => m,
-            None => self.manifest_from_store(payload.generation)?,
+            None => {
+                // Not what is on disk: the next commit writes the manifest whole.
+                self.manifest_log = None;
+                self.manifest_from_store(payload.generation)?
+            }
         });
         Ok(())
     }
@@ -310,7 +319,7 @@ impl Index {
     fn read_manifest(&mut self) -> Result<Option<Manifest>, String> {
         let path = self.layout.manifest();
         let binary = match std::fs::read(&path) {
-            Ok(bytes) => Some(manifest_file::decode(&bytes).map_err(|e| format!("{}: {e}", path.display()))),
+            Ok(bytes) => Some(self.with_journal(&bytes).map_err(|e| format!("{}: {e}", path.display()))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => Some(Err(format!("{}: {e}", path.display()))),
         };
@@ -320,6 +329,8 @@ impl Index {
             // Both forms exist only between a writer's writing the binary one and removing
             // the JSON one: the later commit wins.
             Some(found) => {
+                // The next commit writes the binary one whole, and removes the JSON one.
+                self.manifest_log = None;
                 let json = files::read_json::<Manifest>(&older).ok().flatten();
                 match (found, json) {
                     (Ok(b), Some(j)) if j.generation > b.generation => Ok(Some(self.migrated(j))),
@@ -332,9 +343,17 @@ impl Index {
         }
     }
 
+    /// The binary manifest `bytes` with the commits of its journal applied.
+    fn with_journal(&mut self, bytes: &[u8]) -> Result<Manifest, String> {
+        let mut manifest = manifest_file::decode(bytes)?;
+        self.manifest_log = manifest_log::replay(&self.layout.manifest_log(), bytes, &mut manifest)?;
+        Ok(manifest)
+    }
+
     /// A manifest read in its older JSON form: a writer writes it in the binary form at
     /// its next commit, even when nothing else changed.
     fn migrated(&mut self, manifest: Manifest) -> Manifest {
+        self.manifest_log = None;
         if self.writer.is_some() {
             self.manifest_dirty = true;
         }
@@ -419,7 +438,9 @@ impl Index {
     /// When the last commit on disk was made (by any process), as the file system tells
     /// it: a reader compares two of these to learn that a writer has committed.
     pub fn disk_commit_stamp(&self) -> Option<std::time::SystemTime> {
-        std::fs::metadata(self.layout.manifest()).and_then(|m| m.modified()).ok()
+        // A commit writes the manifest whole or appends to its journal.
+        let modified = |path: std::path::PathBuf| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+        modified(self.layout.manifest()).max(modified(self.layout.manifest_log()))
     }
 
     /// Size of the index folder in bytes.
@@ -534,6 +555,7 @@ fn clear_index_files(layout: &IndexLayout) -> Result<(), IndexError> {
         quick_sidecar::path_of(&layout.quick()),
         quick_sidecar::status_record(&layout.quick()),
         layout.manifest(),
+        layout.manifest_log(),
         layout.manifest_json(),
         layout.meta(),
     ] {
