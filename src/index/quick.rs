@@ -34,7 +34,7 @@ use rayon::prelude::*;
 
 use super::IndexError;
 use super::quick_scan::{Scan, ScanRows, TopK, dot_i8};
-use super::quick_sidecar::RowFacts;
+use super::quick_sidecar::{RowFacts, SharedFacts};
 use super::sign_bits::{self, QueryPlanes};
 
 const MAGIC: &[u8; 8] = b"SITQVEC1";
@@ -295,7 +295,7 @@ pub struct QuickSet {
     /// The file the rows are read from, for errors.
     path: PathBuf,
     /// The signs and checksums of every row of the file (live or not), by row number.
-    facts: Arc<RowFacts>,
+    facts: SharedFacts,
     /// Row numbers of the live rows, ascending.
     live: Vec<u32>,
     /// The live row of each chunk, by id (shared with the writer's log).
@@ -308,7 +308,7 @@ impl Default for QuickSet {
             dims: 0,
             rows: Rows::Empty,
             path: PathBuf::new(),
-            facts: Arc::default(),
+            facts: SharedFacts::default(),
             live: Vec::new(),
             by_id: Arc::default(),
         }
@@ -332,7 +332,7 @@ impl QuickSet {
             encode_row(&mut bytes, &mut facts, *id, v);
         }
         let rows = Rows::Owned(bytes);
-        QuickSet::with_live(dims, rows, PathBuf::new(), Arc::new(facts), live.into_iter())
+        QuickSet::with_live(dims, rows, PathBuf::new(), SharedFacts::new(facts), live.into_iter())
     }
 
     /// A set of the given rows; an id given twice keeps its later row.
@@ -340,7 +340,7 @@ impl QuickSet {
         dims: usize,
         rows: Rows,
         path: PathBuf,
-        facts: Arc<RowFacts>,
+        facts: SharedFacts,
         live: impl Iterator<Item = (u64, u32)>,
     ) -> QuickSet {
         QuickSet::with_table(dims, rows, path, facts, Arc::new(RowsById::from_rows(live)))
@@ -351,10 +351,10 @@ impl QuickSet {
         dims: usize,
         rows: Rows,
         path: PathBuf,
-        facts: Arc<RowFacts>,
+        facts: SharedFacts,
         by_id: Arc<RowsById>,
     ) -> QuickSet {
-        let live = by_id.ascending(facts.rows());
+        let live = by_id.ascending(facts.read().rows());
         QuickSet { dims, rows, path, facts, live, by_id }
     }
 
@@ -370,7 +370,7 @@ impl QuickSet {
     fn read_row<'a>(&'a self, row: u32, buffer: &'a mut Vec<u8>) -> Result<(u64, f32, &'a [i8]), IndexError> {
         let bytes = self.rows.read(row, 1, row_len(self.dims), buffer).map_err(|e| self.error(e))?;
         let (id, scale, v) = split_row(bytes);
-        if self.row_of(id) != Some(row) || !self.facts.matches(row, bytes) {
+        if self.row_of(id) != Some(row) || !self.facts.read().matches(row, bytes) {
             return Err(self.error(changed_under(format_args!("row {row} is not the row committed"))));
         }
         Ok((id, scale, v))
@@ -401,7 +401,7 @@ impl QuickSet {
             Rows::Owned(v) => v.len(),
             _ => 0,
         };
-        rows + self.facts.bytes() + self.live.len() * 4 + self.by_id.bytes()
+        rows + self.facts.read().bytes() + self.live.len() * 4 + self.by_id.bytes()
     }
 
     /// The vector of a chunk, as stored (int8 precision).
@@ -446,13 +446,12 @@ impl QuickSet {
         let mut all = match how {
             QuickSearch::Preselect(count) if count.max(limit) < self.live.len() => {
                 let planes = QueryPlanes::new(&q);
-                let candidates = sign_bits::preselect(
-                    &self.facts.signs,
-                    &self.live,
-                    &planes,
-                    count.max(limit),
-                    PARALLEL_ROWS,
-                );
+                // The guard goes before the rows are read: each takes its own, and a read
+                // lock taken twice on one thread could wait behind a writer's.
+                let candidates = {
+                    let facts = self.facts.read();
+                    sign_bits::preselect(&facts.signs, &self.live, &planes, count.max(limit), PARALLEL_ROWS)
+                };
                 self.compare_rows(&candidates, &q, limit)?
             }
             _ => self.scan(&q, limit)?,

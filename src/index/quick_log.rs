@@ -17,7 +17,7 @@ use super::quick::{
     BLOCK_ROWS, HEADER_LEN, QuickSet, Rows, RowsById, decode_row, encode_row, header, row_len,
 };
 use super::quick_open::{Loaded, load};
-use super::quick_sidecar::{self, RowFacts};
+use super::quick_sidecar::{self, RowFacts, SharedFacts};
 
 /// The file is rewritten without its dead rows once they outnumber half the live ones by
 /// this many. Every open reads every row, dead ones included: after a re-chunk of the whole
@@ -55,7 +55,10 @@ pub struct QuickLog {
     live: Arc<RowsById>,
     /// The signs and checksums of every row (staged ones included), shared with the
     /// published set until the next row is staged.
-    facts: Arc<RowFacts>,
+    facts: SharedFacts,
+    /// The facts of the staged rows, kept apart until the commit appends them, so that
+    /// staging a row never copies the committed rows' facts that a published set shares.
+    staged_facts: RowFacts,
     /// Encoded rows written at the next commit.
     staged: Vec<u8>,
     /// Their sidecar rows.
@@ -154,7 +157,8 @@ impl QuickLog {
             rows,
             hasher,
             live,
-            facts: Arc::new(facts),
+            staged_facts: facts.empty_like(),
+            facts: SharedFacts::new(facts),
             staged: Vec::new(),
             staged_sidecar: Vec::new(),
             changed: true,
@@ -185,7 +189,11 @@ impl QuickLog {
             let start = (u64::from(row) - self.rows) as usize * len;
             self.staged[start..start + len].to_vec()
         };
-        if !self.facts.matches(row, &bytes) {
+        let matches = match u64::from(row).checked_sub(self.rows) {
+            Some(staged) => self.staged_facts.matches(staged as u32, &bytes),
+            None => self.facts.read().matches(row, &bytes),
+        };
+        if !matches {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!(
@@ -203,9 +211,8 @@ impl QuickLog {
             return;
         }
         let row = self.rows + (self.staged.len() / row_len(self.dims)) as u64;
-        let facts = Arc::make_mut(&mut self.facts);
-        encode_row(&mut self.staged, facts, id, vector);
-        facts.encode_last(&mut self.staged_sidecar, id);
+        encode_row(&mut self.staged, &mut self.staged_facts, id, vector);
+        self.staged_facts.encode_last(&mut self.staged_sidecar, id);
         Arc::make_mut(&mut self.live).insert(id, row as u32);
         self.changed = true;
     }
@@ -242,6 +249,7 @@ impl QuickLog {
             self.rows += (self.staged.len() / row_len(self.dims)) as u64;
             self.staged.clear();
             self.staged_sidecar.clear();
+            self.facts.append(&mut self.staged_facts);
             quick_sidecar::record_intact(&self.path);
         }
         Ok(self.record())
@@ -267,9 +275,10 @@ impl QuickLog {
         let sidecar_tmp = files::temp_sibling(&sidecar_path);
         let nonce = quick_sidecar::new_nonce();
         let mut hasher = Xxh3::new();
-        let mut facts = self.facts.empty_like();
+        let mut facts = self.facts.read().empty_like();
         let mut sidecar_rows = Vec::with_capacity(order.len() * quick_sidecar::row_len(self.dims));
         {
+            let committed_facts = self.facts.read();
             let mut out = io::BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
             out.write_all(&header(self.dims, nonce))?;
             let mut buffer = Vec::new();
@@ -294,7 +303,10 @@ impl QuickLog {
                     out.write_all(&self.staged[start..start + len])?;
                 }
                 for (row, id) in group {
-                    facts.push_from(&self.facts, *row);
+                    match u64::from(*row).checked_sub(committed) {
+                        Some(staged) => facts.push_from(&self.staged_facts, staged as u32),
+                        None => facts.push_from(&committed_facts, *row),
+                    }
                     facts.encode_last(&mut sidecar_rows, *id);
                 }
             }
@@ -315,7 +327,8 @@ impl QuickLog {
         self.rows = order.len() as u64;
         self.live =
             Arc::new(RowsById::from_rows(order.iter().enumerate().map(|(n, (_, id))| (*id, n as u32))));
-        self.facts = Arc::new(facts);
+        self.staged_facts = facts.empty_like();
+        self.facts = SharedFacts::new(facts);
         self.staged.clear();
         self.staged_sidecar.clear();
         self.changed = true;
@@ -336,7 +349,7 @@ impl QuickLog {
                 self.dims,
                 rows,
                 self.path.clone(),
-                Arc::clone(&self.facts),
+                self.facts.clone(),
                 Arc::clone(&self.live),
             )
         }))
@@ -371,6 +384,35 @@ mod tests {
                 ((n * 7_919) % (count + 1), v.iter().map(|x| x / norm).collect())
             })
             .collect()
+    }
+
+    #[test]
+    fn a_published_set_keeps_its_rows_while_later_commits_append_to_the_shared_facts() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("quick.vec");
+        let dims = 16;
+        let vectors = vectors(dims, 400);
+        let (mut log, _) = QuickLog::open(&path, "static/m", dims, None, &|_| true).unwrap();
+        for (id, v) in &vectors[..200] {
+            log.stage(*id, v);
+        }
+        record(&mut log);
+        let first = log.publish().unwrap().unwrap();
+        let query = vectors[250].1.clone();
+        let before = first.nearest(&query, 10).unwrap();
+        // More rows, one of them the query itself, and a chunk of the first set dropped.
+        for (id, v) in &vectors[200..] {
+            log.stage(*id, v);
+        }
+        assert!(log.drop_id(vectors[0].0));
+        record(&mut log);
+        let second = log.publish().unwrap().unwrap();
+        assert_eq!(first.len(), 200);
+        assert_eq!(first.nearest(&query, 10).unwrap(), before, "the first set sees only its own rows");
+        assert!(first.contains(vectors[0].0) && !first.contains(vectors[250].0));
+        assert_eq!(second.len(), 399);
+        assert_eq!(second.nearest(&query, 1).unwrap()[0].0, vectors[250].0);
+        assert!(!second.contains(vectors[0].0));
     }
 
     #[test]

@@ -6,13 +6,12 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::Arc;
 
 use xxhash_rust::xxh3::Xxh3;
 
 use super::manifest::QuickFile;
 use super::quick::{BLOCK_ROWS, HEADER_LEN, QuickSet, Rows, header, row_len, split_row};
-use super::quick_sidecar::{self, RowFacts};
+use super::quick_sidecar::{self, RowFacts, SharedFacts};
 
 /// Why a quick file on disk cannot be used as it is; else the open file and its nonce.
 fn check_file(path: &Path, record: &QuickFile, dims: usize) -> Result<(File, u32), String> {
@@ -167,5 +166,11 @@ pub fn open_set(
 ) -> Result<QuickSet, String> {
     let loaded = load(path, record, dims, wanted)?;
     let rows = if record.rows == 0 { Rows::Empty } else { Rows::File(loaded.file) };
-    Ok(QuickSet::with_live(dims, rows, path.to_path_buf(), Arc::new(loaded.facts), loaded.live.into_iter()))
+    Ok(QuickSet::with_live(
+        dims,
+        rows,
+        path.to_path_buf(),
+        SharedFacts::new(loaded.facts),
+        loaded.live.into_iter(),
+    ))
 }

@@ -25,6 +25,8 @@ use std::path::{Path, PathBuf};
 
 use xxhash_rust::xxh3::{Xxh3, xxh3_64};
 
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
+
 use super::checked::{self, Status};
 use super::sign_bits::SignBits;
 
@@ -41,6 +43,27 @@ pub(super) fn path_of(quick: &Path) -> PathBuf {
 /// Bytes of a sidecar row: the id, the checksum and the sign words.
 pub(super) fn row_len(dims: usize) -> usize {
     16 + dims.div_ceil(64) * 8
+}
+
+/// A file's row facts, shared by its writer and the sets it published. Rows are only ever
+/// appended to them (a rewrite starts new ones), and a set reads only the rows it was
+/// published with, so a commit appends under the lock instead of copying them.
+#[derive(Clone, Default)]
+pub(super) struct SharedFacts(Arc<RwLock<RowFacts>>);
+
+impl SharedFacts {
+    pub(super) fn new(facts: RowFacts) -> SharedFacts {
+        SharedFacts(Arc::new(RwLock::new(facts)))
+    }
+
+    pub(super) fn read(&self) -> RwLockReadGuard<'_, RowFacts> {
+        self.0.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Moves `staged`'s rows after the shared ones.
+    pub(super) fn append(&self, staged: &mut RowFacts) {
+        self.0.write().unwrap_or_else(PoisonError::into_inner).append(staged);
+    }
 }
 
 /// What is kept in memory of every row of a quick file: its signs, for the first pass of a
@@ -65,6 +88,12 @@ impl RowFacts {
     pub(super) fn push(&mut self, row: &[u8], v: &[i8]) {
         self.signs.push(v);
         self.checksums.push(xxh3_64(row));
+    }
+
+    /// Moves `other`'s rows after these.
+    pub(super) fn append(&mut self, other: &mut RowFacts) {
+        self.signs.append(&mut other.signs);
+        self.checksums.append(&mut other.checksums);
     }
 
     /// Appends a row's facts as another set holds them.

@@ -50,6 +50,11 @@ impl SignBits {
         self.bits.resize(start + self.words, 0);
     }
 
+    /// Moves `other`'s rows after these.
+    pub(super) fn append(&mut self, other: &mut SignBits) {
+        self.bits.append(&mut other.bits);
+    }
+
     /// Appends a row's signs as another set holds them.
     pub(super) fn push_from(&mut self, other: &SignBits, row: u32) {
         self.bits.extend_from_slice(other.row(row));
