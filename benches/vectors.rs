@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use situate::engine::Engine;
-use situate::index::{OpenMode, QuickSearch, VectorIndex};
+use situate::index::{OpenMode, VectorIndex, VectorSearch};
 use situate::providers::{EmbeddingConfig, build as embedder_for};
 
 const GRAPH_DIMS: usize = 384;
@@ -131,7 +131,7 @@ fn main() {
 }
 
 /// Searches a vector file as told.
-type SearchAs<'a> = dyn Fn(&[f32], QuickSearch) -> Result<Hits, situate::index::IndexError> + 'a;
+type SearchAs<'a> = dyn Fn(&[f32], VectorSearch) -> Result<Hits, situate::index::IndexError> + 'a;
 
 /// A vector file: each candidate count against the exact scan.
 fn vector_file(name: &str, vectors: &[Vec<f32>], search: &SearchAs, rows: usize) {
@@ -139,7 +139,7 @@ fn vector_file(name: &str, vectors: &[Vec<f32>], search: &SearchAs, rows: usize)
         .iter()
         .map(|v| {
             let t = Instant::now();
-            let hits = search(v, QuickSearch::Exact).expect("exact");
+            let hits = search(v, VectorSearch::Exact).expect("exact");
             (hits, t.elapsed().as_secs_f64())
         })
         .collect();
@@ -157,7 +157,7 @@ fn vector_file(name: &str, vectors: &[Vec<f32>], search: &SearchAs, rows: usize)
         let mut near2 = Vec::new();
         for (v, (truth, _)) in vectors.iter().zip(&exact) {
             let t = Instant::now();
-            let hits = search(v, QuickSearch::Preselect(count)).expect("preselect");
+            let hits = search(v, VectorSearch::Preselect(count)).expect("preselect");
             times.push(t.elapsed().as_secs_f64());
             r10.push(recall(&hits, truth, 10));
             r100.push(recall(&hits, truth, LIMIT));
@@ -178,11 +178,11 @@ fn vector_file(name: &str, vectors: &[Vec<f32>], search: &SearchAs, rows: usize)
         .iter()
         .map(|v| {
             let t = Instant::now();
-            search(v, QuickSearch::for_size(rows, LIMIT)).expect("default");
+            search(v, VectorSearch::for_size(rows, LIMIT)).expect("default");
             t.elapsed().as_secs_f64()
         })
         .collect();
-    println!("| default ({:?}) | | | | | | {} |", QuickSearch::for_size(rows, LIMIT), latencies(&times));
+    println!("| default ({:?}) | | | | | | {} |", VectorSearch::for_size(rows, LIMIT), latencies(&times));
 }
 
 /// The vector index at the same size, from the quick vectors.

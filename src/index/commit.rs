@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::checked;
 use super::files::{self, CommitPayload, VectorsMeta};
-use super::manifest::QuickFile;
+use super::manifest::VectorFileRecord;
 use super::manifest_file;
 use super::manifest_log;
 use super::{Index, IndexError, io_err, store_err};
@@ -113,7 +113,7 @@ impl Index {
     }
 
     /// Writes the record of the model's committed rows.
-    pub(super) fn record_vectors(&self, rows: QuickFile) -> Result<(), IndexError> {
+    pub(super) fn record_vectors(&self, rows: VectorFileRecord) -> Result<(), IndexError> {
         let meta = VectorsMeta {
             generation: self.committed_generation,
             embedder: self.embedder.clone(),

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::manifest::QuickFile;
+use super::manifest::VectorFileRecord;
 use crate::providers::EmbedderIdentity;
 
 /// Bumped whenever the on-disk layout or the meaning of a stored field changes; an index
@@ -171,7 +171,7 @@ pub(super) struct VectorsMeta {
     /// The committed rows of `vectors.vec`; absent in records of earlier versions, whose
     /// vectors are in `vectors.usearch`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) rows: Option<QuickFile>,
+    pub(super) rows: Option<VectorFileRecord>,
 }
 
 /// The xxh3 hash of a file's bytes, read in pieces.

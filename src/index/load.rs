@@ -9,9 +9,9 @@ use std::sync::Arc;
 use super::files::{self, VectorsMeta};
 use super::journal::{self, VectorOp};
 use super::open::Index;
-use super::quick::QuickSet;
-use super::quick_log::QuickLog;
-use super::quick_open;
+use super::vector_file::VectorSet;
+use super::vector_log::VectorLog;
+use super::vector_open;
 use super::vectors::{VectorError, VectorIndex};
 use super::{IndexError, io_err};
 
@@ -57,7 +57,7 @@ impl Index {
         let wanted = self.live_filter();
         if writable {
             let (mut log, note) =
-                QuickLog::open(&path, &name, dims, record.as_ref(), &wanted).map_err(io_err(&path))?;
+                VectorLog::open(&path, &name, dims, record.as_ref(), &wanted).map_err(io_err(&path))?;
             let fresh = record.is_none() || note.is_some();
             if let Some(note) = note {
                 self.notes.push(format!("{note}: vectors are re-embedded from stored texts"));
@@ -87,14 +87,14 @@ impl Index {
                 self.model = Arc::new(set.map_err(io_err(&path))?);
             }
         } else if let Some(record) = record {
-            match quick_open::open_set(&path, &record, dims, &wanted) {
+            match vector_open::open_set(&path, &record, dims, &wanted) {
                 Ok(set) => self.model = Arc::new(set),
                 Err(e) => self.notes.push(format!("{e}: vectors are re-embedded from stored texts")),
             }
         } else if let Some(source) = legacy.and_then(|meta| self.legacy_source(&meta)) {
             let vectors: Vec<(u64, Vec<f32>)> =
                 source.ids.iter().filter_map(|id| source.vector(*id).map(|v| (*id, v))).collect();
-            self.model = Arc::new(QuickSet::in_memory(dims, &vectors));
+            self.model = Arc::new(VectorSet::in_memory(dims, &vectors));
         }
         if self.vector_count() < expected {
             self.vectors_unchecked = true;

@@ -103,13 +103,13 @@ pub struct Manifest {
     pub snippet_identity: String,
     /// The quick vector file as of this commit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub quick: Option<QuickFile>,
+    pub quick: Option<VectorFileRecord>,
 }
 
 /// What a commit records of the quick vector file: whose vectors it holds, how many of its
 /// rows were committed, and their checksum.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct QuickFile {
+pub struct VectorFileRecord {
     /// The quick model (`provider/model`).
     pub model: String,
     pub dimensions: usize,

@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use super::manifest::{ChunkRef, FileEntry, Manifest, QuickFile};
+use super::manifest::{ChunkRef, FileEntry, Manifest, VectorFileRecord};
 
 const MAGIC: &[u8; 8] = b"SITMAN01";
 const HEADER_LEN: usize = 24;
@@ -157,7 +157,7 @@ pub(super) fn read_fields(r: &mut Reader<'_>, manifest: &mut Manifest) -> Result
     manifest.snippet_identity = r.str()?.to_string();
     manifest.quick = match r.u8()? {
         0 => None,
-        _ => Some(QuickFile {
+        _ => Some(VectorFileRecord {
             model: r.str()?.to_string(),
             dimensions: r.varint()? as usize,
             rows: r.u64()?,
@@ -321,7 +321,12 @@ mod tests {
             vectors_pending: true,
             fill_rate: Some(7.5),
             snippet_identity: "openai/gpt@1".to_string(),
-            quick: Some(QuickFile { model: "static/m".to_string(), dimensions: 256, rows: 3, checksum: 99 }),
+            quick: Some(VectorFileRecord {
+                model: "static/m".to_string(),
+                dimensions: 256,
+                rows: 3,
+                checksum: 99,
+            }),
         }
     }
 

@@ -25,16 +25,16 @@ mod manifest_log;
 pub mod metadata;
 mod open;
 mod pending;
-mod quick;
-mod quick_log;
-mod quick_open;
-mod quick_scan;
-mod quick_sidecar;
 mod record;
 mod schema;
 mod sign_bits;
 mod snapshot;
 mod store_dir;
+mod vector_file;
+mod vector_log;
+mod vector_open;
+mod vector_scan;
+mod vector_sidecar;
 mod vectors;
 mod write;
 
@@ -42,11 +42,11 @@ use std::path::Path;
 
 pub use files::{default_dir, dir_bytes};
 pub use open::Index;
-pub use quick::{EXACT_QUICK_LIMIT, QuickSearch};
 pub use record::{
     ApplyStats, ChunkRecord, FileChange, PreparedChunk, PreparedFile, SnippetUpdate, VectorTiming,
 };
 pub use snapshot::Snapshot;
+pub use vector_file::{EXACT_VECTOR_LIMIT, VectorSearch};
 pub use vectors::{VectorError, VectorIndex};
 pub use write::embed_texts;
 

@@ -13,12 +13,12 @@ use super::lock::WriterLock;
 use super::manifest::{ChunkRef, FileEntry, Manifest};
 use super::manifest_file;
 use super::manifest_log::{self, LogState};
-use super::quick::QuickSet;
-use super::quick_log::QuickLog;
-use super::quick_sidecar;
 use super::schema::{self, Fields};
 use super::snapshot::Snapshot;
 use super::store_dir::ReadingDirectory;
+use super::vector_file::VectorSet;
+use super::vector_log::VectorLog;
+use super::vector_sidecar;
 use super::{IndexError, OpenMode, io_err, store_err};
 use crate::analysis;
 use crate::providers::{Embedder, EmbedderIdentity};
@@ -36,9 +36,9 @@ pub struct Index {
     pub(super) reader: IndexReader,
     pub(super) writer: Option<IndexWriter>,
     /// The index's model's vectors as of the last commit, shared with snapshots.
-    pub(super) model: Arc<QuickSet>,
+    pub(super) model: Arc<VectorSet>,
     /// The model's vector file (writers), with the vectors staged for the next commit.
-    pub(super) model_log: Option<QuickLog>,
+    pub(super) model_log: Option<VectorLog>,
     /// Shared with `committed_manifest` until the first change after a commit, so that
     /// neither an open nor a commit copies a manifest of a million chunks.
     pub(super) manifest: Arc<Manifest>,
@@ -66,9 +66,9 @@ pub struct Index {
     pub(super) quick_embedder: Option<Arc<dyn Embedder>>,
     /// Stand-in vectors of the chunks whose vectors are pending, as of the last commit,
     /// shared with snapshots.
-    pub(super) quick: Arc<QuickSet>,
+    pub(super) quick: Arc<VectorSet>,
     /// The quick vector file (writers with a quick model).
-    pub(super) quick_log: Option<QuickLog>,
+    pub(super) quick_log: Option<VectorLog>,
     /// Chunk id by embedded-text hash, kept up to date by a writer once first asked for.
     pub(super) embed_hashes: Option<super::manifest::IdsByEmbedHash>,
     /// Why parts of the index were rebuilt or repaired while opening.
@@ -546,14 +546,14 @@ fn clear_index_files(layout: &IndexLayout) -> Result<(), IndexError> {
     }
     for p in [
         layout.vectors(),
-        quick_sidecar::path_of(&layout.vectors()),
-        quick_sidecar::status_record(&layout.vectors()),
+        vector_sidecar::path_of(&layout.vectors()),
+        vector_sidecar::status_record(&layout.vectors()),
         layout.vectors_meta(),
         layout.legacy_vectors(),
         layout.legacy_journal(),
         layout.quick(),
-        quick_sidecar::path_of(&layout.quick()),
-        quick_sidecar::status_record(&layout.quick()),
+        vector_sidecar::path_of(&layout.quick()),
+        vector_sidecar::status_record(&layout.quick()),
         layout.manifest(),
         layout.manifest_log(),
         layout.manifest_json(),

@@ -5,15 +5,15 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::quick::QuickSet;
-use super::quick_log::QuickLog;
-use super::quick_open;
+use super::vector_file::VectorSet;
+use super::vector_log::VectorLog;
+use super::vector_open;
 use super::write::embed_texts;
 use super::{Index, IndexError, io_err};
 use crate::providers::Embedder;
 
 impl Index {
-    /// The model whose vectors stand in for pending ones ([`super::quick`]): the built-in
+    /// The model whose vectors stand in for pending ones ([`super::vector_file`]): the built-in
     /// static model when the index's own model is slow, `None` otherwise. Opens the quick
     /// vector file the last commit left (a writer cuts off an unfinished write, or starts it
     /// afresh when it does not match its record); nothing is embedded here.
@@ -33,7 +33,7 @@ impl Index {
         let wanted = self.pending_filter();
         let record = self.committed_manifest.quick.clone();
         if self.writer.is_some() {
-            let (mut log, note) = QuickLog::open(&path, &name, model.dimensions, record.as_ref(), &wanted)
+            let (mut log, note) = VectorLog::open(&path, &name, model.dimensions, record.as_ref(), &wanted)
                 .map_err(io_err(&path))?;
             if let Some(note) = note.filter(|_| self.committed_manifest.vectors_pending) {
                 self.notes.push(format!("{note}: quick vectors are made again"));
@@ -43,7 +43,7 @@ impl Index {
             }
             self.quick_log = Some(log);
         } else if let Some(record) = record.filter(|r| r.model == name) {
-            match quick_open::open_set(&path, &record, model.dimensions, &wanted) {
+            match vector_open::open_set(&path, &record, model.dimensions, &wanted) {
                 Ok(set) => self.quick = Arc::new(set),
                 Err(e) => self.notes.push(format!("{e}: quick vectors are made in memory")),
             }
@@ -127,7 +127,7 @@ impl Index {
                 vectors.push((id, v));
             }
         }
-        self.quick = Arc::new(QuickSet::in_memory(dims, &vectors));
+        self.quick = Arc::new(VectorSet::in_memory(dims, &vectors));
         Ok(texts.len())
     }
 

@@ -10,7 +10,7 @@
 
 use rayon::prelude::*;
 
-use super::quick_scan::TopK;
+use super::vector_scan::TopK;
 
 /// The sign bits of a set of rows, by row number: bit `n` of a row is set where its
 /// component `n` is positive. (Taken about the rows' mean instead, they found fewer of the

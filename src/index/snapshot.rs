@@ -10,10 +10,10 @@ use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocAddress, DocSet, Searcher, TERMINATED, TantivyDocument, Term};
 
 use super::manifest::Manifest;
-use super::quick::QuickSet;
 use super::record::{ChunkRecord, StoredFileMeta, record_of, u64_of};
 use super::schema::Fields;
-use super::{IndexError, QuickSearch, TextField, WeightedTerm, store_err};
+use super::vector_file::VectorSet;
+use super::{IndexError, TextField, VectorSearch, WeightedTerm, store_err};
 
 /// Chunk ids with their scores, best first.
 pub type ScoredIds = Vec<(u64, f32)>;
@@ -24,8 +24,8 @@ pub type ScoredIds = Vec<(u64, f32)>;
 pub struct Snapshot {
     pub(super) searcher: Searcher,
     pub(super) fields: Fields,
-    pub(super) model: Arc<QuickSet>,
-    pub(super) quick: Arc<QuickSet>,
+    pub(super) model: Arc<VectorSet>,
+    pub(super) quick: Arc<VectorSet>,
     pub(super) manifest: Arc<Manifest>,
     pub(super) store_dir: PathBuf,
     /// Tokens per field over the live chunks, counted once per commit on first use.
@@ -163,7 +163,7 @@ impl Snapshot {
     }
 
     /// The `limit` chunks nearest to `query`, with cosine distances: exact up to
-    /// [`super::EXACT_QUICK_LIMIT`] vectors, as the quick tier's search.
+    /// [`super::EXACT_VECTOR_LIMIT`] vectors, as the quick tier's search.
     pub fn nearest(&self, query: &[f32], limit: usize) -> Result<Vec<(u64, f32)>, IndexError> {
         Ok(self.model.nearest(query, limit)?.into_iter().map(|(id, s)| (id, 1.0 - s)).collect())
     }
@@ -174,7 +174,7 @@ impl Snapshot {
         &self,
         query: &[f32],
         limit: usize,
-        how: QuickSearch,
+        how: VectorSearch,
     ) -> Result<Vec<(u64, f32)>, IndexError> {
         self.model.nearest_with(query, limit, how)
     }
@@ -191,7 +191,7 @@ impl Snapshot {
 
     /// Among the chunks whose vectors are pending, the `limit` nearest to `query` (a vector
     /// of the quick model), with cosine similarities: exact up to
-    /// [`super::EXACT_QUICK_LIMIT`] of them. A quick vector file changed under the process
+    /// [`super::EXACT_VECTOR_LIMIT`] of them. A quick vector file changed under the process
     /// is an error.
     pub fn nearest_quick(&self, query: &[f32], limit: usize) -> Result<Vec<(u64, f32)>, IndexError> {
         self.quick.nearest(query, limit)
@@ -203,7 +203,7 @@ impl Snapshot {
         &self,
         query: &[f32],
         limit: usize,
-        how: QuickSearch,
+        how: VectorSearch,
     ) -> Result<Vec<(u64, f32)>, IndexError> {
         self.quick.nearest_with(query, limit, how)
     }

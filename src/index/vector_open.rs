@@ -1,5 +1,5 @@
 //! Opening a committed vector file (`quick.vec` or `vectors.vec`, laid out in
-//! [`super::quick`]): checked against what its commit recorded, through its sidecar when
+//! [`super::vector_file`]): checked against what its commit recorded, through its sidecar when
 //! that is usable and the rows themselves when the file's status is not the one its writer
 //! left, with rows that fail their checksums left out.
 
@@ -9,12 +9,12 @@ use std::path::Path;
 
 use xxhash_rust::xxh3::Xxh3;
 
-use super::manifest::QuickFile;
-use super::quick::{BLOCK_ROWS, HEADER_LEN, QuickSet, Rows, header, row_len, split_row};
-use super::quick_sidecar::{self, RowFacts, SharedFacts};
+use super::manifest::VectorFileRecord;
+use super::vector_file::{BLOCK_ROWS, HEADER_LEN, Rows, VectorSet, header, row_len, split_row};
+use super::vector_sidecar::{self, RowFacts, SharedFacts};
 
 /// Why a quick file on disk cannot be used as it is; else the open file and its nonce.
-fn check_file(path: &Path, record: &QuickFile, dims: usize) -> Result<(File, u32), String> {
+fn check_file(path: &Path, record: &VectorFileRecord, dims: usize) -> Result<(File, u32), String> {
     let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut head = [0u8; HEADER_LEN as usize];
     file.read_exact_at(&mut head, 0).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -36,16 +36,16 @@ fn check_file(path: &Path, record: &QuickFile, dims: usize) -> Result<(File, u32
 /// `Err` says why it cannot be used.
 pub(super) fn load(
     path: &Path,
-    record: &QuickFile,
+    record: &VectorFileRecord,
     dims: usize,
     wanted: &dyn Fn(u64) -> bool,
 ) -> Result<Loaded, String> {
     let (file, nonce) = check_file(path, record, dims)?;
     let sidecar =
-        quick_sidecar::read(&quick_sidecar::path_of(path), dims, nonce, record.rows, record.checksum);
+        vector_sidecar::read(&vector_sidecar::path_of(path), dims, nonce, record.rows, record.checksum);
     let mut damaged = Vec::new();
     let (sidecar, rebuilt) = match sidecar {
-        Ok(sidecar) if quick_sidecar::recorded_intact(path) => (sidecar, None),
+        Ok(sidecar) if vector_sidecar::recorded_intact(path) => (sidecar, None),
         Ok(sidecar) => {
             damaged = check_rows(&file, path, record, dims, &sidecar)?;
             (sidecar, None)
@@ -73,9 +73,9 @@ pub(super) fn load(
 fn check_rows(
     file: &File,
     path: &Path,
-    record: &QuickFile,
+    record: &VectorFileRecord,
     dims: usize,
-    sidecar: &quick_sidecar::Sidecar,
+    sidecar: &vector_sidecar::Sidecar,
 ) -> Result<Vec<u32>, String> {
     let mut damaged = Vec::new();
     let len = row_len(dims);
@@ -103,15 +103,15 @@ fn check_rows(
 fn read_through(
     file: &File,
     path: &Path,
-    record: &QuickFile,
+    record: &VectorFileRecord,
     dims: usize,
-) -> Result<(quick_sidecar::Sidecar, Vec<u8>), String> {
+) -> Result<(vector_sidecar::Sidecar, Vec<u8>), String> {
     let len = row_len(dims);
     let mut of_rows = Xxh3::new();
     let mut hasher = Xxh3::new();
     let mut facts = RowFacts::new(dims);
     let mut ids = Vec::with_capacity(record.rows as usize);
-    let mut sidecar_rows = Vec::with_capacity(record.rows as usize * quick_sidecar::row_len(dims));
+    let mut sidecar_rows = Vec::with_capacity(record.rows as usize * vector_sidecar::row_len(dims));
     let mut buffer = vec![0u8; BLOCK_ROWS as usize * len];
     let mut first = 0u64;
     while first < record.rows {
@@ -136,7 +136,7 @@ fn read_through(
             path.display()
         ));
     }
-    Ok((quick_sidecar::Sidecar { hasher, facts, ids }, sidecar_rows))
+    Ok((vector_sidecar::Sidecar { hasher, facts, ids }, sidecar_rows))
 }
 
 /// A committed quick file as [`load`] found it.
@@ -160,13 +160,13 @@ pub(super) struct Loaded {
 /// holds.
 pub fn open_set(
     path: &Path,
-    record: &QuickFile,
+    record: &VectorFileRecord,
     dims: usize,
     wanted: &dyn Fn(u64) -> bool,
-) -> Result<QuickSet, String> {
+) -> Result<VectorSet, String> {
     let loaded = load(path, record, dims, wanted)?;
     let rows = if record.rows == 0 { Rows::Empty } else { Rows::File(loaded.file) };
-    Ok(QuickSet::with_live(
+    Ok(VectorSet::with_live(
         dims,
         rows,
         path.to_path_buf(),

@@ -1,5 +1,5 @@
-//! The quick file's sidecar (`quick.sig`): each row's chunk id, checksum and sign bits, in
-//! the quick file's row order, so that an open reads these 48 bytes a row (at 256
+//! A vector file's sidecar (`vectors.sig`, `quick.sig`): each row's chunk id, checksum and
+//! sign bits, in the file's row order, so that an open reads these 48 bytes a row (at 256
 //! dimensions) instead of the whole 268-byte row.
 //!
 //! Layout: `MAGIC`, dimensions as u32 and the quick file's nonce as u32, then per row the

@@ -1,7 +1,7 @@
-//! The writer's side of the quick vector file (`quick.vec`, laid out in [`super::quick`]):
-//! rows staged for the next commit, appended and synced at the commit, the live row of
-//! each chunk whose vector is pending, the running checksum, the rows' sign bits, and the
-//! rewrite without dead rows once they pile up.
+//! The writer's side of a vector file (`vectors.vec` or `quick.vec`, laid out in
+//! [`super::vector_file`]): rows staged for the next commit, appended and synced at the
+//! commit, the live row of each chunk, the running checksum, the rows' sign bits and
+//! checksums, and the rewrite without dead rows once they pile up.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Seek, SeekFrom, Write};
@@ -12,12 +12,12 @@ use std::sync::Arc;
 use xxhash_rust::xxh3::Xxh3;
 
 use super::files;
-use super::manifest::QuickFile;
-use super::quick::{
-    BLOCK_ROWS, HEADER_LEN, QuickSet, Rows, RowsById, decode_row, encode_row, header, row_len,
+use super::manifest::VectorFileRecord;
+use super::vector_file::{
+    BLOCK_ROWS, HEADER_LEN, Rows, RowsById, VectorSet, decode_row, encode_row, header, row_len,
 };
-use super::quick_open::{Loaded, load};
-use super::quick_sidecar::{self, RowFacts, SharedFacts};
+use super::vector_open::{Loaded, load};
+use super::vector_sidecar::{self, RowFacts, SharedFacts};
 
 /// The file is rewritten without its dead rows once they outnumber half the live ones by
 /// this many. Every open reads every row, dead ones included: after a re-chunk of the whole
@@ -37,7 +37,7 @@ fn fresh_file(path: &Path, header: &[u8], body: &[u8]) -> io::Result<File> {
 
 /// The writer's side of the quick file: rows staged for the next commit, the live row of
 /// each chunk whose vector is pending, and the running checksum.
-pub struct QuickLog {
+pub struct VectorLog {
     path: PathBuf,
     model: String,
     dims: usize,
@@ -69,13 +69,13 @@ pub struct QuickLog {
     compact_due: bool,
 }
 
-impl std::fmt::Debug for QuickLog {
+impl std::fmt::Debug for VectorLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("QuickLog").field("rows", &self.rows).field("live", &self.live.len()).finish()
+        f.debug_struct("VectorLog").field("rows", &self.rows).field("live", &self.live.len()).finish()
     }
 }
 
-impl QuickLog {
+impl VectorLog {
     /// Opens the quick file for writing. A file that does not match `record` (missing,
     /// damaged, of another model) is started afresh, with the reason in the second value;
     /// a tail past the committed rows (a write cut short) is cut off.
@@ -83,9 +83,9 @@ impl QuickLog {
         path: &Path,
         model: &str,
         dims: usize,
-        record: Option<&QuickFile>,
+        record: Option<&VectorFileRecord>,
         wanted: &dyn Fn(u64) -> bool,
-    ) -> std::io::Result<(QuickLog, Option<String>)> {
+    ) -> std::io::Result<(VectorLog, Option<String>)> {
         let usable = match record {
             Some(r) if r.model == model && r.dimensions == dims => {
                 Some(load(path, r, dims, wanted).map(|l| (l, r)))
@@ -93,7 +93,7 @@ impl QuickLog {
             Some(r) => Some(Err(format!("the vectors are of {}, not {model}", r.model))),
             None => None,
         };
-        let sidecar_path = quick_sidecar::path_of(path);
+        let sidecar_path = vector_sidecar::path_of(path);
         let (file, sidecar, nonce, hasher, live, facts, rows, note) = match usable {
             Some(Ok((loaded, r))) => {
                 let Loaded { file, mut nonce, hasher, facts, live, rebuilt, damaged } = loaded;
@@ -106,9 +106,9 @@ impl QuickLog {
                         // it is given one, after the sidecar that carries it is in place.
                         let renonce = nonce == 0;
                         if renonce {
-                            nonce = quick_sidecar::new_nonce();
+                            nonce = vector_sidecar::new_nonce();
                         }
-                        let sidecar = fresh_file(&sidecar_path, &quick_sidecar::header(dims, nonce), &rows)?;
+                        let sidecar = fresh_file(&sidecar_path, &vector_sidecar::header(dims, nonce), &rows)?;
                         if renonce {
                             file.write_all_at(&header(dims, nonce), 0)?;
                             file.sync_data()?;
@@ -118,7 +118,7 @@ impl QuickLog {
                     None => {
                         let sidecar = OpenOptions::new().read(true).write(true).open(&sidecar_path)?;
                         sidecar.set_len(
-                            quick_sidecar::HEADER_LEN + r.rows * quick_sidecar::row_len(dims) as u64,
+                            vector_sidecar::HEADER_LEN + r.rows * vector_sidecar::row_len(dims) as u64,
                         )?;
                         sidecar
                     }
@@ -131,7 +131,7 @@ impl QuickLog {
                     n => Some(format!("{}: {n} rows do not match their checksums", path.display())),
                 };
                 if note.is_none() {
-                    quick_sidecar::record_intact(path);
+                    vector_sidecar::record_intact(path);
                 }
                 (file, sidecar, nonce, hasher, Arc::new(RowsById::from_rows(live)), facts, r.rows, note)
             }
@@ -140,14 +140,14 @@ impl QuickLog {
                     Some(Err(e)) => Some(e),
                     _ => None,
                 };
-                let nonce = quick_sidecar::new_nonce();
+                let nonce = vector_sidecar::new_nonce();
                 // The sidecar first: a new quick file never meets an old sidecar of its nonce.
-                let sidecar = fresh_file(&sidecar_path, &quick_sidecar::header(dims, nonce), &[])?;
+                let sidecar = fresh_file(&sidecar_path, &vector_sidecar::header(dims, nonce), &[])?;
                 let file = fresh_file(path, &header(dims, nonce), &[])?;
                 (file, sidecar, nonce, Xxh3::new(), Arc::default(), RowFacts::new(dims), 0, note)
             }
         };
-        let log = QuickLog {
+        let log = VectorLog {
             path: path.to_path_buf(),
             model: model.to_string(),
             dims,
@@ -232,7 +232,7 @@ impl QuickLog {
 
     /// Writes the staged rows (or the live rows alone, when dead ones have piled up) and
     /// returns what the manifest records of the file.
-    pub fn commit(&mut self) -> std::io::Result<QuickFile> {
+    pub fn commit(&mut self) -> std::io::Result<VectorFileRecord> {
         let dead = self.rows + (self.staged.len() / row_len(self.dims)) as u64 - self.live.len() as u64;
         if self.compact_due || dead > self.live.len() as u64 / 2 + COMPACT_SLACK {
             self.compact()?;
@@ -240,8 +240,8 @@ impl QuickLog {
             self.file.seek(SeekFrom::Start(HEADER_LEN + self.rows * row_len(self.dims) as u64))?;
             self.file.write_all(&self.staged)?;
             self.file.sync_data()?;
-            let sidecar_len = quick_sidecar::row_len(self.dims) as u64;
-            self.sidecar.seek(SeekFrom::Start(quick_sidecar::HEADER_LEN + self.rows * sidecar_len))?;
+            let sidecar_len = vector_sidecar::row_len(self.dims) as u64;
+            self.sidecar.seek(SeekFrom::Start(vector_sidecar::HEADER_LEN + self.rows * sidecar_len))?;
             // Not synced: a sidecar that a crash left short or stale fails its checksum at
             // the next open, which then derives it again from the rows, which are synced.
             self.sidecar.write_all(&self.staged_sidecar)?;
@@ -250,13 +250,13 @@ impl QuickLog {
             self.staged.clear();
             self.staged_sidecar.clear();
             self.facts.append(&mut self.staged_facts);
-            quick_sidecar::record_intact(&self.path);
+            vector_sidecar::record_intact(&self.path);
         }
         Ok(self.record())
     }
 
-    fn record(&self) -> QuickFile {
-        QuickFile {
+    fn record(&self) -> VectorFileRecord {
+        VectorFileRecord {
             model: self.model.clone(),
             dimensions: self.dims,
             rows: self.rows,
@@ -271,12 +271,12 @@ impl QuickLog {
         let mut order: Vec<(u32, u64)> = self.live.iter().map(|(id, row)| (row, id)).collect();
         order.sort_unstable();
         let tmp = files::temp_sibling(&self.path);
-        let sidecar_path = quick_sidecar::path_of(&self.path);
+        let sidecar_path = vector_sidecar::path_of(&self.path);
         let sidecar_tmp = files::temp_sibling(&sidecar_path);
-        let nonce = quick_sidecar::new_nonce();
+        let nonce = vector_sidecar::new_nonce();
         let mut hasher = Xxh3::new();
         let mut facts = self.facts.read().empty_like();
-        let mut sidecar_rows = Vec::with_capacity(order.len() * quick_sidecar::row_len(self.dims));
+        let mut sidecar_rows = Vec::with_capacity(order.len() * vector_sidecar::row_len(self.dims));
         {
             let committed_facts = self.facts.read();
             let mut out = io::BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
@@ -313,13 +313,13 @@ impl QuickLog {
             out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
         }
         hasher.update(&sidecar_rows);
-        drop(fresh_file(&sidecar_tmp, &quick_sidecar::header(self.dims, nonce), &sidecar_rows)?);
+        drop(fresh_file(&sidecar_tmp, &vector_sidecar::header(self.dims, nonce), &sidecar_rows)?);
         // The sidecar is put in place first: cut off between the two renames, the old file
         // meets a sidecar of another nonce and is read through, as its commit recorded it.
         std::fs::rename(&sidecar_tmp, &sidecar_path)?;
         std::fs::rename(&tmp, &self.path)?;
         files::sync_parent(&self.path);
-        quick_sidecar::record_intact(&self.path);
+        vector_sidecar::record_intact(&self.path);
         self.file = OpenOptions::new().read(true).write(true).open(&self.path)?;
         self.sidecar = OpenOptions::new().read(true).write(true).open(&sidecar_path)?;
         self.nonce = nonce;
@@ -337,15 +337,15 @@ impl QuickLog {
     }
 
     /// The committed live rows as a set for snapshots, or `None` when nothing changed since
-    /// the last one. Call after [`QuickLog::commit`].
-    pub fn publish(&mut self) -> Option<std::io::Result<QuickSet>> {
+    /// the last one. Call after [`VectorLog::commit`].
+    pub fn publish(&mut self) -> Option<std::io::Result<VectorSet>> {
         if !self.changed {
             return None;
         }
         self.changed = false;
         let rows = if self.rows == 0 { Ok(Rows::Empty) } else { self.file.try_clone().map(Rows::File) };
         Some(rows.map(|rows| {
-            QuickSet::with_table(
+            VectorSet::with_table(
                 self.dims,
                 rows,
                 self.path.clone(),
@@ -361,10 +361,10 @@ mod tests {
     use std::os::unix::fs::FileExt;
 
     use super::*;
-    use crate::index::quick::QuickSearch;
-    use crate::index::quick_open::open_set;
+    use crate::index::vector_file::VectorSearch;
+    use crate::index::vector_open::open_set;
 
-    fn record(log: &mut QuickLog) -> QuickFile {
+    fn record(log: &mut VectorLog) -> VectorFileRecord {
         log.commit().unwrap()
     }
 
@@ -392,7 +392,7 @@ mod tests {
         let path = dir.path().join("quick.vec");
         let dims = 16;
         let vectors = vectors(dims, 400);
-        let (mut log, _) = QuickLog::open(&path, "static/m", dims, None, &|_| true).unwrap();
+        let (mut log, _) = VectorLog::open(&path, "static/m", dims, None, &|_| true).unwrap();
         for (id, v) in &vectors[..200] {
             log.stage(*id, v);
         }
@@ -420,7 +420,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("quick.vec");
         let all = |_: u64| true;
-        let (mut log, note) = QuickLog::open(&path, "static/m", 2, None, &all).unwrap();
+        let (mut log, note) = VectorLog::open(&path, "static/m", 2, None, &all).unwrap();
         assert!(note.is_none());
         log.stage(1, &[1.0, 0.0]);
         log.stage(2, &[0.0, 1.0]);
@@ -437,7 +437,7 @@ mod tests {
         assert_eq!(set.nearest(&[0.0, 1.0], 1).unwrap()[0].0, 2);
         assert!(set.vector_of(3).unwrap().is_none());
 
-        let (mut log, note) = QuickLog::open(&path, "static/m", 2, Some(&committed), &|id| id != 1).unwrap();
+        let (mut log, note) = VectorLog::open(&path, "static/m", 2, Some(&committed), &|id| id != 1).unwrap();
         assert!(note.is_none(), "{note:?}");
         assert!(!log.contains(1) && log.contains(2));
         log.stage(4, &[0.6, 0.8]);
@@ -453,18 +453,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("quick.vec");
         let all = |_: u64| true;
-        let (mut log, _) = QuickLog::open(&path, "static/m", 2, None, &all).unwrap();
+        let (mut log, _) = VectorLog::open(&path, "static/m", 2, None, &all).unwrap();
         log.stage(1, &[1.0, 0.0]);
         let committed = record(&mut log);
         drop(log);
-        let (_, note) = QuickLog::open(&path, "static/other", 2, Some(&committed), &all).unwrap();
+        let (_, note) = VectorLog::open(&path, "static/other", 2, Some(&committed), &all).unwrap();
         assert!(note.unwrap().contains("static/m"));
 
-        let (mut log, _) = QuickLog::open(&path, "static/m", 2, None, &all).unwrap();
+        let (mut log, _) = VectorLog::open(&path, "static/m", 2, None, &all).unwrap();
         log.stage(1, &[1.0, 0.0]);
         let committed = record(&mut log);
         drop(log);
-        let sidecar = quick_sidecar::path_of(&path);
+        let sidecar = vector_sidecar::path_of(&path);
         let (good, good_sidecar) = (std::fs::read(&path).unwrap(), std::fs::read(&sidecar).unwrap());
         let flip_last = |p: &Path| {
             let mut bytes = std::fs::read(p).unwrap();
@@ -478,7 +478,7 @@ mod tests {
         assert!(!open_set(&path, &committed, 2, &all).unwrap().contains(1));
         // Changed where no status shows it (below the file system): the open trusts the
         // rows, and the row is refused when it is read.
-        quick_sidecar::record_intact(&path);
+        vector_sidecar::record_intact(&path);
         let set = open_set(&path, &committed, 2, &all).unwrap();
         assert!(set.vector_of(1).unwrap_err().to_string().contains("changed under the index"));
         // A damaged sidecar: the file is read through instead, and a writer puts the
@@ -487,7 +487,7 @@ mod tests {
         flip_last(&sidecar);
         let set = open_set(&path, &committed, 2, &all).unwrap();
         assert!((set.vector_of(1).unwrap().unwrap()[0] - 1.0).abs() < 0.01);
-        let (log, note) = QuickLog::open(&path, "static/m", 2, Some(&committed), &all).unwrap();
+        let (log, note) = VectorLog::open(&path, "static/m", 2, Some(&committed), &all).unwrap();
         assert!(note.is_none() && log.contains(1));
         drop(log);
         assert_eq!(std::fs::read(&sidecar).unwrap(), good_sidecar);
@@ -495,7 +495,7 @@ mod tests {
         flip_last(&path);
         flip_last(&sidecar);
         assert!(open_set(&path, &committed, 2, &all).unwrap_err().contains("checksum"));
-        let (log, note) = QuickLog::open(&path, "static/m", 2, Some(&committed), &all).unwrap();
+        let (log, note) = VectorLog::open(&path, "static/m", 2, Some(&committed), &all).unwrap();
         assert!(note.unwrap().contains("checksum"));
         assert!(!log.contains(1));
     }
@@ -506,7 +506,7 @@ mod tests {
         let path = dir.path().join("quick.vec");
         let dims = 8;
         let vectors = vectors(dims, 300);
-        let (mut log, _) = QuickLog::open(&path, "static/m", dims, None, &|_| true).unwrap();
+        let (mut log, _) = VectorLog::open(&path, "static/m", dims, None, &|_| true).unwrap();
         for (id, v) in &vectors {
             log.stage(*id, v);
         }
@@ -515,14 +515,14 @@ mod tests {
         let query = vectors[3].1.clone();
         let before = open_set(&path, &committed, dims, &|_| true).unwrap().nearest(&query, 5).unwrap();
         // As such a file was: no nonce, no sidecar, and the checksum of the rows themselves.
-        let sidecar = quick_sidecar::path_of(&path);
+        let sidecar = vector_sidecar::path_of(&path);
         std::fs::remove_file(&sidecar).unwrap();
         let file = OpenOptions::new().read(true).write(true).open(&path).unwrap();
         file.write_all_at(&header(dims, 0), 0).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         committed.checksum = xxhash_rust::xxh3::xxh3_64(&bytes[HEADER_LEN as usize..]);
         assert_eq!(open_set(&path, &committed, dims, &|_| true).unwrap().nearest(&query, 5).unwrap(), before);
-        let (mut log, note) = QuickLog::open(&path, "static/m", dims, Some(&committed), &|_| true).unwrap();
+        let (mut log, note) = VectorLog::open(&path, "static/m", dims, Some(&committed), &|_| true).unwrap();
         assert!(note.is_none(), "{note:?}");
         assert!(sidecar.exists(), "the writer wrote the sidecar");
         let mut nonce = [0u8; 4];
@@ -532,7 +532,7 @@ mod tests {
         let next = record(&mut log);
         assert_ne!(next.checksum, committed.checksum);
         drop(log);
-        assert!(quick_sidecar::recorded_intact(&path));
+        assert!(vector_sidecar::recorded_intact(&path));
         assert_eq!(open_set(&path, &next, dims, &|_| true).unwrap().nearest(&query, 5).unwrap(), before);
         // Rows zeroed after the header: checked against the sidecar, row by row, and left
         // out, while the rows after them are kept.
@@ -541,13 +541,13 @@ mod tests {
         assert_eq!(set.len(), 200);
         assert!(!set.contains(vectors[99].0) && set.contains(vectors[100].0));
         // A writer says so, and its next commit rewrites the file without them.
-        let (mut log, note) = QuickLog::open(&path, "static/m", dims, Some(&next), &|_| true).unwrap();
+        let (mut log, note) = VectorLog::open(&path, "static/m", dims, Some(&next), &|_| true).unwrap();
         assert!(note.unwrap().contains("100 rows do not match their checksums"));
         assert_eq!(log.len(), 200);
         let compacted = record(&mut log);
         assert_eq!(compacted.rows, 200);
         drop(log);
-        let (_, note) = QuickLog::open(&path, "static/m", dims, Some(&compacted), &|_| true).unwrap();
+        let (_, note) = VectorLog::open(&path, "static/m", dims, Some(&compacted), &|_| true).unwrap();
         assert!(note.is_none());
     }
 
@@ -557,7 +557,7 @@ mod tests {
         let path = dir.path().join("quick.vec");
         let dims = 32;
         let vectors = vectors(dims, 2_000);
-        let (mut log, _) = QuickLog::open(&path, "static/m", dims, None, &|_| true).unwrap();
+        let (mut log, _) = VectorLog::open(&path, "static/m", dims, None, &|_| true).unwrap();
         for (id, v) in &vectors {
             log.stage(*id, v);
         }
@@ -576,7 +576,7 @@ mod tests {
         }
         std::fs::OpenOptions::new().write(true).open(&path).unwrap().write_all_at(&flipped, 0).unwrap();
         for set in [&intact, &published] {
-            for how in [QuickSearch::Exact, QuickSearch::Preselect(50)] {
+            for how in [VectorSearch::Exact, VectorSearch::Preselect(50)] {
                 let e = set.nearest_with(&query, 5, how).unwrap_err().to_string();
                 assert!(e.contains("quick.vec") && e.contains("changed under the index"), "{how:?}: {e}");
             }
@@ -584,7 +584,7 @@ mod tests {
         }
         // Cut short: an error again, and once the file is whole the same set reads it.
         std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(HEADER_LEN + 100).unwrap();
-        for how in [QuickSearch::Exact, QuickSearch::Preselect(50)] {
+        for how in [VectorSearch::Exact, VectorSearch::Preselect(50)] {
             let e = intact.nearest_with(&query, 5, how).unwrap_err().to_string();
             assert!(e.contains("changed under the index"), "{how:?}: {e}");
         }
@@ -596,7 +596,7 @@ mod tests {
     fn a_file_whose_every_row_was_replaced_is_compacted_at_once() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("quick.vec");
-        let (mut log, _) = QuickLog::open(&path, "static/m", 2, None, &|_| true).unwrap();
+        let (mut log, _) = VectorLog::open(&path, "static/m", 2, None, &|_| true).unwrap();
         let n = 3 * COMPACT_SLACK;
         for id in 0..n {
             log.stage(id, &[1.0, 0.0]);
@@ -615,7 +615,7 @@ mod tests {
     fn dead_rows_are_compacted_away() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("quick.vec");
-        let (mut log, _) = QuickLog::open(&path, "static/m", 2, None, &|_| true).unwrap();
+        let (mut log, _) = VectorLog::open(&path, "static/m", 2, None, &|_| true).unwrap();
         let n = COMPACT_SLACK + 10;
         for id in 0..n {
             log.stage(id, &[1.0, 0.0]);

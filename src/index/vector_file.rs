@@ -8,20 +8,20 @@
 //! as u32, then rows of id u64, scale f32 and one signed byte per dimension, all
 //! little-endian). A vector is stored as `scale × bytes`; unit vectors lose well under a
 //! percent of their similarity to rounding, and a quarter of the space of f32. Beside it,
-//! `quick.sig` holds each row's id and signs (`quick_sidecar.rs`), which is all an open
+//! `quick.sig` holds each row's id and signs (`vector_sidecar.rs`), which is all an open
 //! reads. The manifest records, with each commit, how many rows the file holds and the
 //! xxh3 checksum of their sidecar rows:
 //! rows past that count are an unfinished write and are cut off by the next writer, and
 //! rows that no longer stand in for anything (their chunk's own vector arrived, or the
 //! chunk went) are skipped, and dropped when the file is rewritten at its next compaction.
 //!
-//! `QuickLog` (in `quick_log.rs`) is the writer's side; [`QuickSet`] is one commit's searchable rows, shared
+//! `VectorLog` (in `vector_log.rs`) is the writer's side; [`VectorSet`] is one commit's searchable rows, shared
 //! by snapshots. A set reads the file with positioned reads, never through a memory map: a
 //! mapped file cut short under a running process (a sync tool, a disk fault, another
 //! program) kills it with SIGBUS at the next search, where a read is an error that the
 //! search reports while the process goes on serving. A set keeps each row's sign bits in
 //! memory ([`super::sign_bits`], 32 bytes a row at 256 dimensions); up to
-//! [`EXACT_QUICK_LIMIT`] rows a search compares every row exactly, above it the sign bits
+//! [`EXACT_VECTOR_LIMIT`] rows a search compares every row exactly, above it the sign bits
 //! preselect a few hundred candidates and only their rows are read and compared.
 
 use std::fs::File;
@@ -33,9 +33,9 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::IndexError;
-use super::quick_scan::{Scan, ScanRows, TopK, dot_i8};
-use super::quick_sidecar::{RowFacts, SharedFacts};
 use super::sign_bits::{self, QueryPlanes};
+use super::vector_scan::{Scan, ScanRows, TopK, dot_i8};
+use super::vector_sidecar::{RowFacts, SharedFacts};
 
 const MAGIC: &[u8; 8] = b"SITQVEC1";
 pub(super) const HEADER_LEN: u64 = 16;
@@ -47,8 +47,8 @@ const PARALLEL_ROWS: usize = 32_768;
 pub(super) const BLOCK_ROWS: u32 = 4_096;
 /// Sets of up to this many rows are searched exactly: every row read and compared. Above
 /// it, the sign bits choose the candidates whose rows are read.
-pub const EXACT_QUICK_LIMIT: usize = 100_000;
-/// Above [`EXACT_QUICK_LIMIT`], the candidates the sign bits keep for each result asked,
+pub const EXACT_VECTOR_LIMIT: usize = 100_000;
+/// Above [`EXACT_VECTOR_LIMIT`], the candidates the sign bits keep for each result asked,
 /// and the fewest they keep. Chosen by the recall measured against the exact scan on a
 /// million rows (`benches/vectors.rs`, docs/performance.md).
 const PRESELECT_PER_RESULT: usize = 40;
@@ -270,26 +270,26 @@ impl RowsById {
 
 /// How a quick set is searched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum QuickSearch {
+pub enum VectorSearch {
     /// Every live row read and compared.
     Exact,
     /// The best `n` rows by their sign bits read and compared.
     Preselect(usize),
 }
 
-impl QuickSearch {
+impl VectorSearch {
     /// How a search for `limit` results in a set of `rows` rows goes by default.
-    pub fn for_size(rows: usize, limit: usize) -> QuickSearch {
-        if rows <= EXACT_QUICK_LIMIT {
-            QuickSearch::Exact
+    pub fn for_size(rows: usize, limit: usize) -> VectorSearch {
+        if rows <= EXACT_VECTOR_LIMIT {
+            VectorSearch::Exact
         } else {
-            QuickSearch::Preselect((limit * PRESELECT_PER_RESULT).max(PRESELECT_MIN))
+            VectorSearch::Preselect((limit * PRESELECT_PER_RESULT).max(PRESELECT_MIN))
         }
     }
 }
 
 /// One commit's quick vectors: the rows that stand in for pending vectors.
-pub struct QuickSet {
+pub struct VectorSet {
     dims: usize,
     rows: Rows,
     /// The file the rows are read from, for errors.
@@ -302,9 +302,9 @@ pub struct QuickSet {
     by_id: Arc<RowsById>,
 }
 
-impl Default for QuickSet {
+impl Default for VectorSet {
     fn default() -> Self {
-        QuickSet {
+        VectorSet {
             dims: 0,
             rows: Rows::Empty,
             path: PathBuf::new(),
@@ -315,15 +315,15 @@ impl Default for QuickSet {
     }
 }
 
-impl std::fmt::Debug for QuickSet {
+impl std::fmt::Debug for VectorSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("QuickSet").field("len", &self.live.len()).field("dims", &self.dims).finish()
+        f.debug_struct("VectorSet").field("len", &self.live.len()).field("dims", &self.dims).finish()
     }
 }
 
-impl QuickSet {
+impl VectorSet {
     /// A set made in memory (a reader of an index whose writer has not stored them yet).
-    pub fn in_memory(dims: usize, vectors: &[(u64, Vec<f32>)]) -> QuickSet {
+    pub fn in_memory(dims: usize, vectors: &[(u64, Vec<f32>)]) -> VectorSet {
         let mut bytes = Vec::with_capacity(vectors.len() * row_len(dims));
         let mut facts = RowFacts::new(dims);
         let mut live = Vec::with_capacity(vectors.len());
@@ -332,7 +332,7 @@ impl QuickSet {
             encode_row(&mut bytes, &mut facts, *id, v);
         }
         let rows = Rows::Owned(bytes);
-        QuickSet::with_live(dims, rows, PathBuf::new(), SharedFacts::new(facts), live.into_iter())
+        VectorSet::with_live(dims, rows, PathBuf::new(), SharedFacts::new(facts), live.into_iter())
     }
 
     /// A set of the given rows; an id given twice keeps its later row.
@@ -342,8 +342,8 @@ impl QuickSet {
         path: PathBuf,
         facts: SharedFacts,
         live: impl Iterator<Item = (u64, u32)>,
-    ) -> QuickSet {
-        QuickSet::with_table(dims, rows, path, facts, Arc::new(RowsById::from_rows(live)))
+    ) -> VectorSet {
+        VectorSet::with_table(dims, rows, path, facts, Arc::new(RowsById::from_rows(live)))
     }
 
     /// A set of the rows `by_id` holds.
@@ -353,9 +353,9 @@ impl QuickSet {
         path: PathBuf,
         facts: SharedFacts,
         by_id: Arc<RowsById>,
-    ) -> QuickSet {
+    ) -> VectorSet {
         let live = by_id.ascending(facts.read().rows());
-        QuickSet { dims, rows, path, facts, live, by_id }
+        VectorSet { dims, rows, path, facts, live, by_id }
     }
 
     fn row_of(&self, id: u64) -> Option<u32> {
@@ -425,26 +425,26 @@ impl QuickSet {
     }
 
     /// The `limit` nearest vectors to `query` by cosine similarity (all vectors are unit
-    /// length), best first; ties go to the smaller id. Exact up to [`EXACT_QUICK_LIMIT`]
-    /// rows; see [`QuickSearch::for_size`].
+    /// length), best first; ties go to the smaller id. Exact up to [`EXACT_VECTOR_LIMIT`]
+    /// rows; see [`VectorSearch::for_size`].
     pub fn nearest(&self, query: &[f32], limit: usize) -> Result<Vec<(u64, f32)>, IndexError> {
-        self.nearest_with(query, limit, QuickSearch::for_size(self.len(), limit))
+        self.nearest_with(query, limit, VectorSearch::for_size(self.len(), limit))
     }
 
-    /// [`QuickSet::nearest`], searched as `how` says. The scores of the rows found are the
+    /// [`VectorSet::nearest`], searched as `how` says. The scores of the rows found are the
     /// same either way: a preselected row is compared as the exact scan compares it.
     pub fn nearest_with(
         &self,
         query: &[f32],
         limit: usize,
-        how: QuickSearch,
+        how: VectorSearch,
     ) -> Result<Vec<(u64, f32)>, IndexError> {
         if query.len() != self.dims || limit == 0 || self.is_empty() {
             return Ok(Vec::new());
         }
         let (qscale, q) = quantize(query);
         let mut all = match how {
-            QuickSearch::Preselect(count) if count.max(limit) < self.live.len() => {
+            VectorSearch::Preselect(count) if count.max(limit) < self.live.len() => {
                 let planes = QueryPlanes::new(&q);
                 // The guard goes before the rows are read: each takes its own, and a read
                 // lock taken twice on one thread could wait behind a writer's.
@@ -593,7 +593,7 @@ mod tests {
         let dims = 64;
         let vectors: Vec<(u64, Vec<f32>)> =
             (0..500u64).map(|id| (id, unit(&(0..dims).map(|_| next()).collect::<Vec<_>>()))).collect();
-        let set = QuickSet::in_memory(dims, &vectors);
+        let set = VectorSet::in_memory(dims, &vectors);
         let query = unit(&(0..dims).map(|_| next()).collect::<Vec<_>>());
         let mut exact: Vec<(u64, f32)> =
             vectors.iter().map(|(id, v)| (*id, v.iter().zip(&query).map(|(a, b)| a * b).sum())).collect();
@@ -623,7 +623,7 @@ mod tests {
             (0..1_000).map(|_| unit(&(0..dims).map(|_| next()).collect::<Vec<_>>())).collect();
         let vectors: Vec<(u64, Vec<f32>)> =
             (0..4_000u64).map(|n| ((n * 7_919) % 4_001, distinct[(n % 1_000) as usize].clone())).collect();
-        let set = QuickSet::in_memory(dims, &vectors);
+        let set = VectorSet::in_memory(dims, &vectors);
         let (_, q) = quantize(&unit(&(0..dims).map(|_| next()).collect::<Vec<_>>()));
         let Rows::Owned(bytes) = &set.rows else { panic!("made in memory") };
         let block = Block { first: 0, len: row_len(dims), bytes };
@@ -645,22 +645,22 @@ mod tests {
     fn below_the_limit_a_search_is_exact_and_above_it_candidates_are_compared_exactly() {
         let dims = 96;
         let vectors = clustered(dims, 3_000, 12, 5);
-        let set = QuickSet::in_memory(dims, &vectors);
-        assert_eq!(QuickSearch::for_size(EXACT_QUICK_LIMIT, 10), QuickSearch::Exact);
+        let set = VectorSet::in_memory(dims, &vectors);
+        assert_eq!(VectorSearch::for_size(EXACT_VECTOR_LIMIT, 10), VectorSearch::Exact);
         assert!(
-            matches!(QuickSearch::for_size(EXACT_QUICK_LIMIT + 1, 10), QuickSearch::Preselect(n) if n >= 400)
+            matches!(VectorSearch::for_size(EXACT_VECTOR_LIMIT + 1, 10), VectorSearch::Preselect(n) if n >= 400)
         );
         let mut next = sequence(9);
         let mut found = 0;
         let queries = 40;
         for _ in 0..queries {
             let query = unit(&(0..dims).map(|_| next()).collect::<Vec<_>>());
-            let exact = set.nearest_with(&query, 10, QuickSearch::Exact).unwrap();
+            let exact = set.nearest_with(&query, 10, VectorSearch::Exact).unwrap();
             assert_eq!(set.nearest(&query, 10).unwrap(), exact, "a small set is searched exactly");
             // As many candidates as rows: the same list, whatever the first pass thought.
-            assert_eq!(set.nearest_with(&query, 10, QuickSearch::Preselect(3_000)).unwrap(), exact);
-            let approximate = set.nearest_with(&query, 10, QuickSearch::Preselect(600)).unwrap();
-            assert_eq!(approximate, set.nearest_with(&query, 10, QuickSearch::Preselect(600)).unwrap());
+            assert_eq!(set.nearest_with(&query, 10, VectorSearch::Preselect(3_000)).unwrap(), exact);
+            let approximate = set.nearest_with(&query, 10, VectorSearch::Preselect(600)).unwrap();
+            assert_eq!(approximate, set.nearest_with(&query, 10, VectorSearch::Preselect(600)).unwrap());
             for (id, score) in &approximate {
                 // A row found has the score the exact scan gives it.
                 let truth = set.similarity(*id, &query).unwrap().unwrap();

@@ -1,4 +1,4 @@
-//! The exact scan of quick vectors: each row's int8 bytes against the quantised query,
+//! The exact scan of a vector file's rows: each row's int8 bytes against the quantised query,
 //! the best few kept. On a million rows this loop is most of a search's time, so it is
 //! compiled twice, for the baseline processor and for AVX2, and the one the processor can
 //! run is chosen once per search.
