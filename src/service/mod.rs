@@ -14,9 +14,11 @@ mod worker;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
@@ -160,7 +162,29 @@ pub struct Folder {
     /// A rebuild after damage is asked for and not yet done, so that the reads that meet the
     /// same damage meanwhile ask once.
     healing: AtomicBool,
+    /// When a search last read the folder, in milliseconds of [`clock`]: its writer's
+    /// vector fill gives way for a while after it.
+    last_read: AtomicU64,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// How long a folder's vector fill waits after a search read it: a person searching sends
+/// the next query within it, and each then has both cores to itself. Measured at a million
+/// chunks, e5's fill beside the searches put their 99th percentile at 80–110 ms, where
+/// without it they stayed under 50.
+pub const FILL_GIVES_WAY: Duration = Duration::from_secs(1);
+
+/// Milliseconds since the first call in this process.
+fn clock() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_millis() as u64
+}
+
+/// How much longer something done at `last` (milliseconds of [`clock`]) holds off work that
+/// waits `within` after it, at `now`.
+fn wait_left(last: u64, now: u64, within: Duration) -> Option<Duration> {
+    let until = last.saturating_add(within.as_millis() as u64);
+    (last > 0 && until > now).then(|| Duration::from_millis(until - now))
 }
 
 impl std::fmt::Debug for Folder {
@@ -194,6 +218,7 @@ impl Folder {
             interrupt: Mutex::new(None),
             snippet_stop: Mutex::new(None),
             healing: AtomicBool::new(false),
+            last_read: AtomicU64::new(0),
             thread: Mutex::new(None),
         });
         let worker = Worker::new(Arc::clone(&folder), rx, notices, embedders, settings);
@@ -234,6 +259,18 @@ impl Folder {
         }
         let paths = paths.into_iter().map(|p| p.to_string_lossy().into_owned()).collect();
         self.send(Job::Update { paths, reply });
+    }
+
+    /// Notes that a search is reading the folder now.
+    pub fn note_read(&self) {
+        // Zero means never: a read in the first millisecond counts as the next one.
+        self.last_read.store(clock().max(1), Ordering::Relaxed);
+    }
+
+    /// How much longer the writer's fill gives way to the searches that read the folder
+    /// lately; `None` when none did within [`FILL_GIVES_WAY`].
+    pub(super) fn fill_waits(&self) -> Option<Duration> {
+        wait_left(self.last_read.load(Ordering::Relaxed), clock(), FILL_GIVES_WAY)
     }
 
     /// When `error` is damage to the index's files, asks the writer (once) to rebuild the
@@ -291,4 +328,19 @@ impl Folder {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fill_waits_from_a_read_until_a_while_after_it() {
+        let second = Duration::from_secs(1);
+        assert_eq!(wait_left(0, 5_000, second), None, "no read yet");
+        assert_eq!(wait_left(4_000, 4_200, second), Some(Duration::from_millis(800)));
+        assert_eq!(wait_left(4_000, 5_000, second), None, "a second after the read");
+        assert_eq!(wait_left(4_000, 9_000, second), None);
+        assert!(wait_left(clock().max(1), clock(), second).is_some(), "a read now holds the fill off");
+    }
 }

@@ -36,7 +36,11 @@ pub fn search(
         out.indexing |= folder.state().indexing();
         let Some(view) = folder.view() else { continue };
         let request = SearchRequest::with_defaults(query, options.clone(), &view.config().search);
-        let hits = match view.search(&request) {
+        // Before and after: the fill gives way from the start of a search to a while after.
+        folder.note_read();
+        let searched = view.search(&request);
+        folder.note_read();
+        let hits = match searched {
             Ok(hits) => hits,
             Err(e) => match folder.damaged(&e) {
                 Some(why) => {

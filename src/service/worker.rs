@@ -109,8 +109,16 @@ impl Worker {
             if let Some(job) = self.backlog.pop_front() {
                 return Some(Some(job));
             }
-            // Vectors are filled in while nothing else waits.
+            // Vectors are filled in while nothing else waits, and no search read the folder
+            // just now: a person searching has the cores first.
             if self.engine.as_ref().is_some_and(|e| e.pending_vectors() > 0) {
+                if let Some(wait) = self.folder.fill_waits() {
+                    match self.jobs.recv_timeout(wait) {
+                        Ok(job) => return Some(Some(job)),
+                        Err(RecvTimeoutError::Timeout) => continue,
+                        Err(RecvTimeoutError::Disconnected) => return None,
+                    }
+                }
                 match self.jobs.try_recv() {
                     Ok(job) => return Some(Some(job)),
                     Err(TryRecvError::Empty) => {
