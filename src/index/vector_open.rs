@@ -79,22 +79,37 @@ fn check_rows(
 ) -> Result<Vec<u32>, String> {
     let mut damaged = Vec::new();
     let len = row_len(dims);
-    let mut buffer = vec![0u8; BLOCK_ROWS as usize * len];
-    let mut first = 0u64;
-    while first < record.rows {
-        let count = (record.rows - first).min(u64::from(BLOCK_ROWS)) as usize;
-        let bytes = &mut buffer[..count * len];
-        file.read_exact_at(bytes, HEADER_LEN + first * len as u64)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+    for_each_block(file, path, record.rows, len, |first, bytes| {
         for (n, row) in bytes.chunks_exact(len).enumerate() {
             let at = first as usize + n;
             if split_row(row).0 != sidecar.ids[at] || !sidecar.facts.matches(at as u32, row) {
                 damaged.push(at as u32);
             }
         }
+    })?;
+    Ok(damaged)
+}
+
+/// Reads the first `rows` rows of `len` bytes a block at a time, handing each block to
+/// `each` with the number of its first row.
+fn for_each_block(
+    file: &File,
+    path: &Path,
+    rows: u64,
+    len: usize,
+    mut each: impl FnMut(u64, &[u8]),
+) -> Result<(), String> {
+    let mut buffer = vec![0u8; BLOCK_ROWS as usize * len];
+    let mut first = 0u64;
+    while first < rows {
+        let count = (rows - first).min(u64::from(BLOCK_ROWS)) as usize;
+        let bytes = &mut buffer[..count * len];
+        file.read_exact_at(bytes, HEADER_LEN + first * len as u64)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        each(first, bytes);
         first += count as u64;
     }
-    Ok(damaged)
+    Ok(())
 }
 
 /// The sidecar rows of a committed quick file, derived from its rows read through and
@@ -112,13 +127,7 @@ fn read_through(
     let mut facts = RowFacts::new(dims);
     let mut ids = Vec::with_capacity(record.rows as usize);
     let mut sidecar_rows = Vec::with_capacity(record.rows as usize * vector_sidecar::row_len(dims));
-    let mut buffer = vec![0u8; BLOCK_ROWS as usize * len];
-    let mut first = 0u64;
-    while first < record.rows {
-        let count = (record.rows - first).min(u64::from(BLOCK_ROWS)) as usize;
-        let bytes = &mut buffer[..count * len];
-        file.read_exact_at(bytes, HEADER_LEN + first * len as u64)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+    for_each_block(file, path, record.rows, len, |_, bytes| {
         of_rows.update(bytes);
         let start = sidecar_rows.len();
         for row in bytes.chunks_exact(len) {
@@ -128,8 +137,7 @@ fn read_through(
             facts.encode_last(&mut sidecar_rows, id);
         }
         hasher.update(&sidecar_rows[start..]);
-        first += count as u64;
-    }
+    })?;
     if hasher.digest() != record.checksum && of_rows.digest() != record.checksum {
         return Err(format!(
             "{}: the rows do not match the checksum they were committed with",
