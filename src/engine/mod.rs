@@ -36,7 +36,7 @@ pub use team::Filled;
 pub use view::{Freshness, View};
 
 /// Bumped when chunking or context code changes what it produces for the same input.
-const PIPELINE_VERSION: u32 = 4;
+const PIPELINE_VERSION: u32 = 5;
 
 /// An engine failure.
 #[derive(Debug, thiserror::Error)]
