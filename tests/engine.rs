@@ -1434,14 +1434,14 @@ fn bm25_weighs_as_much_of_the_query_as_its_best_hit_holds() {
     reconcile(&mut engine);
     let snapshot = engine.index().snapshot();
     let held = |text: &str| analysis::document_terms(text);
-    let query = analysis::query_terms("shaping a sourdough boule");
+    let query = analysis::weighted_query_terms("shaping a sourdough boule");
     let boosts = f.config().search.boosts();
     let roadmap = coverage(&snapshot, &query, boosts, &held("Roadmap Planning Shaping the roadmap"));
     let bread = coverage(&snapshot, &query, boosts, &held("Sourdough shaping"));
     // "boule" is in no chunk, so it counts against every one, as the rarest word would:
     // the bread note holds both other words of the query, but not all of it.
     assert!(bread > 0.0 && bread < 1.0, "{bread}");
-    let known = analysis::query_terms("shaping a sourdough");
+    let known = analysis::weighted_query_terms("shaping a sourdough");
     assert_eq!(coverage(&snapshot, &known, boosts, &held("Sourdough shaping")), 1.0);
     assert!(roadmap > 0.0 && roadmap < bread, "{roadmap} {bread}");
     assert_eq!(coverage(&snapshot, &query, boosts, &held("Snapshots are kept")), 0.0);

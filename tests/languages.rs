@@ -118,6 +118,32 @@ fn the_preview_marks_the_words_in_their_sentence() {
     assert!(lines[0].marked("[", "]").contains("[데이터베이스]를 [백업]하세요"), "{:?}", lines[0]);
 }
 
+/// A borrowed word of seven katakana letters gives six pairs, an English name one term: the
+/// pairs share one word's weight, so the note that holds both words of the query comes
+/// before a note that repeats the long word alone.
+#[test]
+fn the_pairs_of_a_katakana_word_weigh_as_one_word() {
+    let f = Fixture::empty();
+    f.write(
+        "ja/scripts.md",
+        "# シェルスクリプト入門\n\nシェルスクリプトは繰り返しの作業をまとめます。シェルスクリプトの一行目には、\
+         どのシェルで動かすかを書きます。長いシェルスクリプトは関数に分けます。\n",
+    );
+    f.write(
+        "ja/packages.md",
+        "# パッケージ管理\n\n対話的な操作には apt を使い、シェルスクリプトの中では apt-get を使います。\n",
+    );
+    f.write("ja/network.md", "# ネットワーク\n\nプロキシの設定は環境変数で行います。\n");
+    f.write(
+        "ja/packaging.md",
+        "# パッケージの作成\n\n自分でパッケージを作るときは dpkg-buildpackage を使います。\n",
+    );
+    let mut engine = f.engine(Counting::new());
+    engine.reconcile(&mut |_| {}).unwrap();
+    let hits = engine.search(&request("apt-get シェルスクリプト")).unwrap();
+    assert_eq!(paths(&hits)[..2], ["ja/packages.md", "ja/scripts.md"]);
+}
+
 /// The German, French, Spanish, Russian and English notes of `tests/data/languages`.
 fn indexed_languages() -> (Fixture, Engine, std::sync::Arc<Counting>) {
     let f = Fixture::copy_of("languages");

@@ -40,6 +40,34 @@ pub(super) fn is_cjk(c: char) -> bool {
         && c.is_alphanumeric()
 }
 
+/// Whether `c` is a letter of a script that writes each word as one unbroken run: katakana
+/// (Japanese writes a borrowed word, `シェルスクリプト`, in it alone, between kanji and
+/// hiragana) and Hangul (Korean spaces its words). A run of such letters is one word (with
+/// its particles, in Korean), where a run of Han letters is a clause.
+fn is_word_script(c: char) -> bool {
+    matches!(c,
+        '\u{30A1}'..='\u{30FA}'     // katakana letters
+        | '\u{30FC}'..='\u{30FE}'   // prolonged sound and iteration marks
+        | '\u{31F0}'..='\u{31FF}'   // katakana phonetic extensions
+        | '\u{FF66}'..='\u{FF9F}'   // half-width katakana
+        | '\u{1100}'..='\u{11FF}'   // Hangul jamo
+        | '\u{3131}'..='\u{318E}'   // Hangul compatibility jamo
+        | '\u{AC00}'..='\u{D7AF}') // Hangul syllables
+}
+
+/// The runs of `text` that are one word each (see [`is_word_script`]) and long enough to
+/// give more than one pair, with the number of pairs each gives.
+pub(super) fn word_runs(text: &str) -> impl Iterator<Item = (&str, usize)> {
+    text.split(|c: char| !is_word_script(c) && !is_combining_mark(c))
+        .map(|run| (run, run.chars().filter(|&c| !is_combining_mark(c)).count().saturating_sub(1)))
+        .filter(|&(_, pairs)| pairs > 1)
+}
+
+/// The kana voicing marks, which combine with the letter before them.
+fn is_combining_mark(c: char) -> bool {
+    matches!(c, '\u{3099}'..='\u{309A}')
+}
+
 /// The end of the character that starts at `at` (with the combining marks that follow it,
 /// such as the kana voicing marks), or `at` when `at` is `end`.
 fn next_char_end(text: &str, at: usize, end: usize) -> usize {
@@ -154,6 +182,16 @@ mod tests {
         // か followed by a combining voicing mark is one character to a reader: が.
         let text = "か\u{3099}き";
         assert_eq!(pairs(text), [text]);
+    }
+
+    #[test]
+    fn runs_of_katakana_or_hangul_are_words_and_han_runs_are_not() {
+        let runs: Vec<_> =
+            word_runs("シェルスクリプトの環境変数とファイル、데이터베이스를 쓰다 ログ").collect();
+        assert_eq!(runs, [("シェルスクリプト", 7), ("ファイル", 3), ("데이터베이스를", 6)]);
+        assert_eq!(word_runs("环境变量的所有权").count(), 0);
+        // A voicing mark is part of its letter, not a letter of its own.
+        assert_eq!(word_runs("テ\u{3099}ータ").collect::<Vec<_>>(), [("テ\u{3099}ータ", 2)]);
     }
 
     #[test]

@@ -42,7 +42,7 @@ mod cjk;
 mod code;
 mod language;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use tantivy::Index;
@@ -185,6 +185,53 @@ pub fn query_terms_in(text: &str, languages: &[Language]) -> Vec<String> {
         }
     }
     terms
+}
+
+/// [`query_terms`] with the weight of each term in the query (see [`weighted_query_terms_in`]).
+pub fn weighted_query_terms(text: &str) -> Vec<(String, f32)> {
+    weighted_query_terms_in(text, &[Language::ENGLISH])
+}
+
+/// [`query_terms_in`], each term with its weight in the query: 1, except for the pairs of a
+/// word written as one run of katakana or Hangul, which share one word's weight.
+///
+/// BM25 adds up what each term of the query scores, and a word of six katakana letters
+/// (`シェルスクリプト`) gives seven pairs where an English name gives one term and a Chinese
+/// word one or two pairs: without this, one borrowed word in a Japanese query outweighs
+/// every other word of it several times over. Han text is a clause whose word boundaries
+/// are unknown, so its pairs keep their weight. A pair found both inside such a word and
+/// elsewhere keeps the larger weight.
+pub fn weighted_query_terms_in(text: &str, languages: &[Language]) -> Vec<(String, f32)> {
+    let mut shares: HashMap<String, f32> = HashMap::new();
+    for (run, pairs) in cjk::word_runs(text) {
+        let share = 1.0 / pairs as f32;
+        for term in query_terms_in(run, &[Language::ENGLISH]) {
+            let weight = shares.entry(term).or_insert(share);
+            *weight = weight.max(share);
+        }
+    }
+    if shares.is_empty() {
+        return query_terms_in(text, languages).into_iter().map(|t| (t, 1.0)).collect();
+    }
+    // A pair that the rest of the query gives too (outside the runs above) keeps 1.
+    let mut elsewhere = HashSet::new();
+    let mut rest = String::with_capacity(text.len());
+    let mut last = 0;
+    for (run, _) in cjk::word_runs(text) {
+        let at = run.as_ptr() as usize - text.as_ptr() as usize;
+        rest.push_str(&text[last..at]);
+        rest.push(' ');
+        last = at + run.len();
+    }
+    rest.push_str(&text[last..]);
+    elsewhere.extend(query_terms_in(&rest, languages));
+    query_terms_in(text, languages)
+        .into_iter()
+        .map(|t| {
+            let weight = if elsewhere.contains(&t) { 1.0 } else { shares.get(&t).copied().unwrap_or(1.0) };
+            (t, weight)
+        })
+        .collect()
 }
 
 /// The distinct terms indexing gives `text` by English rules (see [`document_terms_in`]).
@@ -451,6 +498,33 @@ mod tests {
         // Hangul too, and each part of a mixed sentence takes its own place.
         assert_eq!(raw_query("벡터를 검색"), ["벡터", "터를", "검색"]);
         assert_eq!(query_terms("堆"), ["堆"]);
+    }
+
+    #[test]
+    fn the_pairs_of_a_word_in_katakana_or_hangul_share_one_weight() {
+        let weights = weighted_query_terms("apt-get シェルスクリプト 使い分け");
+        let weight = |term: &str| weights.iter().find(|(t, _)| t == term).map(|(_, w)| *w);
+        assert_eq!(weight("apt-get"), Some(1.0));
+        for pair in ["シェ", "ェル", "ルス", "スク", "クリ", "リプ", "プト"] {
+            assert_eq!(weight(pair), Some(1.0 / 7.0), "{pair}");
+        }
+        // Kanji with kana endings are not one word: their pairs keep their weight.
+        assert_eq!(weight("使い"), Some(1.0));
+        assert_eq!(weight("分け"), Some(1.0));
+        // A pair that the query gives elsewhere too keeps the full weight; so does one
+        // that ends a katakana word and opens the kana after it.
+        let weights = weighted_query_terms("ファイル ファの ファイルの");
+        assert!(weights.contains(&("ファ".to_string(), 1.0)), "{weights:?}");
+        assert!(weights.contains(&("ルの".to_string(), 1.0)), "{weights:?}");
+        assert!(weights.contains(&("ァイ".to_string(), 1.0 / 3.0)), "{weights:?}");
+        // Korean spaces its words: a word with its particle shares one weight.
+        let weights = weighted_query_terms("데이터베이스를 백업");
+        assert!(weights.contains(&("데이".to_string(), 1.0 / 6.0)), "{weights:?}");
+        assert!(weights.contains(&("백업".to_string(), 1.0)), "{weights:?}");
+        // Han text and English keep the weights they had.
+        let chinese = weighted_query_terms("环境变量 shell");
+        assert!(chinese.iter().all(|(_, w)| *w == 1.0), "{chinese:?}");
+        assert_eq!(chinese.len(), query_terms("环境变量 shell").len());
     }
 
     #[test]

@@ -16,12 +16,12 @@ pub struct FieldBoosts {
     pub snippet: f32,
 }
 
-/// The ids and BM25 scores of the best `limit` chunks for analysed `terms` (see
-/// [`crate::analysis::query_terms`]), among the chunks that have every front
-/// matter filter term in `within`.
+/// The ids and BM25 scores of the best `limit` chunks for analysed `terms` with their
+/// weights in the query (see [`crate::analysis::weighted_query_terms_in`]), among the chunks
+/// that have every front matter filter term in `within`.
 pub fn bm25(
     snapshot: &Snapshot,
-    terms: &[String],
+    terms: &[(String, f32)],
     boosts: FieldBoosts,
     limit: usize,
     within: &[String],
@@ -31,7 +31,7 @@ pub fn bm25(
     }
     let idf = idf_of(snapshot);
     let mut query = Vec::new();
-    for term in terms {
+    for (term, share) in terms {
         let (field_terms, shared_df) = field_doc_freqs(snapshot, term, boosts);
         // One IDF per term, as BM25F has it: tantivy weighs each field by the term's
         // rarity in that field, so a word common in text ("request") but rare among
@@ -42,7 +42,7 @@ pub fn bm25(
             if df == 0 {
                 continue;
             }
-            let weight = boost * idf(shared_df) / idf(df).max(f32::EPSILON);
+            let weight = share * boost * idf(shared_df) / idf(df).max(f32::EPSILON);
             query.push(WeightedTerm { field, term: term.clone(), weight });
         }
     }
@@ -82,19 +82,24 @@ fn idf_of(snapshot: &Snapshot) -> impl Fn(u64) -> f32 {
 
 /// How much of the query a chunk holds: the IDF-weighted share of the query's analysed
 /// `terms` found among the chunk's own analysed terms (`held`), from 0 to 1, with the IDF
-/// that [`bm25`] gives each term under `boosts`. A keyword query's best BM25 hit holds
+/// that [`bm25`] gives each term under `boosts`, times the term's weight in the query. A keyword query's best BM25 hit holds
 /// nearly all of it; a paraphrase's best hit often holds only its common words.
 ///
 /// A word that no chunk holds counts against every chunk, as the rarest word would: a query
 /// whose words the workspace lacks (a question in another language than the notes, a
 /// paraphrase in words the text never uses) is one that BM25 cannot answer, however much of
 /// the rest of it a chunk holds.
-pub fn coverage(snapshot: &Snapshot, terms: &[String], boosts: FieldBoosts, held: &HashSet<String>) -> f32 {
+pub fn coverage(
+    snapshot: &Snapshot,
+    terms: &[(String, f32)],
+    boosts: FieldBoosts,
+    held: &HashSet<String>,
+) -> f32 {
     let idf = idf_of(snapshot);
     let (mut found, mut all) = (0.0, 0.0);
-    for term in terms {
+    for (term, share) in terms {
         let (_, df) = field_doc_freqs(snapshot, term, boosts);
-        let w = idf(df);
+        let w = idf(df) * share;
         all += w;
         if df > 0 && held.contains(term) {
             found += w;

@@ -256,7 +256,7 @@ pub fn search(
         if !use_bm25 {
             return Ok(None);
         }
-        let terms = analysis::query_terms_in(&request.query, &languages_held(index));
+        let terms = analysis::weighted_query_terms_in(&request.query, &languages_held(index));
         let ids = bm25(index, &terms, config.boosts(), candidates, &within)?;
         let share = if use_vector && arms.coverage_power > 0.0 {
             Some(best_coverage(index, &request.query, config.boosts(), &ids)?)
@@ -346,7 +346,7 @@ fn best_coverage(
     let Some(record) = index.records(&[best])?.remove(&best) else { return Ok(1.0) };
     let language = record.language();
     let held = analysis::document_terms_in(&record.embedding_text(), language);
-    Ok(coverage(index, &analysis::query_terms_in(query, &[language]), boosts, &held))
+    Ok(coverage(index, &analysis::weighted_query_terms_in(query, &[language]), boosts, &held))
 }
 
 /// The languages whose rules analysed some chunk of `index`: a query is analysed by each.
@@ -373,9 +373,7 @@ pub fn similar(
     let limit = limit.clamp(1, MAX_LIMIT);
     // Room for the excluded chunks, which rank high by construction.
     let candidates = config.candidates.max(limit).min(MAX_CANDIDATES) + 8;
-    let mut terms = analysis::query_terms_in(&of.embedding_text(), &languages_held(index));
-    let mut seen = std::collections::HashSet::new();
-    terms.retain(|t| seen.insert(t.clone()));
+    let terms = analysis::weighted_query_terms_in(&of.embedding_text(), &languages_held(index));
     let mut arms = Arms::new(config, index);
     arms.words.ids = bm25(index, &terms, config.boosts(), candidates, &[])?;
     if let Some(v) = index.vector_of(of.id)? {
