@@ -144,6 +144,27 @@ fn the_pairs_of_a_katakana_word_weigh_as_one_word() {
     assert_eq!(paths(&hits)[..2], ["ja/packages.md", "ja/scripts.md"]);
 }
 
+/// A paragraph of Chinese or Japanese filled to a width breaks its lines inside words; the
+/// word on both sides of a break is found whole, by its pair of letters, and the stored
+/// text (what previews and line ranges show) keeps its lines.
+#[test]
+fn a_word_broken_by_a_wrapped_line_is_found_whole() {
+    let f = Fixture::empty();
+    f.write(
+        "zh/ownership.md",
+        "# 规则\n\nRust 中的每一个值都有一个所\n有者，值在任一时刻只能属于一个变量。\n",
+    );
+    f.write("ja/errors.md", "# メモ\n\nエラーは毎回ロ\nグに書き出されます。\n");
+    f.write("zh/other.md", "# 其他\n\n这里没有相关的内容。\n");
+    let mut engine = f.engine(Counting::new());
+    engine.reconcile(&mut |_| {}).unwrap();
+    for (query, answer) in [("所有", "zh/ownership.md"), ("ログ", "ja/errors.md")] {
+        let hits = engine.search(&request(query)).unwrap();
+        assert_eq!(paths(&hits), [answer], "{query}");
+        assert_eq!((hits[0].chunk.start_line, hits[0].chunk.end_line), (1, 4), "{query}");
+    }
+}
+
 /// The German, French, Spanish, Russian and English notes of `tests/data/languages`.
 fn indexed_languages() -> (Fixture, Engine, std::sync::Arc<Counting>) {
     let f = Fixture::copy_of("languages");
