@@ -68,6 +68,11 @@ fn is_combining_mark(c: char) -> bool {
     matches!(c, '\u{3099}'..='\u{309A}')
 }
 
+/// Whether `c` is a hiragana letter.
+fn is_hiragana(c: char) -> bool {
+    matches!(c, '\u{3041}'..='\u{3096}' | '\u{309D}'..='\u{309F}')
+}
+
 /// The end of the character that starts at `at` (with the combining marks that follow it,
 /// such as the kana voicing marks), or `at` when `at` is `end`.
 fn next_char_end(text: &str, at: usize, end: usize) -> usize {
@@ -93,6 +98,15 @@ fn next_char_end(text: &str, at: usize, end: usize) -> usize {
 /// pairs only: a query's single characters would match nearly every chunk, and its pairs
 /// already say which characters stand together. A query run of one character is itself, and
 /// meets the documents' unigrams.
+///
+/// A query also leaves out the pairs that open with a hiragana letter inside its run, when
+/// the run holds other letters too. Japanese spells its grammar in hiragana: particles
+/// (`の`, `を`, `で`), endings (`ます`, `ない`); such a pair is a particle glued to the next
+/// word (`の環`) or an ending (`ます`), and says nothing of what the query is about, while
+/// the pairs of its words, kanji and katakana, and a kanji with the kana that ends it
+/// (`使い`), stay. The run's first pair stays whatever opens it (`お茶`, tea), and a run of
+/// hiragana alone (`すべて`) keeps its pairs: it is a word. Documents keep every pair, so
+/// nothing a query asks for is missing from them.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Pieces {
     /// Where the run starts.
@@ -102,15 +116,18 @@ pub(super) struct Pieces {
     /// Where the run ends.
     end: usize,
     unigrams: bool,
+    /// Whether pairs that open with a hiragana letter are left out (see above).
+    skip_grammar: bool,
     /// A pair that waits for its unigram to be emitted first.
     queued: Option<(usize, usize)>,
 }
 
 impl Pieces {
-    /// The pieces of the run `text[start..end]` (CJK characters and their marks only), with
-    /// unigrams or without.
-    pub(super) fn of(start: usize, end: usize, unigrams: bool) -> Pieces {
-        Pieces { start, next: start, end, unigrams, queued: None }
+    /// The pieces of the run `text[start..end]` (CJK characters and their marks only): a
+    /// document's, with unigrams, or a query's, without.
+    pub(super) fn of(text: &str, start: usize, end: usize, unigrams: bool) -> Pieces {
+        let skip_grammar = !unigrams && text[start..end].chars().any(|c| is_cjk(c) && !is_hiragana(c));
+        Pieces { start, next: start, end, unigrams, skip_grammar, queued: None }
     }
 
     /// The next piece's byte range in `text`, and whether it takes the next position.
@@ -118,24 +135,29 @@ impl Pieces {
         if let Some((start, end)) = self.queued.take() {
             return Some((start, end, false));
         }
-        if self.next >= self.end {
-            return None;
+        loop {
+            if self.next >= self.end {
+                return None;
+            }
+            let start = self.next;
+            let middle = next_char_end(text, start, self.end);
+            let end = next_char_end(text, middle, self.end);
+            if end == middle {
+                // The run's last character: the previous pair holds it already, unless
+                // unigrams are wanted or it is the whole run.
+                self.next = self.end;
+                return (self.unigrams || start == self.start).then_some((start, middle, true));
+            }
+            self.next = middle;
+            if self.skip_grammar && start != self.start && text[start..].starts_with(is_hiragana) {
+                continue;
+            }
+            if self.unigrams {
+                self.queued = Some((start, end));
+                return Some((start, middle, true));
+            }
+            return Some((start, end, true));
         }
-        let start = self.next;
-        let middle = next_char_end(text, start, self.end);
-        let end = next_char_end(text, middle, self.end);
-        if end == middle {
-            // The run's last character: the previous pair holds it already, unless
-            // unigrams are wanted or it is the whole run.
-            self.next = self.end;
-            return (self.unigrams || start == self.start).then_some((start, middle, true));
-        }
-        self.next = middle;
-        if self.unigrams {
-            self.queued = Some((start, end));
-            return Some((start, middle, true));
-        }
-        Some((start, end, true))
     }
 }
 
@@ -148,7 +170,7 @@ mod tests {
     }
 
     fn pieces(text: &str, unigrams: bool) -> Vec<(&str, bool)> {
-        let mut pieces = Pieces::of(0, text.len(), unigrams);
+        let mut pieces = Pieces::of(text, 0, text.len(), unigrams);
         std::iter::from_fn(|| pieces.next(text)).map(|(start, end, step)| (&text[start..end], step)).collect()
     }
 
@@ -175,6 +197,22 @@ mod tests {
         assert_eq!(pieces("栈和堆", false), [("栈和", true), ("和堆", true)]);
         assert_eq!(pieces("栈", false), [("栈", true)]);
         assert_eq!(pieces("栈", true), [("栈", true)]);
+    }
+
+    #[test]
+    fn a_query_leaves_out_the_pairs_that_open_with_hiragana() {
+        // `の環` and `を参` are particles glued to the next word; `使い` is a kanji with its
+        // ending and stays.
+        assert_eq!(pairs("環境変数を参照"), ["環境", "境変", "変数", "数を", "参照"]);
+        assert_eq!(pairs("使い分け"), ["使い", "分け"]);
+        assert_eq!(pairs("ファイルの"), ["ファ", "ァイ", "イル", "ルの"]);
+        // A run of hiragana alone is a word, and keeps its pairs; a run's first pair stays.
+        assert_eq!(pairs("すべて"), ["すべ", "べて"]);
+        assert_eq!(pairs("お茶"), ["お茶"]);
+        assert_eq!(pairs("すべての設定"), ["すべ", "設定"]);
+        // Documents keep every pair.
+        let document: Vec<_> = pieces("数を参", true).into_iter().map(|(p, _)| p).collect();
+        assert_eq!(document, ["数", "数を", "を", "を参", "参"]);
     }
 
     #[test]

@@ -236,7 +236,7 @@ impl TokenStream for CodeAwareTokenStream<'_> {
                 return false;
             };
             if char_at(self.text, start).is_some_and(cjk::is_cjk) {
-                self.cjk = cjk::Pieces::of(start, end, self.cjk_unigrams);
+                self.cjk = cjk::Pieces::of(self.text, start, end, self.cjk_unigrams);
                 continue;
             }
             // Every run takes one position, shared by all its parts, even a run too long to
