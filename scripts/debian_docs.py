@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""Turns the Debian Reference (Osamu Aoki, GPL-2+) in one language into a tree of markdown
-files, one per section, for measuring search over a real book in that language.
+"""Turns one of Debian's books in one language into a tree of markdown files, for measuring
+search over real text in that language:
 
-    scripts/debian_reference.py LANG OUT_DIR [DEB_FILE]
+    scripts/debian_docs.py BOOK LANG OUT_DIR [DEB_FILE]
 
-LANG is a Debian package suffix (`ja`, `zh-cn`, ...). Without DEB_FILE the package
-`debian-reference-LANG` is fetched with `apt-get download` (Debian's archive, no other
-network). The book's HTML chapters become `chNN/NN-slug.md`: each numbered section of the
-second level is a file, opened by its title as `#`, its subsections `##` and deeper;
-paragraphs, lists, tables, command screens (fenced) and inline code are kept, links and
-images become their text. The output is deterministic, so query files can name its lines.
+BOOK is `reference` (the Debian Reference, Osamu Aoki, GPL-2+) or `faq` (the Debian FAQ,
+GPL-2+); LANG a Debian package suffix (`ja`, `zh-cn`, `ko`, ...). Without DEB_FILE the
+package (`debian-reference-LANG`, `debian-faq-LANG`) is fetched with `apt-get download`
+(Debian's archive, no other network). Each HTML chapter becomes a folder `NAME/` of the
+Reference's numbered sections of the second level, one file each (`ch01/01-slug.md`), or a
+file `NAME.md` of the FAQ's (whose sections are single questions), opened by its title as
+`#`, its subsections one level deeper each; paragraphs, lists, tables, command screens
+(fenced) and inline code are kept, links and images become their text. The output is
+deterministic, so query files can name its lines.
 """
 
 import html
@@ -26,12 +29,20 @@ import tempfile
 SKIPPED_DIV_CLASSES = {"navheader", "navfooter", "toc", "list-of-tables", "list-of-figures"}
 
 
+# Where each book's pages are in its package, and whether a chapter is one file.
+BOOKS = {
+    "reference": ("debian-reference-{lang}", "usr/share/debian-reference", False),
+    "faq": ("debian-faq-{lang}", "usr/share/doc/debian/FAQ/{lang}", True),
+}
+
+
 def is_wide(c):
-    """A letter written without spaces between words (Han, kana, Hangul) or full-width
-    punctuation: the HTML source breaks its lines at spaces only, but a break next to such a
-    letter must not become a space the author never wrote."""
+    """A letter written without spaces between words (Han, kana) or full-width punctuation:
+    the HTML source breaks its lines at spaces only, but a break between two such letters
+    must not become a space the author never wrote. Hangul is not one: Korean spaces its
+    words, and a break there stands for a space."""
     o = ord(c)
-    return 0x2E80 <= o <= 0x9FFF or 0xAC00 <= o <= 0xD7AF or 0xF900 <= o <= 0xFAFF or 0xFF00 <= o <= 0xFFEF
+    return 0x2E80 <= o <= 0x9FFF or 0xF900 <= o <= 0xFAFF or 0xFF00 <= o <= 0xFFEF
 
 
 def join_lines(text):
@@ -209,12 +220,16 @@ def slug(anchor, n):
     return f"{n:02d}-{words[:60].rstrip('-') or 'section'}"
 
 
-def write_chapter(html_path, out_dir, chapter):
+def write_chapter(html_path, out_dir, chapter, whole):
     book = Book()
     book.feed(html_path.read_text(encoding="utf-8"))
     files = []  # [name, [lines]]
     for level, anchor, title, body in book.sections:
-        if level <= 2 or not files:
+        if whole:
+            if not files:
+                files.append([chapter, []])
+            heading = "#" * max(level, 1)
+        elif level <= 2 or not files:
             name = "00-intro" if level <= 1 else slug(anchor, len(files))
             files.append([name, []])
             heading = "#"
@@ -228,7 +243,7 @@ def write_chapter(html_path, out_dir, chapter):
         if body:
             lines.append("")
             lines.extend(body)
-    folder = out_dir / chapter
+    folder = out_dir if whole else out_dir / chapter
     folder.mkdir(parents=True, exist_ok=True)
     for name, lines in files:
         if any(l.strip() for l in lines):
@@ -236,17 +251,18 @@ def write_chapter(html_path, out_dir, chapter):
 
 
 def main():
-    if len(sys.argv) not in (3, 4):
+    if len(sys.argv) not in (4, 5) or sys.argv[1] not in BOOKS:
         sys.exit(__doc__)
-    lang, out_dir = sys.argv[1], pathlib.Path(sys.argv[2])
+    book, lang, out_dir = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
+    package, pages, whole = BOOKS[book]
     with tempfile.TemporaryDirectory() as tmp:
-        deb = sys.argv[3] if len(sys.argv) == 4 else None
+        deb = sys.argv[4] if len(sys.argv) == 5 else None
         if deb is None:
-            subprocess.run(["apt-get", "download", f"debian-reference-{lang}"], cwd=tmp, check=True,
+            subprocess.run(["apt-get", "download", package.format(lang=lang)], cwd=tmp, check=True,
                            stdout=subprocess.DEVNULL)
             deb = next(pathlib.Path(tmp).glob("*.deb"))
         subprocess.run(["dpkg-deb", "-x", str(deb), f"{tmp}/x"], check=True)
-        src = pathlib.Path(tmp) / "x/usr/share/debian-reference"
+        src = pathlib.Path(tmp) / "x" / pages.format(lang=lang)
         if out_dir.exists():
             shutil.rmtree(out_dir)
         out_dir.mkdir(parents=True)
@@ -254,7 +270,7 @@ def main():
             stem = page.name.split(".")[0]
             if stem == "index":
                 continue
-            write_chapter(page, out_dir, stem)
+            write_chapter(page, out_dir, stem, whole)
     count = sum(1 for _ in out_dir.rglob("*.md"))
     print(f"{count} files in {out_dir}", file=sys.stderr)
 
