@@ -40,23 +40,22 @@ pub(super) fn is_cjk(c: char) -> bool {
         && c.is_alphanumeric()
 }
 
-/// Whether `c` is a letter of a script that writes each word as one unbroken run: katakana
-/// (Japanese writes a borrowed word, `シェルスクリプト`, in it alone, between kanji and
-/// hiragana) and Hangul (Korean spaces its words). A run of such letters is one word (with
-/// its particles, in Korean), where a run of Han letters is a clause.
+/// Whether `c` is a katakana letter or mark. Japanese writes a borrowed word
+/// (`シェルスクリプト`, shell script) in katakana alone, between kanji and hiragana, so a run
+/// of katakana is one word, where a run of Han letters is a clause. A run of Hangul is one
+/// word too, with its particles and endings (`설치하려면`): sharing one weight among its
+/// pairs lowered BM25 on the Korean Debian FAQ (R@5 / MRR@10 0.667 / 0.524 → 0.600 / 0.487),
+/// since the pairs of the stem then weigh no more than those of the ending.
 fn is_word_script(c: char) -> bool {
     matches!(c,
         '\u{30A1}'..='\u{30FA}'     // katakana letters
         | '\u{30FC}'..='\u{30FE}'   // prolonged sound and iteration marks
         | '\u{31F0}'..='\u{31FF}'   // katakana phonetic extensions
-        | '\u{FF66}'..='\u{FF9F}'   // half-width katakana
-        | '\u{1100}'..='\u{11FF}'   // Hangul jamo
-        | '\u{3131}'..='\u{318E}'   // Hangul compatibility jamo
-        | '\u{AC00}'..='\u{D7AF}') // Hangul syllables
+        | '\u{FF66}'..='\u{FF9F}') // half-width katakana
 }
 
-/// The runs of `text` that are one word each (see [`is_word_script`]) and long enough to
-/// give more than one pair, with the number of pairs each gives.
+/// The runs of katakana in `text` (see [`is_word_script`]) long enough to give more than one
+/// pair, with the number of pairs each gives.
 pub(super) fn word_runs(text: &str) -> impl Iterator<Item = (&str, usize)> {
     text.split(|c: char| !is_word_script(c) && !is_combining_mark(c))
         .map(|run| (run, run.chars().filter(|&c| !is_combining_mark(c)).count().saturating_sub(1)))
@@ -223,10 +222,10 @@ mod tests {
     }
 
     #[test]
-    fn runs_of_katakana_or_hangul_are_words_and_han_runs_are_not() {
+    fn runs_of_katakana_are_words_and_han_or_hangul_runs_are_not() {
         let runs: Vec<_> =
             word_runs("シェルスクリプトの環境変数とファイル、데이터베이스를 쓰다 ログ").collect();
-        assert_eq!(runs, [("シェルスクリプト", 7), ("ファイル", 3), ("데이터베이스를", 6)]);
+        assert_eq!(runs, [("シェルスクリプト", 7), ("ファイル", 3)]);
         assert_eq!(word_runs("环境变量的所有权").count(), 0);
         // A voicing mark is part of its letter, not a letter of its own.
         assert_eq!(word_runs("テ\u{3099}ータ").collect::<Vec<_>>(), [("テ\u{3099}ータ", 2)]);

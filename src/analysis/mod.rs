@@ -193,7 +193,7 @@ pub fn weighted_query_terms(text: &str) -> Vec<(String, f32)> {
 }
 
 /// [`query_terms_in`], each term with its weight in the query: 1, except for the pairs of a
-/// word written as one run of katakana or Hangul, which share one word's weight.
+/// word written as one run of katakana, which share one word's weight.
 ///
 /// BM25 adds up what each term of the query scores, and a word of six katakana letters
 /// (`シェルスクリプト`) gives seven pairs where an English name gives one term and a Chinese
@@ -501,7 +501,7 @@ mod tests {
     }
 
     #[test]
-    fn the_pairs_of_a_word_in_katakana_or_hangul_share_one_weight() {
+    fn the_pairs_of_a_word_in_katakana_share_one_weight() {
         let weights = weighted_query_terms("apt-get シェルスクリプト 使い分け");
         let weight = |term: &str| weights.iter().find(|(t, _)| t == term).map(|(_, w)| *w);
         assert_eq!(weight("apt-get"), Some(1.0));
@@ -517,14 +517,12 @@ mod tests {
         assert!(weights.contains(&("ファ".to_string(), 1.0)), "{weights:?}");
         assert!(weights.contains(&("ルの".to_string(), 1.0)), "{weights:?}");
         assert!(weights.contains(&("ァイ".to_string(), 1.0 / 3.0)), "{weights:?}");
-        // Korean spaces its words: a word with its particle shares one weight.
-        let weights = weighted_query_terms("데이터베이스를 백업");
-        assert!(weights.contains(&("데이".to_string(), 1.0 / 6.0)), "{weights:?}");
-        assert!(weights.contains(&("백업".to_string(), 1.0)), "{weights:?}");
-        // Han text and English keep the weights they had.
-        let chinese = weighted_query_terms("环境变量 shell");
-        assert!(chinese.iter().all(|(_, w)| *w == 1.0), "{chinese:?}");
-        assert_eq!(chinese.len(), query_terms("环境变量 shell").len());
+        // Han and Hangul text and English keep the weights they had.
+        for query in ["环境变量 shell", "데이터베이스를 백업"] {
+            let weights = weighted_query_terms(query);
+            assert!(weights.iter().all(|(_, w)| *w == 1.0), "{weights:?}");
+            assert_eq!(weights.len(), query_terms(query).len());
+        }
     }
 
     #[test]
