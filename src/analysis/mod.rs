@@ -234,6 +234,43 @@ pub fn weighted_query_terms_in(text: &str, languages: &[Language]) -> Vec<(Strin
         .collect()
 }
 
+/// The English words that carry a question's grammar rather than its subject: question
+/// words, auxiliaries and pronouns. English's stop word list (Lucene's) keeps them, and in
+/// English notes they are common enough that BM25 gives them next to no weight. In notes
+/// written in Chinese, Japanese or Korean they are rare, so an English question's `how`,
+/// `does` and `my` would weigh like its subject and lead BM25 to the few passages that
+/// happen to be in English: [`without_question_grammar`] leaves them out there.
+const QUESTION_GRAMMAR: &[&str] = &[
+    "how", "what", "why", "when", "where", "which", "who", "whom", "whose", "do", "does", "did", "doing",
+    "can", "could", "should", "would", "may", "might", "must", "shall", "i", "me", "my", "mine", "we", "us",
+    "our", "you", "your", "he", "him", "his", "she", "her", "its", "them", "am", "been", "being", "has",
+    "have", "had",
+];
+
+/// `query` without the words of [`QUESTION_GRAMMAR`] (matched whole, whatever their case
+/// and the punctuation around them), for a query in English over notes mostly in Chinese,
+/// Japanese or Korean. Borrowed when none is there.
+pub fn without_question_grammar(query: &str) -> std::borrow::Cow<'_, str> {
+    let is_grammar = |word: &str| {
+        let bare = word.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+        QUESTION_GRAMMAR.contains(&bare.as_str())
+    };
+    if !query.split_whitespace().any(is_grammar) {
+        return std::borrow::Cow::Borrowed(query);
+    }
+    std::borrow::Cow::Owned(query.split_whitespace().filter(|w| !is_grammar(w)).collect::<Vec<_>>().join(" "))
+}
+
+/// Whether `text` holds a Chinese, Japanese or Korean letter.
+pub fn has_cjk(text: &str) -> bool {
+    !text.is_ascii() && text.chars().any(cjk::is_cjk)
+}
+
+/// The commonest letter of each of Chinese (`的`), Japanese (`の`) and Korean (`다`, which ends
+/// nearly every sentence): the share of chunks that hold one, each letter indexed alone in
+/// documents, tells how much of a workspace is written in these languages.
+pub const CJK_COMMONEST: &[&str] = &["的", "の", "다"];
+
 /// The distinct terms indexing gives `text` by English rules (see [`document_terms_in`]).
 pub fn document_terms(text: &str) -> HashSet<String> {
     document_terms_in(text, Language::ENGLISH)
@@ -523,6 +560,17 @@ mod tests {
             assert!(weights.iter().all(|(_, w)| *w == 1.0), "{weights:?}");
             assert_eq!(weights.len(), query_terms(query).len());
         }
+    }
+
+    #[test]
+    fn an_english_question_can_be_read_without_its_grammar() {
+        assert_eq!(without_question_grammar("How do I keep my Cargo.lock?"), "keep Cargo.lock?");
+        assert_eq!(
+            without_question_grammar("Does a future run when it is created?"),
+            "a future run it is created?"
+        );
+        assert!(matches!(without_question_grammar("snapshot retention"), std::borrow::Cow::Borrowed(_)));
+        assert!(has_cjk("所有权 rules") && !has_cjk("naïve ownership rules"));
     }
 
     #[test]

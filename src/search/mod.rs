@@ -256,10 +256,11 @@ pub fn search(
         if !use_bm25 {
             return Ok(None);
         }
-        let terms = analysis::weighted_query_terms_in(&request.query, &languages_held(index));
+        let query = words_of(index, &request.query);
+        let terms = analysis::weighted_query_terms_in(&query, &languages_held(index));
         let ids = bm25(index, &terms, config.boosts(), candidates, &within)?;
         let share = if use_vector && arms.coverage_power > 0.0 {
-            Some(best_coverage(index, &request.query, config.boosts(), &ids)?)
+            Some(best_coverage(index, &query, config.boosts(), &ids)?)
         } else {
             None
         };
@@ -347,6 +348,27 @@ fn best_coverage(
     let language = record.language();
     let held = analysis::document_terms_in(&record.embedding_text(), language);
     Ok(coverage(index, &analysis::weighted_query_terms_in(query, &[language]), boosts, &held))
+}
+
+/// The query as the words' arm reads it: without the grammar of an English question
+/// ([`analysis::without_question_grammar`]) when the query has no CJK letter and most chunks
+/// of `index` are written in Chinese, Japanese or Korean (by the share that holds the
+/// commonest letter of one of them).
+fn words_of<'q>(index: &Snapshot, query: &'q str) -> std::borrow::Cow<'q, str> {
+    if analysis::has_cjk(query) || query.is_empty() {
+        return std::borrow::Cow::Borrowed(query);
+    }
+    let chunks = index.num_docs().max(1);
+    let cjk = analysis::CJK_COMMONEST
+        .iter()
+        .map(|letter| index.doc_freq(crate::index::TextField::Text, letter))
+        .max()
+        .unwrap_or(0);
+    if cjk * 2 > chunks {
+        analysis::without_question_grammar(query)
+    } else {
+        std::borrow::Cow::Borrowed(query)
+    }
 }
 
 /// The languages whose rules analysed some chunk of `index`: a query is analysed by each.
