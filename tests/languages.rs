@@ -70,8 +70,13 @@ fn request(query: &str) -> SearchRequest {
 }
 
 fn indexed() -> (Fixture, Engine) {
+    indexed_with(NOTES)
+}
+
+/// A workspace of `notes` (path, text), indexed.
+fn indexed_with(notes: &[(&str, &str)]) -> (Fixture, Engine) {
     let f = Fixture::empty();
-    for (path, text) in NOTES {
+    for (path, text) in notes {
         f.write(path, text);
     }
     let mut engine = f.engine(Counting::new());
@@ -123,23 +128,22 @@ fn the_preview_marks_the_words_in_their_sentence() {
 /// before a note that repeats the long word alone.
 #[test]
 fn the_pairs_of_a_katakana_word_weigh_as_one_word() {
-    let f = Fixture::empty();
-    f.write(
-        "ja/scripts.md",
-        "# シェルスクリプト入門\n\nシェルスクリプトは繰り返しの作業をまとめます。シェルスクリプトの一行目には、\
-         どのシェルで動かすかを書きます。長いシェルスクリプトは関数に分けます。\n",
-    );
-    f.write(
-        "ja/packages.md",
-        "# パッケージ管理\n\n対話的な操作には apt を使い、シェルスクリプトの中では apt-get を使います。\n",
-    );
-    f.write("ja/network.md", "# ネットワーク\n\nプロキシの設定は環境変数で行います。\n");
-    f.write(
-        "ja/packaging.md",
-        "# パッケージの作成\n\n自分でパッケージを作るときは dpkg-buildpackage を使います。\n",
-    );
-    let mut engine = f.engine(Counting::new());
-    engine.reconcile(&mut |_| {}).unwrap();
+    let (_f, engine) = indexed_with(&[
+        (
+            "ja/scripts.md",
+            "# シェルスクリプト入門\n\nシェルスクリプトは繰り返しの作業をまとめます。シェルスクリプトの一行目には、\
+             どのシェルで動かすかを書きます。長いシェルスクリプトは関数に分けます。\n",
+        ),
+        (
+            "ja/packages.md",
+            "# パッケージ管理\n\n対話的な操作には apt を使い、シェルスクリプトの中では apt-get を使います。\n",
+        ),
+        ("ja/network.md", "# ネットワーク\n\nプロキシの設定は環境変数で行います。\n"),
+        (
+            "ja/packaging.md",
+            "# パッケージの作成\n\n自分でパッケージを作るときは dpkg-buildpackage を使います。\n",
+        ),
+    ]);
     let hits = engine.search(&request("apt-get シェルスクリプト")).unwrap();
     assert_eq!(paths(&hits)[..2], ["ja/packages.md", "ja/scripts.md"]);
 }
@@ -149,15 +153,11 @@ fn the_pairs_of_a_katakana_word_weigh_as_one_word() {
 /// text (what previews and line ranges show) keeps its lines.
 #[test]
 fn a_word_broken_by_a_wrapped_line_is_found_whole() {
-    let f = Fixture::empty();
-    f.write(
-        "zh/ownership.md",
-        "# 规则\n\nRust 中的每一个值都有一个所\n有者，值在任一时刻只能属于一个变量。\n",
-    );
-    f.write("ja/errors.md", "# メモ\n\nエラーは毎回ロ\nグに書き出されます。\n");
-    f.write("zh/other.md", "# 其他\n\n这里没有相关的内容。\n");
-    let mut engine = f.engine(Counting::new());
-    engine.reconcile(&mut |_| {}).unwrap();
+    let (_f, engine) = indexed_with(&[
+        ("zh/ownership.md", "# 规则\n\nRust 中的每一个值都有一个所\n有者，值在任一时刻只能属于一个变量。\n"),
+        ("ja/errors.md", "# メモ\n\nエラーは毎回ロ\nグに書き出されます。\n"),
+        ("zh/other.md", "# 其他\n\n这里没有相关的内容。\n"),
+    ]);
     for (query, answer) in [("所有", "zh/ownership.md"), ("ログ", "ja/errors.md")] {
         let hits = engine.search(&request(query)).unwrap();
         assert_eq!(paths(&hits), [answer], "{query}");
@@ -170,30 +170,25 @@ fn a_word_broken_by_a_wrapped_line_is_found_whole() {
 /// meets the Chinese note that holds its subject, by the English name it keeps.
 #[test]
 fn an_english_question_over_chinese_notes_is_read_without_its_grammar() {
-    let f = Fixture::empty();
-    f.write("zh/backup.md", "# 备份\n\n每晚生成的 snapshot 保留三十天，之后自动删除。\n");
-    f.write("zh/network.md", "# 网络\n\n代理的地址写在环境变量里，证书的校验不要关闭。\n");
-    f.write("zh/cooking.md", "# 做饭\n\n先煮的汤要小火慢炖，最后放盐。\n");
-    f.write(
+    const MEETING: (&str, &str) = (
         "en/meeting.md",
         "# Meeting\n\nHow do you book the room? Do my notes go with it? Ask how they did it.\n",
     );
-    let mut engine = f.engine(Counting::new());
-    engine.reconcile(&mut |_| {}).unwrap();
-    let hits = engine.search(&request("How long do my snapshot copies stay?")).unwrap();
-    assert_eq!(paths(&hits), ["zh/backup.md"]);
+    let question = request("How long do my snapshot copies stay?");
+    let (_f, engine) = indexed_with(&[
+        ("zh/backup.md", "# 备份\n\n每晚生成的 snapshot 保留三十天，之后自动删除。\n"),
+        ("zh/network.md", "# 网络\n\n代理的地址写在环境变量里，证书的校验不要关闭。\n"),
+        ("zh/cooking.md", "# 做饭\n\n先煮的汤要小火慢炖，最后放盐。\n"),
+        MEETING,
+    ]);
+    assert_eq!(paths(&engine.search(&question).unwrap()), ["zh/backup.md"]);
     // Over notes mostly in English the same words stay in the question.
-    let f = Fixture::empty();
-    f.write(
-        "en/meeting.md",
-        "# Meeting\n\nHow do you book the room? Do my notes go with it? Ask how they did it.\n",
-    );
-    f.write("en/backup.md", "# Backups\n\nEach snapshot is kept for thirty days.\n");
-    f.write("zh/backup.md", "# 备份\n\n每晚生成的 snapshot 保留三十天。\n");
-    let mut engine = f.engine(Counting::new());
-    engine.reconcile(&mut |_| {}).unwrap();
-    let hits = engine.search(&request("How long do my snapshot copies stay?")).unwrap();
-    assert_eq!(paths(&hits)[0], "en/meeting.md");
+    let (_f, engine) = indexed_with(&[
+        MEETING,
+        ("en/backup.md", "# Backups\n\nEach snapshot is kept for thirty days.\n"),
+        ("zh/backup.md", "# 备份\n\n每晚生成的 snapshot 保留三十天。\n"),
+    ]);
+    assert_eq!(paths(&engine.search(&question).unwrap())[0], "en/meeting.md");
 }
 
 /// The German, French, Spanish, Russian and English notes of `tests/data/languages`.
