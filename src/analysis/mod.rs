@@ -195,7 +195,7 @@ pub fn weighted_query_terms(text: &str) -> Vec<(String, f32)> {
 /// [`query_terms_in`], each term with its weight in the query: 1, except for the pairs of a
 /// word written as one run of katakana, which share one word's weight.
 ///
-/// BM25 adds up what each term of the query scores, and a word of six katakana letters
+/// BM25 adds up what each term of the query scores, and a word of eight katakana letters
 /// (`シェルスクリプト`) gives seven pairs where an English name gives one term and a Chinese
 /// word one or two pairs: without this, one borrowed word in a Japanese query outweighs
 /// every other word of it several times over. Han text is a clause whose word boundaries

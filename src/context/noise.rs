@@ -28,9 +28,9 @@ static BLOBS: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// `text` without its noise, each elided stretch replaced by one space (a line break when it
-/// spanned lines, so that the words around it stay apart). Borrowed when nothing is elided.
-/// Lines of Chinese or Japanese broken inside a paragraph are joined again (see the module's
-/// notes). Borrowed when nothing changes.
+/// spanned lines, so that the words around it stay apart), and with lines of Chinese or
+/// Japanese broken inside a paragraph joined again (see the module's notes). Borrowed when
+/// nothing changes.
 pub fn searchable(text: &str) -> Cow<'_, str> {
     // A cheap check first: most chunks have no long run.
     let text = if !text.contains("base64,") && !has_long_run(text) {
