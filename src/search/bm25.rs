@@ -82,8 +82,9 @@ fn idf_of(snapshot: &Snapshot) -> impl Fn(u64) -> f32 {
 
 /// How much of the query a chunk holds: the IDF-weighted share of the query's analysed
 /// `terms` found among the chunk's own analysed terms (`held`), from 0 to 1, with the IDF
-/// that [`bm25`] gives each term under `boosts`, times the term's weight in the query. A keyword query's best BM25 hit holds
-/// nearly all of it; a paraphrase's best hit often holds only its common words.
+/// that [`bm25`] gives each term under `boosts`, times the term's weight in the query. A
+/// keyword query's best BM25 hit holds nearly all of it; a paraphrase's best hit often holds
+/// only its common words.
 ///
 /// A word that no chunk holds counts against every chunk, as the rarest word would: a query
 /// whose words the workspace lacks (a question in another language than the notes, a
