@@ -162,10 +162,10 @@ impl Snapshot {
         Ok(out)
     }
 
-    /// The `limit` chunks nearest to `query`, with cosine distances: exact up to
+    /// The `limit` chunks nearest to `query`, with cosine similarities: exact up to
     /// [`super::EXACT_VECTOR_LIMIT`] vectors, as the quick tier's search.
     pub fn nearest(&self, query: &[f32], limit: usize) -> Result<Vec<(u64, f32)>, IndexError> {
-        Ok(self.model.nearest(query, limit)?.into_iter().map(|(id, s)| (id, 1.0 - s)).collect())
+        self.model.nearest(query, limit)
     }
 
     /// [`Snapshot::nearest`], searched as `how` says (to measure the approximate search

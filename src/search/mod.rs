@@ -324,7 +324,7 @@ fn vector_arms(
         )?);
     }
     let own_ids = match &own {
-        Some(v) => index.nearest(v, candidates)?.into_iter().map(|(id, d)| (id, 1.0 - d)).collect(),
+        Some(v) => index.nearest(v, candidates)?,
         None => Vec::new(),
     };
     let quick_ids = match &quick {
@@ -399,7 +399,7 @@ pub fn similar(
     let mut arms = Arms::new(config, index);
     arms.words.ids = bm25(index, &terms, config.boosts(), candidates, &[])?;
     if let Some(v) = index.vector_of(of.id)? {
-        arms.vector.ids = index.nearest(&v, candidates)?.into_iter().map(|(id, d)| (id, 1.0 - d)).collect();
+        arms.vector.ids = index.nearest(&v, candidates)?;
     } else if let Some(v) = index.quick_vector_of(of.id)? {
         arms.quick.ids = index.nearest_quick(&v, candidates)?;
     }
