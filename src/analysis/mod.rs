@@ -202,29 +202,27 @@ pub fn weighted_query_terms(text: &str) -> Vec<(String, f32)> {
 /// are unknown, so its pairs keep their weight. A pair found both inside such a word and
 /// elsewhere keeps the larger weight.
 pub fn weighted_query_terms_in(text: &str, languages: &[Language]) -> Vec<(String, f32)> {
+    let runs: Vec<(&str, usize)> = cjk::word_runs(text).collect();
+    if runs.is_empty() {
+        return query_terms_in(text, languages).into_iter().map(|t| (t, 1.0)).collect();
+    }
     let mut shares: HashMap<String, f32> = HashMap::new();
-    for (run, pairs) in cjk::word_runs(text) {
+    // The rest of the query, each run put out by a space: a pair it gives too keeps 1.
+    let mut rest = String::with_capacity(text.len());
+    let mut last = 0;
+    for &(run, pairs) in &runs {
         let share = 1.0 / pairs as f32;
         for term in query_terms_in(run, &[Language::ENGLISH]) {
             let weight = shares.entry(term).or_insert(share);
             *weight = weight.max(share);
         }
-    }
-    if shares.is_empty() {
-        return query_terms_in(text, languages).into_iter().map(|t| (t, 1.0)).collect();
-    }
-    // A pair that the rest of the query gives too (outside the runs above) keeps 1.
-    let mut elsewhere = HashSet::new();
-    let mut rest = String::with_capacity(text.len());
-    let mut last = 0;
-    for (run, _) in cjk::word_runs(text) {
         let at = run.as_ptr() as usize - text.as_ptr() as usize;
         rest.push_str(&text[last..at]);
         rest.push(' ');
         last = at + run.len();
     }
     rest.push_str(&text[last..]);
-    elsewhere.extend(query_terms_in(&rest, languages));
+    let elsewhere: HashSet<String> = query_terms_in(&rest, languages).into_iter().collect();
     query_terms_in(text, languages)
         .into_iter()
         .map(|t| {
@@ -266,10 +264,15 @@ pub fn has_cjk(text: &str) -> bool {
     !text.is_ascii() && text.chars().any(cjk::is_cjk)
 }
 
-/// The commonest letter of each of Chinese (`的`), Japanese (`の`) and Korean (`다`, which ends
-/// nearly every sentence): the share of chunks that hold one, each letter indexed alone in
-/// documents, tells how much of a workspace is written in these languages.
-pub const CJK_COMMONEST: &[&str] = &["的", "の", "다"];
+/// Whether most of `chunks` are written in Chinese, Japanese or Korean, by the `doc_freq`
+/// (the text field's) of the commonest letter of each: `的`, `の` and `다`, which ends nearly
+/// every Korean sentence. Documents index each such letter alone, so a chunk of prose in one
+/// of these languages holds its letter.
+pub fn mostly_cjk(doc_freq: impl Fn(&str) -> u64, chunks: u64) -> bool {
+    const COMMONEST: [&str; 3] = ["的", "の", "다"];
+    let cjk = COMMONEST.iter().map(|letter| doc_freq(letter)).max().unwrap_or(0);
+    cjk * 2 > chunks.max(1)
+}
 
 /// The distinct terms indexing gives `text` by English rules (see [`document_terms_in`]).
 pub fn document_terms(text: &str) -> HashSet<String> {

@@ -352,23 +352,13 @@ fn best_coverage(
 
 /// The query as the words' arm reads it: without the grammar of an English question
 /// ([`analysis::without_question_grammar`]) when the query has no CJK letter and most chunks
-/// of `index` are written in Chinese, Japanese or Korean (by the share that holds the
-/// commonest letter of one of them).
+/// of `index` are written in Chinese, Japanese or Korean ([`analysis::mostly_cjk`]).
 fn words_of<'q>(index: &Snapshot, query: &'q str) -> std::borrow::Cow<'q, str> {
-    if analysis::has_cjk(query) || query.is_empty() {
+    let doc_freq = |term: &str| index.doc_freq(crate::index::TextField::Text, term);
+    if query.is_empty() || analysis::has_cjk(query) || !analysis::mostly_cjk(doc_freq, index.num_docs()) {
         return std::borrow::Cow::Borrowed(query);
     }
-    let chunks = index.num_docs().max(1);
-    let cjk = analysis::CJK_COMMONEST
-        .iter()
-        .map(|letter| index.doc_freq(crate::index::TextField::Text, letter))
-        .max()
-        .unwrap_or(0);
-    if cjk * 2 > chunks {
-        analysis::without_question_grammar(query)
-    } else {
-        std::borrow::Cow::Borrowed(query)
-    }
+    analysis::without_question_grammar(query)
 }
 
 /// The languages whose rules analysed some chunk of `index`: a query is analysed by each.
