@@ -34,6 +34,18 @@ fn index_and_close(f: &Fixture) -> usize {
     engine.index().manifest().chunk_count()
 }
 
+/// An engine opened again on `f`'s index, which must come back whole: without a note, with
+/// a vector for each of its `chunks`, and with nothing refilled or embedded by its first run.
+fn reopened_whole(f: &Fixture, chunks: usize) -> Engine {
+    let embedder = Counting::new();
+    let mut engine = f.engine(embedder.clone());
+    assert!(engine.index().notes().is_empty(), "{:?}", engine.index().notes());
+    assert_eq!(engine.index().vector_count(), chunks);
+    assert_eq!(reconcile(&mut engine).vectors_refilled, 0);
+    assert_eq!(embedder.count(), 0);
+    engine
+}
+
 fn reconcile(engine: &mut Engine) -> situate::engine::ReconcileReport {
     engine.reconcile(&mut |_| {}).unwrap()
 }
@@ -269,12 +281,7 @@ fn an_index_with_the_vector_file_of_earlier_versions_is_converted_without_re_emb
     assert_eq!(top_paths(&reader.search(&by_meaning).unwrap()), expected);
     drop(reader);
     // A writer converts it: nothing is embedded again, and the earlier file goes.
-    let embedder = Counting::new();
-    let mut engine = f.engine(embedder.clone());
-    assert!(engine.index().notes().is_empty(), "{:?}", engine.index().notes());
-    assert_eq!(engine.index().vector_count(), chunks);
-    assert_eq!(reconcile(&mut engine).vectors_refilled, 0);
-    assert_eq!(embedder.count(), 0);
+    let engine = reopened_whole(&f, chunks);
     assert_eq!(top_paths(&engine.search(&by_meaning).unwrap()), expected);
     assert!(!dir.join("vectors.usearch").exists() && dir.join("vectors.vec").exists());
     drop(engine);
@@ -603,12 +610,7 @@ fn vector_changes_are_appended_and_survive_a_restart() {
     let chunks = engine.index().manifest().chunk_count();
     drop(engine);
 
-    let embedder = Counting::new();
-    let mut engine = f.engine(embedder.clone());
-    assert!(engine.index().notes().is_empty(), "{:?}", engine.index().notes());
-    assert_eq!(engine.index().vector_count(), chunks);
-    assert_eq!(reconcile(&mut engine).vectors_refilled, 0);
-    assert_eq!(embedder.count(), 0);
+    let engine = reopened_whole(&f, chunks);
     let hits = engine.search(&request("pager rotation on-call", SearchMode::Vector)).unwrap();
     assert_eq!(hits[0].chunk.path, "ops/new.md");
     assert!(hits.iter().all(|h| h.chunk.path != "kitchen/bread.md"));
