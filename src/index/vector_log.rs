@@ -368,6 +368,16 @@ mod tests {
         log.commit().unwrap()
     }
 
+    /// A new file at `path` holding `vectors`, committed, with its writer still open.
+    fn written(path: &Path, dims: usize, vectors: &[(u64, Vec<f32>)]) -> (VectorLog, VectorFileRecord) {
+        let (mut log, _) = VectorLog::open(path, "static/m", dims, None, &|_| true).unwrap();
+        for (id, v) in vectors {
+            log.stage(*id, v);
+        }
+        let committed = record(&mut log);
+        (log, committed)
+    }
+
     /// `count` unit vectors of `dims` dimensions, fixed pseudo-random, under ids out of row
     /// order.
     fn vectors(dims: usize, count: u64) -> Vec<(u64, Vec<f32>)> {
@@ -392,11 +402,7 @@ mod tests {
         let path = dir.path().join("quick.vec");
         let dims = 16;
         let vectors = vectors(dims, 400);
-        let (mut log, _) = VectorLog::open(&path, "static/m", dims, None, &|_| true).unwrap();
-        for (id, v) in &vectors[..200] {
-            log.stage(*id, v);
-        }
-        record(&mut log);
+        let (mut log, _) = written(&path, dims, &vectors[..200]);
         let first = log.publish().unwrap().unwrap();
         let query = vectors[250].1.clone();
         let before = first.nearest(&query, 10).unwrap();
@@ -506,11 +512,7 @@ mod tests {
         let path = dir.path().join("quick.vec");
         let dims = 8;
         let vectors = vectors(dims, 300);
-        let (mut log, _) = VectorLog::open(&path, "static/m", dims, None, &|_| true).unwrap();
-        for (id, v) in &vectors {
-            log.stage(*id, v);
-        }
-        let mut committed = record(&mut log);
+        let (log, mut committed) = written(&path, dims, &vectors);
         drop(log);
         let query = vectors[3].1.clone();
         let before = open_set(&path, &committed, dims, &|_| true).unwrap().nearest(&query, 5).unwrap();
@@ -557,11 +559,7 @@ mod tests {
         let path = dir.path().join("quick.vec");
         let dims = 32;
         let vectors = vectors(dims, 2_000);
-        let (mut log, _) = VectorLog::open(&path, "static/m", dims, None, &|_| true).unwrap();
-        for (id, v) in &vectors {
-            log.stage(*id, v);
-        }
-        let committed = record(&mut log);
+        let (mut log, committed) = written(&path, dims, &vectors);
         let query = vectors[10].1.clone();
         let id = vectors[10].0;
         let intact = open_set(&path, &committed, dims, &|_| true).unwrap();
