@@ -1,10 +1,11 @@
-//! The code-aware tokenizer: identifier-like runs whole and by their parts, and runs of
-//! CJK text as overlapping character pairs (see [`super::cjk`]).
+//! The code-aware tokenizer: identifier-like runs whole and by their parts, runs of CJK
+//! text as overlapping character pairs (see [`super::cjk`]), and runs of Thai, Lao, Khmer
+//! and Myanmar text as their words (see [`super::unspaced`]).
 
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
 use super::MAX_TERM_BYTES;
-use super::cjk;
+use super::{cjk, unspaced};
 
 /// Splits text into identifier-like runs and emits each run whole, then its parts.
 ///
@@ -37,6 +38,7 @@ impl Tokenizer for CodeAwareTokenizer {
             next_position: 0,
             pending: Vec::with_capacity(Level::ALL.len()),
             cjk: cjk::Pieces::default(),
+            words: Vec::new(),
             token: Token::default(),
         }
     }
@@ -122,6 +124,8 @@ pub(super) struct CodeAwareTokenStream<'a> {
     pending: Vec<Frame>,
     /// Pieces of the current CJK run still to be emitted.
     cjk: cjk::Pieces,
+    /// Words of the current Thai, Lao, Khmer or Myanmar run still to be emitted, last first.
+    words: Vec<(usize, usize)>,
     token: Token,
 }
 
@@ -143,9 +147,17 @@ impl CodeAwareTokenStream<'_> {
             self.cursor = end;
             return Some((start, end));
         }
+        if unspaced::is_unspaced(first) {
+            // Likewise, a run of Thai (Lao, Khmer, Myanmar) holds that text only.
+            while let Some(c) = char_at(text, end).filter(|&c| unspaced::is_unspaced(c) || is_mark(c)) {
+                end += c.len_utf8();
+            }
+            self.cursor = end;
+            return Some((start, end));
+        }
         // The last word character, skipping marks: an apostrophe only joins letters.
         let mut last_word = first;
-        while let Some(c) = char_at(text, end).filter(|&c| !cjk::is_cjk(c)) {
+        while let Some(c) = char_at(text, end).filter(|&c| !in_own_run(c)) {
             if is_word_char(c) {
                 last_word = c;
                 end += c.len_utf8();
@@ -155,7 +167,7 @@ impl CodeAwareTokenStream<'_> {
                 // A joiner counts only when a word character follows it.
                 let after = end + c.len_utf8();
                 match char_at(text, after) {
-                    Some(next) if joins(last_word, c, next) && !cjk::is_cjk(next) => {
+                    Some(next) if joins(last_word, c, next) && !in_own_run(next) => {
                         last_word = next;
                         end = after + next.len_utf8();
                     }
@@ -232,11 +244,26 @@ impl TokenStream for CodeAwareTokenStream<'_> {
                 self.set_token(start, end);
                 return true;
             }
+            if let Some((start, end)) = self.words.pop() {
+                // Each word of a Thai run takes a position of its own, as a spaced word does.
+                self.next_position += 1;
+                if end - start <= MAX_TERM_BYTES {
+                    self.set_token(start, end);
+                    return true;
+                }
+                continue;
+            }
             let Some((start, end)) = self.next_run() else {
                 return false;
             };
-            if char_at(self.text, start).is_some_and(cjk::is_cjk) {
+            let first = char_at(self.text, start);
+            if first.is_some_and(cjk::is_cjk) {
                 self.cjk = cjk::Pieces::of(self.text, start, end, self.cjk_unigrams);
+                continue;
+            }
+            if first.is_some_and(unspaced::is_unspaced) {
+                self.words = unspaced::words(self.text, start, end);
+                self.words.reverse();
                 continue;
             }
             // Every run takes one position, shared by all its parts, even a run too long to
@@ -266,6 +293,12 @@ fn char_at(text: &str, offset: usize) -> Option<char> {
 /// Letters and digits of any script start and continue a run.
 fn is_word_char(c: char) -> bool {
     c.is_alphanumeric()
+}
+
+/// Whether `c` belongs to a script whose runs are cut apart from everything else: CJK, and
+/// Thai, Lao, Khmer and Myanmar. A Latin name written against such text is a run of its own.
+fn in_own_run(c: char) -> bool {
+    cjk::is_cjk(c) || unspaced::is_unspaced(c)
 }
 
 /// Characters that continue a run but never start one: combining marks (a decomposed `é`),

@@ -1,6 +1,7 @@
 //! Text analysis: the one place that turns text into search terms, for indexing, queries
-//! and previews alike. Identifiers are indexed whole and by their parts, and text in
-//! scripts written without spaces (Chinese, Japanese, Korean) by its pairs of characters.
+//! and previews alike. Identifiers are indexed whole and by their parts, text in Chinese,
+//! Japanese and Korean by its pairs of characters, and text in the other scripts written
+//! without spaces between words (Thai, Lao, Khmer, Myanmar) by its dictionary words.
 //!
 //! Technical prose names things the way code does: `sourceCriterion`,
 //! `traefik.http.routers.my-router.rule`, `X-Forwarded-For`, `api_key_env`,
@@ -27,7 +28,10 @@
 //! A run of CJK letters is a clause rather than a word, so it is cut into overlapping pairs
 //! of characters instead ([`cjk`]: `所有权` → `所有`, `有权`; documents keep each
 //! character too). Latin letters and CJK ones never share a run, so an English name in
-//! Chinese text (`使用v-model指令`) is split as code and matches as it does in English.
+//! Chinese text (`使用v-model指令`) is split as code and matches as it does in English. A
+//! run of Thai, Lao, Khmer or Myanmar is cut into its words by ICU's dictionaries instead
+//! ([`unspaced`]): their letters spell sounds, and pairs of them would match as loosely as
+//! pairs of Latin letters.
 //!
 //! The filters after the tokenizer are lowercasing, a length cap, stop words and Snowball
 //! stemming, the last two by the rules of the chunk's language ([`language`]: English unless
@@ -41,6 +45,7 @@
 mod cjk;
 mod code;
 mod language;
+mod unspaced;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
@@ -57,7 +62,7 @@ pub use language::Language;
 /// pipeline fingerprint that every commit records, so an index analysed the old way is
 /// analysed again (its vectors are kept: their texts did not change) rather than searched
 /// with terms it does not hold.
-pub const VERSION: u32 = 5;
+pub const VERSION: u32 = 6;
 
 /// The name under which [`register`] puts the analyzer in an index's tokenizer manager; text
 /// fields name it in their indexing options.
@@ -506,12 +511,25 @@ mod tests {
         assert_eq!(analyzed("Straße"), ["straße"]);
         // A decomposed `é` keeps its combining accent.
         assert_eq!(raw("cafe\u{301} au lait"), ["cafe\u{301}", "au", "lait"]);
-        // Devanagari, Thai and Arabic words are runs like Latin ones.
+        // Devanagari and Arabic words are runs like Latin ones, and so is a Thai phrase of
+        // one word.
         assert_eq!(raw("สวัสดี مرحبا"), ["สวัสดี", "مرحبا"]);
         // Devanagari viramas do not cut a word.
         assert_eq!(raw("क्षत्रिय"), ["क्षत्रिय"]);
         // Emoji separate.
         assert_eq!(raw("deploy🚀now"), ["deploy", "now"]);
+    }
+
+    #[test]
+    fn a_thai_phrase_gives_its_words_each_at_its_own_position() {
+        let tokens = raw_tokens("ให้ลบโฟลเดอร์targetแล้ว");
+        let words: Vec<(&str, usize)> = tokens.iter().map(|(t, p, _, _)| (t.as_str(), *p)).collect();
+        assert_eq!(words, [("ให้", 0), ("ลบ", 1), ("โฟลเดอร์", 2), ("target", 3), ("แล้ว", 4)]);
+        // Queries are cut the same way.
+        assert_eq!(query_terms("ลบโฟลเดอร์"), ["ลบ", "โฟลเดอร์"]);
+        // Khmer and Myanmar signs inside a word no longer cut it.
+        assert_eq!(raw("ភាសាខ្មែរ"), ["ភាសាខ្មែរ"]);
+        assert_eq!(raw("မြန်မာ"), ["မြန်မာ"]);
     }
 
     /// The query analyzer's raw terms, before any filter.
