@@ -191,6 +191,45 @@ fn an_english_question_over_chinese_notes_is_read_without_its_grammar() {
     assert_eq!(paths(&engine.search(&question).unwrap())[0], "en/meeting.md");
 }
 
+/// The Thai notes of `tests/data/thai`, indexed.
+fn indexed_thai() -> (Fixture, Engine) {
+    let f = Fixture::copy_of("thai");
+    let mut engine = f.engine(Counting::new());
+    engine.reconcile(&mut |_| {}).unwrap();
+    (f, engine)
+}
+
+/// Thai writes a phrase's words without spaces between them: each query names words that
+/// stand inside a longer phrase of its note, never a whole phrase.
+#[test]
+fn thai_words_inside_a_phrase_find_their_notes_by_keywords_alone() {
+    let (f, engine) = indexed_thai();
+    let queries = std::fs::read_to_string(f.root().join("queries.jsonl")).unwrap();
+    let mut checked = 0;
+    for line in queries.lines() {
+        let query: serde_json::Value = serde_json::from_str(line).unwrap();
+        let (text, answer) = (query["query"].as_str().unwrap(), query["gold"][0]["path"].as_str().unwrap());
+        let hits = engine.search(&request(text)).unwrap();
+        assert_eq!(hits.first().map(|h| h.chunk.path.as_str()), Some(answer), "{text}: {:?}", paths(&hits));
+        checked += 1;
+    }
+    assert_eq!(checked, 16);
+    // Words no note holds find nothing: "weather forecast".
+    let hits = engine.search(&request("พยากรณ์อากาศ")).unwrap();
+    assert!(hits.is_empty(), "{:?}", paths(&hits));
+}
+
+#[test]
+fn the_preview_marks_thai_words_and_the_english_names_beside_them() {
+    let (_f, engine) = indexed_thai();
+    let query = "ลบโฟลเดอร์ target";
+    let hits = engine.search(&request(query)).unwrap();
+    let lines = Previewer::new(query, None).preview(&hits[0].chunk);
+    let marked = lines[0].marked("[", "]");
+    // Neighbouring marks are shown as one; the words around them stay unmarked.
+    assert!(marked.contains("ให้[ลบโฟลเดอร์target]แล้วสั่ง"), "{marked}");
+}
+
 /// The German, French, Spanish, Russian and English notes of `tests/data/languages`.
 fn indexed_languages() -> (Fixture, Engine, std::sync::Arc<Counting>) {
     let f = Fixture::copy_of("languages");
