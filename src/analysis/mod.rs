@@ -255,8 +255,18 @@ const QUESTION_GRAMMAR: &[&str] = &[
 /// Japanese or Korean. Borrowed when none is there.
 pub fn without_question_grammar(query: &str) -> std::borrow::Cow<'_, str> {
     let is_grammar = |word: &str| {
-        let bare = word.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
-        QUESTION_GRAMMAR.contains(&bare.as_str())
+        let bare = word.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase().replace('\u{2019}', "'");
+        match bare.split_once('\'') {
+            // A negated auxiliary (`can't`, `doesn't`, `isn't`) is grammar whatever its verb,
+            // and so is a contracted question word or pronoun (`what's`, `I'm`, `it's`); a
+            // possessive (`nginx's`) is not.
+            Some((_, "t")) => true,
+            Some((head, "s" | "re" | "ve" | "m" | "ll" | "d")) => {
+                QUESTION_GRAMMAR.contains(&head) || matches!(head, "it" | "that" | "there" | "they")
+            }
+            Some(_) => false,
+            None => QUESTION_GRAMMAR.contains(&bare.as_str()),
+        }
     };
     if !query.split_whitespace().any(is_grammar) {
         return std::borrow::Cow::Borrowed(query);
@@ -591,6 +601,10 @@ mod tests {
             "a future run it is created?"
         );
         assert!(matches!(without_question_grammar("snapshot retention"), std::borrow::Cow::Borrowed(_)));
+        // Contracted forms, with either apostrophe; a possessive stays.
+        assert_eq!(without_question_grammar("Why can't my machine send mail?"), "machine send mail?");
+        assert_eq!(without_question_grammar("What\u{2019}s nginx's default port?"), "nginx's default port?");
+        assert_eq!(without_question_grammar("I'm sure it's set, isn't it?"), "sure set, it?");
         assert!(has_cjk("所有权 rules") && !has_cjk("naïve ownership rules"));
     }
 
