@@ -291,6 +291,27 @@ fn a_declared_language_overrides_detection() {
     assert_eq!(engine.search(&request("Sicherungen")).unwrap().len(), 2);
 }
 
+/// A section of one short line cannot tell its language by itself; its document can.
+#[test]
+fn a_short_chunk_is_analysed_by_the_language_of_its_document() {
+    let f = Fixture::empty();
+    let long = "Der Urlaub wird zwei Wochen vorher im Portal beantragt. Die Leitung genehmigt den \
+                Antrag, und die genehmigten Tage erscheinen danach im gemeinsamen Kalender des Teams.";
+    f.write("wartung.md", format!("# Wartung\n\n{long}\n\n## Aufgaben\n\nAlte Sicherungen löschen\n"));
+    let mut engine = f.engine(Counting::new());
+    engine.reconcile(&mut |_| {}).unwrap();
+    let hits = engine.search(&request("Sicherung")).unwrap();
+    assert_eq!(hits.len(), 1, "{:?}", paths(&hits));
+    assert_eq!(hits[0].chunk.text.trim_end(), "## Aufgaben\n\nAlte Sicherungen löschen");
+    // The detected language stands for the front matter field the note does not have.
+    assert_eq!(hits[0].chunk.metadata.get("language"), Some(&vec!["de".to_string()]));
+    // An English note records none: each of its chunks is detected on its own.
+    f.write("en.md", "# Notes\n\nThe backups of the database are kept for thirty days.\n");
+    engine.reconcile(&mut |_| {}).unwrap();
+    let hits = engine.search(&request("backups")).unwrap();
+    assert!(!hits[0].chunk.metadata.contains_key("language"));
+}
+
 #[test]
 fn the_preview_marks_inflections_by_the_chunks_language() {
     let (_f, engine, _) = indexed_languages();

@@ -102,6 +102,15 @@ impl Language {
         declared.and_then(Language::named).unwrap_or_else(|| Language::detect(text))
     }
 
+    /// The language a whole document's prose is written in, when it is detected and is not
+    /// English. It stands for the `language` field that the document's front matter does not
+    /// give: a chunk too short to tell its language by itself (a page's one-line name, a
+    /// synopsis, a list of options) is then analysed by its document's rules, not by English
+    /// ones. An English document's chunks are each detected on their own, as before.
+    pub fn of_document(text: &str) -> Option<Language> {
+        Some(Language::detect(text)).filter(|language| *language != Language::ENGLISH)
+    }
+
     /// The language of `text`'s prose when the detector is sure of it and has rules here,
     /// else English.
     pub fn detect(text: &str) -> Language {
@@ -257,6 +266,9 @@ mod tests {
     #[test]
     fn short_text_code_and_cjk_keep_english_rules() {
         assert_eq!(Language::detect("Sicherungen"), Language::ENGLISH);
+        assert_eq!(Language::of_document(GERMAN).map(Language::code), Some("de"));
+        assert_eq!(Language::of_document(ENGLISH), None);
+        assert_eq!(Language::of_document("Sicherungen"), None);
         assert_eq!(
             Language::detect("所有权是 Rust 最为与众不同的特性，它让 Rust 无需垃圾回收即可保障内存安全。"),
             Language::ENGLISH

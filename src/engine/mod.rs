@@ -35,8 +35,9 @@ pub use snippets::SnippetRunner;
 pub use team::Filled;
 pub use view::{Freshness, View};
 
-/// Bumped when chunking or context code changes what it produces for the same input.
-const PIPELINE_VERSION: u32 = 5;
+/// Bumped when chunking or context code changes what it produces for the same input (or
+/// what a chunk records of its file, such as the language detected in its document).
+const PIPELINE_VERSION: u32 = 6;
 
 /// An engine failure.
 #[derive(Debug, thiserror::Error)]

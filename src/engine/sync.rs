@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use super::{Engine, EngineError, PendingVectors, Progress, ReconcileReport};
+use crate::analysis;
 use crate::chunk;
 use crate::context;
 use crate::index::{FileChange, Index, IndexError, PreparedChunk, PreparedFile, VectorTiming};
@@ -360,6 +361,14 @@ impl Engine {
                 }
             })
             .collect();
+        // Set after the headers are written, so that no embedded text changes with it.
+        let mut metadata = doc.metadata;
+        if !metadata.contains_key("language")
+            && !metadata.contains_key("lang")
+            && let Some(language) = analysis::Language::of_document(&read.text)
+        {
+            metadata.insert("language".to_string(), vec![language.code().to_string()]);
+        }
         Ok(Prepared::Changed(PreparedFile {
             path: file.rel_path.clone(),
             size: file.size,
@@ -367,7 +376,7 @@ impl Engine {
             content_hash: read.content_hash,
             lossy: read.lossy,
             title: doc.title,
-            metadata: doc.metadata,
+            metadata,
             chunks,
             warnings: doc.warnings,
         }))
