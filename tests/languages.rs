@@ -88,6 +88,14 @@ fn paths(hits: &[Hit]) -> Vec<&str> {
     hits.iter().map(|h| h.chunk.path.as_str()).collect()
 }
 
+/// The first preview line of the best hit for `query` (searched by BM25 alone), its marks
+/// in brackets.
+fn first_preview(engine: &Engine, query: &str) -> String {
+    let hits = engine.search(&request(query)).unwrap();
+    let lines = Previewer::new(query, None).preview(&hits[0].chunk);
+    lines[0].marked("[", "]")
+}
+
 #[test]
 fn japanese_and_korean_words_find_their_notes_by_keywords_alone() {
     let (_f, engine) = indexed();
@@ -110,17 +118,12 @@ fn a_word_that_is_not_there_finds_nothing() {
 #[test]
 fn the_preview_marks_the_words_in_their_sentence() {
     let (_f, engine) = indexed();
-    let query = "スナップショットの保存";
-    let hits = engine.search(&request(query)).unwrap();
-    let lines = Previewer::new(query, None).preview(&hits[0].chunk);
     assert_eq!(
-        lines[0].marked("[", "]"),
+        first_preview(&engine, "スナップショットの保存"),
         "[スナップショット]は毎晩作成され、三十日間[保存]されます。古いものは自動的に削除されます。"
     );
-    let query = "데이터베이스 백업";
-    let hits = engine.search(&request(query)).unwrap();
-    let lines = Previewer::new(query, None).preview(&hits[0].chunk);
-    assert!(lines[0].marked("[", "]").contains("[데이터베이스]를 [백업]하세요"), "{:?}", lines[0]);
+    let marked = first_preview(&engine, "데이터베이스 백업");
+    assert!(marked.contains("[데이터베이스]를 [백업]하세요"), "{marked}");
 }
 
 /// A borrowed word of seven katakana letters gives six pairs, an English name one term: the
@@ -222,10 +225,7 @@ fn thai_words_inside_a_phrase_find_their_notes_by_keywords_alone() {
 #[test]
 fn the_preview_marks_thai_words_and_the_english_names_beside_them() {
     let (_f, engine) = indexed_thai();
-    let query = "ลบโฟลเดอร์ target";
-    let hits = engine.search(&request(query)).unwrap();
-    let lines = Previewer::new(query, None).preview(&hits[0].chunk);
-    let marked = lines[0].marked("[", "]");
+    let marked = first_preview(&engine, "ลบโฟลเดอร์ target");
     // Neighbouring marks are shown as one; the words around them stay unmarked.
     assert!(marked.contains("ให้[ลบโฟลเดอร์target]แล้วสั่ง"), "{marked}");
 }
@@ -315,10 +315,7 @@ fn a_short_chunk_is_analysed_by_the_language_of_its_document() {
 #[test]
 fn the_preview_marks_inflections_by_the_chunks_language() {
     let (_f, engine, _) = indexed_languages();
-    let query = "Sicherung kopieren";
-    let hits = engine.search(&request(query)).unwrap();
-    let lines = Previewer::new(query, None).preview(&hits[0].chunk);
-    let marked = lines[0].marked("[", "]");
+    let marked = first_preview(&engine, "Sicherung kopieren");
     // `Sicherungen` is marked for `Sicherung`: German rules join them, English ones do not.
     assert!(marked.starts_with("Die [Sicherungen] des Servers"), "{marked}");
     assert!(marked.contains("Jede [Sicherung] wird"), "{marked}");
