@@ -4,13 +4,16 @@ search over real text in that language:
 
     scripts/debian_docs.py BOOK LANG OUT_DIR [DEB_FILE]
 
-BOOK is `reference` (the Debian Reference, Osamu Aoki, GPL-2+) or `faq` (the Debian FAQ,
-GPL-2+); LANG a Debian package suffix (`ja`, `zh-cn`, `ko`, ...). Without DEB_FILE the
-package (`debian-reference-LANG`, `debian-faq-LANG`) is fetched with `apt-get download`
-(Debian's archive, no other network). Each HTML chapter becomes a folder `NAME/` of the
-Reference's numbered sections of the second level, one file each (`ch01/01-slug.md`), or a
-file `NAME.md` of the FAQ's (whose sections are single questions), opened by its title as
-`#`, its subsections one level deeper each; paragraphs, lists, tables, command screens
+BOOK is `reference` (the Debian Reference, Osamu Aoki, GPL-2+), `faq` (the Debian FAQ,
+GPL-2+) or `install` (the Debian Installation Guide for amd64, GPL-2+); LANG a Debian
+package suffix (`ja`, `zh-cn`, `ko`, ...) or, for the Installation Guide, whose one package
+holds every language, the name of its folder there (`ko`, `zh_CN`). Without DEB_FILE the
+package (`debian-reference-LANG`, `debian-faq-LANG`, `installation-guide-amd64`) is fetched
+with `apt-get download` (Debian's archive, no other network). Each HTML chapter becomes a
+folder `NAME/` of the Reference's numbered sections of the second level, one file each
+(`ch01/01-slug.md`), or a file `NAME.md` of the FAQ's (whose sections are single
+questions) and of the Installation Guide's pages (one section each), opened by its title,
+its subsections one level deeper each; paragraphs, lists, tables, command screens
 (fenced) and inline code are kept, links and images become their text. The output is
 deterministic, so query files can name its lines.
 """
@@ -31,8 +34,9 @@ SKIPPED_DIV_CLASSES = {"navheader", "navfooter", "toc", "list-of-tables", "list-
 
 # Where each book's pages are in its package, and whether a chapter is one file.
 BOOKS = {
-    "reference": ("debian-reference-{lang}", "usr/share/debian-reference", False),
-    "faq": ("debian-faq-{lang}", "usr/share/doc/debian/FAQ/{lang}", True),
+    "reference": ("debian-reference-{lang}", "usr/share/debian-reference", False, "*.{lang}.html"),
+    "faq": ("debian-faq-{lang}", "usr/share/doc/debian/FAQ/{lang}", True, "*.{lang}.html"),
+    "install": ("installation-guide-amd64", "usr/share/doc/installation-guide-amd64/{lang}", True, "*.html"),
 }
 
 
@@ -254,7 +258,7 @@ def main():
     if len(sys.argv) not in (4, 5) or sys.argv[1] not in BOOKS:
         sys.exit(__doc__)
     book, lang, out_dir = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
-    package, pages, whole = BOOKS[book]
+    package, pages, whole, pattern = BOOKS[book]
     with tempfile.TemporaryDirectory() as tmp:
         deb = sys.argv[4] if len(sys.argv) == 5 else None
         if deb is None:
@@ -266,7 +270,7 @@ def main():
         if out_dir.exists():
             shutil.rmtree(out_dir)
         out_dir.mkdir(parents=True)
-        for page in sorted(src.glob(f"*.{lang}.html")):
+        for page in sorted(src.glob(pattern.format(lang=lang))):
             stem = page.name.split(".")[0]
             if stem == "index":
                 continue
