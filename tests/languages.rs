@@ -222,6 +222,21 @@ fn thai_words_inside_a_phrase_find_their_notes_by_keywords_alone() {
     assert!(hits.is_empty(), "{:?}", paths(&hits));
 }
 
+/// Lao, Khmer and Myanmar are cut into words by their own dictionaries, as Thai is.
+#[test]
+fn lao_khmer_and_myanmar_words_inside_a_phrase_find_their_notes() {
+    let (_f, engine) = indexed_with(&[
+        ("lo.md", "ພາສາລາວເປັນພາສາທີ່ສວຍງາມ\n"),
+        ("km.md", "ភាសាខ្មែរគឺជាភាសាផ្លូវការ\n"),
+        ("my.md", "မြန်မာစာကိုလေ့လာသည်\n"),
+    ]);
+    for (query, answer) in [("ສວຍງາມ", "lo.md"), ("ລາວ", "lo.md"), ("ភាសាខ្មែរ", "km.md"), ("မြန်မာ", "my.md")]
+    {
+        let hits = engine.search(&request(query)).unwrap();
+        assert_eq!(paths(&hits), [answer], "{query}");
+    }
+}
+
 #[test]
 fn the_preview_marks_thai_words_and_the_english_names_beside_them() {
     let (_f, engine) = indexed_thai();
