@@ -246,6 +246,7 @@ fn show_prints_context_and_status_reports_the_index() {
     let (out, _) = cli.ok(&["show", "ops/backup.md:12"]);
     assert!(out.contains("context: Document: Backup policy > Backups > Retention"), "{out}");
     assert!(out.contains("| Snapshots are kept for thirty days."), "{out}");
+    assert!(out.contains("language: english (en)"), "{out}");
 
     let (out, _) = cli.ok(&["status", "--json"]);
     let s: serde_json::Value = serde_json::from_str(&out).unwrap();

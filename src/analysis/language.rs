@@ -84,6 +84,11 @@ impl Language {
         self.spec().code
     }
 
+    /// The English name, in lower case: `german`.
+    pub fn name(self) -> &'static str {
+        self.spec().name
+    }
+
     /// The language a front matter value or a setting names: a two-letter code (`de`), the
     /// detector's three-letter one (`deu`), or the English name (`German`), in any case, with
     /// a region ignored (`de-AT`, `pt_BR`). `None` for a language without rules here.

@@ -173,6 +173,9 @@ pub fn chunks(out: &mut impl Write, chunks: &[ChunkRecord]) -> Result<()> {
             "  headings: {}",
             if c.heading_path.is_empty() { "-".into() } else { c.heading_path.join(" > ") }
         )?;
+        // Whose stemmer and stop words turned its words into search terms.
+        let language = c.language();
+        writeln!(out, "  language: {} ({})", language.name(), language.code())?;
         for line in c.text.lines() {
             writeln!(out, "  | {line}")?;
         }
