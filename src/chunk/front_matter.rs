@@ -14,6 +14,28 @@ use std::collections::BTreeMap;
 /// items of its list, as text. Nested maps are left out.
 pub type Metadata = BTreeMap<String, Vec<String>>;
 
+/// The fields that name a note's language, the first one read first.
+const LANGUAGE_FIELDS: [&str; 2] = ["language", "lang"];
+
+/// The language a note's front matter names: the first value of its `language` field, else
+/// of its `lang` field.
+pub fn declared_language(metadata: &Metadata) -> Option<&str> {
+    LANGUAGE_FIELDS.iter().find_map(|key| metadata.get(*key)?.first()).map(String::as_str)
+}
+
+/// Whether the front matter has a field for the note's language.
+pub fn names_language(metadata: &Metadata) -> bool {
+    LANGUAGE_FIELDS.iter().any(|key| metadata.contains_key(*key))
+}
+
+/// Records `language` as the note's `language` field when its front matter has none: a
+/// setting, or the language detected in the note, stands for the missing field.
+pub fn supply_language(metadata: &mut Metadata, language: &str) {
+    if !names_language(metadata) {
+        metadata.insert(LANGUAGE_FIELDS[0].to_string(), vec![language.to_string()]);
+    }
+}
+
 /// The most fields kept from one front matter, and the most items of one list.
 const MAX_FIELDS: usize = 64;
 const MAX_ITEMS: usize = 64;

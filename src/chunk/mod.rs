@@ -173,11 +173,8 @@ pub fn chunk_document_with(
             }
         },
     };
-    if let Some(language) = &config.language
-        && !metadata.contains_key("language")
-        && !metadata.contains_key("lang")
-    {
-        metadata.insert("language".to_string(), vec![language.clone()]);
+    if let Some(language) = &config.language {
+        front_matter::supply_language(&mut metadata, language);
     }
     let body = body_start..text.len();
     let outline = match kind {

@@ -363,11 +363,10 @@ impl Engine {
             .collect();
         // Set after the headers are written, so that no embedded text changes with it.
         let mut metadata = doc.metadata;
-        if !metadata.contains_key("language")
-            && !metadata.contains_key("lang")
+        if !chunk::front_matter::names_language(&metadata)
             && let Some(language) = analysis::Language::of_document(&read.text)
         {
-            metadata.insert("language".to_string(), vec![language.code().to_string()]);
+            chunk::front_matter::supply_language(&mut metadata, language.code());
         }
         Ok(Prepared::Changed(PreparedFile {
             path: file.rel_path.clone(),

@@ -7,7 +7,7 @@ use tantivy::schema::Value;
 use super::manifest::ChunkRef;
 use super::schema::Fields;
 use crate::analysis::{self, Language};
-use crate::chunk::{Chunk, Metadata};
+use crate::chunk::{Chunk, Metadata, front_matter};
 use crate::context;
 use crate::snippets::{Snippet, SnippetSlot};
 
@@ -53,8 +53,7 @@ impl ChunkRecord {
     /// The language whose rules analyse the chunk: its document's `language` (or `lang`)
     /// front matter field, else the language detected in its text.
     pub fn language(&self) -> Language {
-        let declared = ["language", "lang"].iter().find_map(|key| self.metadata.get(*key)?.first());
-        Language::of_chunk(declared.map(String::as_str), &self.text)
+        Language::of_chunk(front_matter::declared_language(&self.metadata), &self.text)
     }
 }
 
