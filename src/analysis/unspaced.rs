@@ -49,13 +49,14 @@ pub(super) fn is_unspaced(c: char) -> bool {
 /// of it.
 pub(super) fn words(text: &str, start: usize, end: usize) -> Vec<(usize, usize)> {
     let run = &text[start..end];
-    let breaks: Vec<usize> = SEGMENTER.as_borrowed().segment_str(run).collect();
+    let mut breaks = SEGMENTER.as_borrowed().segment_str(run);
+    let mut from = breaks.next().unwrap_or(0);
     breaks
-        .windows(2)
-        .filter_map(|pair| {
-            let piece = &run[pair[0]..pair[1]];
-            let first = piece.find(char::is_alphanumeric)?;
-            Some((start + pair[0] + first, start + pair[1]))
+        .filter_map(|to| {
+            let piece = &run[from..to];
+            let word = piece.find(char::is_alphanumeric).map(|first| (start + from + first, start + to));
+            from = to;
+            word
         })
         .collect()
 }
