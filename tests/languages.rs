@@ -194,9 +194,10 @@ fn an_english_question_over_chinese_notes_is_read_without_its_grammar() {
     assert_eq!(paths(&engine.search(&question).unwrap())[0], "en/meeting.md");
 }
 
-/// The Thai notes of `tests/data/thai`, indexed.
-fn indexed_thai() -> (Fixture, Engine) {
-    let f = Fixture::copy_of("thai");
+/// A copy of the notes of `tests/data/FIXTURE` (the Thai ones, or the German, French,
+/// Spanish, Russian and English ones of `languages`), indexed.
+fn indexed_copy_of(fixture: &str) -> (Fixture, Engine) {
+    let f = Fixture::copy_of(fixture);
     let mut engine = f.engine(Counting::new());
     engine.reconcile(&mut |_| {}).unwrap();
     (f, engine)
@@ -206,7 +207,7 @@ fn indexed_thai() -> (Fixture, Engine) {
 /// stand inside a longer phrase of its note, never a whole phrase.
 #[test]
 fn thai_words_inside_a_phrase_find_their_notes_by_keywords_alone() {
-    let (f, engine) = indexed_thai();
+    let (f, engine) = indexed_copy_of("thai");
     let queries = std::fs::read_to_string(f.root().join("queries.jsonl")).unwrap();
     let mut checked = 0;
     for line in queries.lines() {
@@ -239,19 +240,10 @@ fn lao_khmer_and_myanmar_words_inside_a_phrase_find_their_notes() {
 
 #[test]
 fn the_preview_marks_thai_words_and_the_english_names_beside_them() {
-    let (_f, engine) = indexed_thai();
+    let (_f, engine) = indexed_copy_of("thai");
     let marked = first_preview(&engine, "ลบโฟลเดอร์ target");
     // Neighbouring marks are shown as one; the words around them stay unmarked.
     assert!(marked.contains("ให้[ลบโฟลเดอร์target]แล้วสั่ง"), "{marked}");
-}
-
-/// The German, French, Spanish, Russian and English notes of `tests/data/languages`.
-fn indexed_languages() -> (Fixture, Engine, std::sync::Arc<Counting>) {
-    let f = Fixture::copy_of("languages");
-    let embedder = Counting::new();
-    let mut engine = f.engine(embedder.clone());
-    engine.reconcile(&mut |_| {}).unwrap();
-    (f, engine, embedder)
 }
 
 fn first_path(engine: &Engine, query: &str) -> Option<String> {
@@ -260,7 +252,7 @@ fn first_path(engine: &Engine, query: &str) -> Option<String> {
 
 #[test]
 fn other_inflections_find_their_notes_in_each_language() {
-    let (_f, engine, _) = indexed_languages();
+    let (_f, engine) = indexed_copy_of("languages");
     // Each query's words stand in its note in another form only (a plural, a conjugated
     // verb, another case), except for function words.
     for (query, answer) in [
@@ -281,7 +273,7 @@ fn other_inflections_find_their_notes_in_each_language() {
 
 #[test]
 fn english_notes_and_english_names_in_other_languages_are_found_as_before() {
-    let (_f, engine, _) = indexed_languages();
+    let (_f, engine) = indexed_copy_of("languages");
     assert_eq!(first_path(&engine, "older backups deleted").as_deref(), Some("en/backups.md"));
     assert_eq!(first_path(&engine, "certificate renewal fails").as_deref(), Some("en/certificates.md"));
     // Identifiers in a German note, whole and by their parts.
@@ -329,7 +321,7 @@ fn a_short_chunk_is_analysed_by_the_language_of_its_document() {
 
 #[test]
 fn the_preview_marks_inflections_by_the_chunks_language() {
-    let (_f, engine, _) = indexed_languages();
+    let (_f, engine) = indexed_copy_of("languages");
     let marked = first_preview(&engine, "Sicherung kopieren");
     // `Sicherungen` is marked for `Sicherung`: German rules join them, English ones do not.
     assert!(marked.starts_with("Die [Sicherungen] des Servers"), "{marked}");
