@@ -298,7 +298,8 @@ fn is_word_char(c: char) -> bool {
 /// Whether `c` belongs to a script whose runs are cut apart from everything else: CJK, and
 /// Thai, Lao, Khmer and Myanmar. A Latin name written against such text is a run of its own.
 fn in_own_run(c: char) -> bool {
-    cjk::is_cjk(c) || unspaced::is_unspaced(c)
+    // Asked of every character of every Latin run: ASCII settles it at once.
+    !c.is_ascii() && (cjk::is_cjk(c) || unspaced::is_unspaced(c))
 }
 
 /// Characters that continue a run but never start one: combining marks (a decomposed `é`),
