@@ -272,6 +272,29 @@ fn other_inflections_find_their_notes_in_each_language() {
 }
 
 #[test]
+fn words_typed_without_their_accents_find_their_notes() {
+    let (_f, engine) = indexed_copy_of("languages");
+    // Each word stands in its note with accents (`Épluchez`, `mañana`, `précédente`), and
+    // in no path; typed without them, it found nothing or another note.
+    for (query, answer) in [
+        ("epluchez", "fr/recette.md"),
+        ("pate", "fr/recette.md"),
+        ("equipe", "fr/reunions.md"),
+        ("verifiez precedente", "fr/deploiement.md"),
+        ("manana", "es/huerto.md"),
+    ] {
+        assert_eq!(first_path(&engine, query).as_deref(), Some(answer), "{query}");
+    }
+    // Typed with them, or with an accent written apart from its letter, as before.
+    for query in ["Épluchez", "E\u{301}pluchez"] {
+        assert_eq!(first_path(&engine, query).as_deref(), Some("fr/recette.md"), "{query}");
+    }
+    // The preview marks the word as the note writes it.
+    let marked = first_preview(&engine, "epluchez pommes");
+    assert!(marked.contains("[Épluchez] quatre [pommes]"), "{marked}");
+}
+
+#[test]
 fn english_notes_and_english_names_in_other_languages_are_found_as_before() {
     let (_f, engine) = indexed_copy_of("languages");
     assert_eq!(first_path(&engine, "older backups deleted").as_deref(), Some("en/backups.md"));

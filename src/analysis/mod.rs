@@ -33,8 +33,9 @@
 //! ([`unspaced`]): their letters spell sounds, and pairs of them would match as loosely as
 //! pairs of Latin letters.
 //!
-//! The filters after the tokenizer are lowercasing, a length cap, stop words and Snowball
-//! stemming, the last two by the rules of the chunk's language ([`language`]: English unless
+//! The filters after the tokenizer are lowercasing, a length cap, stop words, the folding of
+//! accented Latin letters ([`fold`]: `Épluchez` meets `epluchez`) and Snowball stemming, the
+//! stop words and the stemmer by the rules of the chunk's language ([`language`]: English unless
 //! a chunk is detected or declared to be in another of the seventeen languages with a
 //! stemmer). Whole compounds are stemmed too: it is harmless for `traefik.http.routers` and
 //! helps `entryPoints` meet `entryPoint`; what matters is that documents and queries go
@@ -44,6 +45,7 @@
 
 mod cjk;
 mod code;
+mod fold;
 mod language;
 mod unspaced;
 
@@ -52,7 +54,8 @@ use std::sync::OnceLock;
 
 use tantivy::Index;
 use tantivy::tokenizer::{
-    LowerCaser, PreTokenizedString, RemoveLongFilter, Stemmer, StopWordFilter, TextAnalyzer, Token,
+    AsciiFoldingFilter, LowerCaser, PreTokenizedString, RemoveLongFilter, Stemmer, StopWordFilter,
+    TextAnalyzer, Token,
 };
 
 use code::CodeAwareTokenizer;
@@ -62,7 +65,7 @@ pub use language::Language;
 /// pipeline fingerprint that every commit records, so an index analysed the old way is
 /// analysed again (its vectors are kept: their texts did not change) rather than searched
 /// with terms it does not hold.
-pub const VERSION: u32 = 6;
+pub const VERSION: u32 = 7;
 
 /// The name under which [`register`] puts the analyzer in an index's tokenizer manager; text
 /// fields name it in their indexing options.
@@ -97,34 +100,42 @@ pub fn text_analyzer() -> TextAnalyzer {
 pub fn analyzer_for(language: Language) -> TextAnalyzer {
     static ANALYZERS: OnceLock<Vec<TextAnalyzer>> = OnceLock::new();
     let analyzers = ANALYZERS.get_or_init(|| {
-        Language::all().map(|l| analyzer(CodeAwareTokenizer { cjk_unigrams: true }, l)).collect()
+        Language::all().map(|l| analyzer(CodeAwareTokenizer { cjk_unigrams: true }, l, false)).collect()
     });
     analyzers[language.index()].clone()
 }
 
 /// The analyzer of queries in `language`: the same chain as [`analyzer_for`], except that a
-/// run of CJK text gives its pairs of characters only, not each character as well.
+/// run of CJK text gives its pairs of characters only, not each character as well, and that
+/// a word whose accents hid a stop word is dropped ([`fold::DropFoldedStopWords`]).
 fn query_analyzer(language: Language) -> TextAnalyzer {
     static ANALYZERS: OnceLock<Vec<TextAnalyzer>> = OnceLock::new();
     let analyzers = ANALYZERS.get_or_init(|| {
-        Language::all().map(|l| analyzer(CodeAwareTokenizer { cjk_unigrams: false }, l)).collect()
+        Language::all().map(|l| analyzer(CodeAwareTokenizer { cjk_unigrams: false }, l, true)).collect()
     });
     analyzers[language.index()].clone()
 }
 
-fn analyzer(tokenizer: CodeAwareTokenizer, language: Language) -> TextAnalyzer {
+fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> TextAnalyzer {
     // Some languages have a stemmer but no stop word list in tantivy: nothing is dropped
     // for them.
     let stop_words = StopWordFilter::new(language.stemming())
         .unwrap_or_else(|| StopWordFilter::remove(Vec::<String>::new()));
+    // Stop words go before stemming, as in Lucene's analyzers: the lists hold surface
+    // forms, and a stemmed form could collide with one. Accents go after them (the lists
+    // spell them: `für`, `été`) and before the stemmer, so that it sees the same letters
+    // however the word was typed; a word that the list spells without accents is dropped
+    // once it has lost its own (`qué` is `que`).
     TextAnalyzer::builder(tokenizer)
         .filter(LowerCaser)
         // Lowercasing can lengthen a term (`İ` becomes two chars), so the cap the tokenizer
         // already applies is checked again after it. `RemoveLongFilter` keeps terms strictly
         // shorter than its limit.
         .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
-        // Stop words go before stemming, as in Lucene's analyzers: the lists hold surface
-        // forms, and a stemmed form could collide with one.
+        .filter(stop_words.clone())
+        .filter(fold::DropFoldedStopWords { in_queries: query })
+        .filter(fold::DropLatinMarks)
+        .filter(AsciiFoldingFilter)
         .filter(stop_words)
         .filter(Stemmer::new(language.stemming()))
         .build()
@@ -518,7 +529,8 @@ mod tests {
             raw_tokens("café Straße"),
             [("café".to_string(), 0, 0, 5), ("Straße".to_string(), 1, 6, 13),]
         );
-        assert_eq!(analyzed("Straße"), ["straße"]);
+        // Latin letters lose their accents before the stemmer (see the test below).
+        assert_eq!(analyzed("Straße"), ["strass"]);
         // A decomposed `é` keeps its combining accent.
         assert_eq!(raw("cafe\u{301} au lait"), ["cafe\u{301}", "au", "lait"]);
         // Devanagari and Arabic words are runs like Latin ones, and so is a Thai phrase of
@@ -528,6 +540,39 @@ mod tests {
         assert_eq!(raw("क्षत्रिय"), ["क्षत्रिय"]);
         // Emoji separate.
         assert_eq!(raw("deploy🚀now"), ["deploy", "now"]);
+    }
+
+    #[test]
+    fn a_word_typed_without_its_accents_meets_the_word_written_with_them() {
+        let es = Language::named("es").unwrap();
+        let fr = Language::named("fr").unwrap();
+        let in_ = |text: &str, language| query_terms_in(text, &[language]);
+        let doc = |text: &str, language| document_terms_in(text, language).into_iter().collect::<Vec<_>>();
+        assert_eq!(in_("manana", es), doc("mañana", es));
+        assert_eq!(in_("Epluchez", fr), doc("Épluchez", fr));
+        assert_eq!(in_("precedente", fr), doc("précédente", fr));
+        // A letter and its accent written apart (as macOS stores file names) meet it too.
+        assert_eq!(in_("pre\u{301}ce\u{301}dente", fr), doc("précédente", fr));
+        assert_eq!(analyzed("cafe\u{301}"), analyzed("café"));
+        assert_eq!(analyzed("Œuvre Ærø Łódź"), analyzed("oeuvre aero lodz"));
+        // Other scripts keep their marks: a Cyrillic й is not an и, and Greek, Thai and CJK
+        // letters are as they were.
+        let ru = Language::named("ru").unwrap();
+        assert_ne!(doc("й", ru), doc("и", ru));
+        assert_eq!(analyzed("καφές"), ["καφές"]);
+        assert_eq!(query_terms("検索"), ["検索"]);
+    }
+
+    #[test]
+    fn a_query_word_whose_accents_hid_a_stop_word_is_dropped() {
+        // Folded, `qué` and `está` would be `que` and `esta`, which a note analysed by
+        // English rules keeps (Spanish quoted in an English note), and `à` an `a`.
+        assert_eq!(query_terms("qué está à"), Vec::<String>::new());
+        // The plain words are analysed as before; under Spanish rules both are stop words.
+        assert_eq!(query_terms("que"), ["que"]);
+        assert_eq!(query_terms_in("qué que", &[Language::named("es").unwrap()]), Vec::<String>::new());
+        // A word whose folded form is no stop word is kept, folded.
+        assert_eq!(query_terms("café"), ["cafe"]);
     }
 
     #[test]

@@ -1,0 +1,238 @@
+//! Latin letters without their accents, so that a word typed without them meets the word
+//! written with them.
+//!
+//! French, Spanish, Portuguese, Italian or Vietnamese readers often type a query without
+//! its accents (`informacion`, `resume`, `cafe`): on a phone, on a keyboard of another
+//! layout, or from habit. Snowball's stemmers keep accents, so `información` and
+//! `informacion` were different terms, and the query missed the note that answers it.
+//!
+//! Documents and queries both lose the accents of their Latin letters before stemming, as
+//! Lucene's Spanish, Portuguese and Italian light stemmers do: precomposed letters by
+//! tantivy's ASCII folding (`é` → `e`, `ß` → `ss`, `æ` → `ae`, `ł` → `l`), and combining
+//! marks written after a Latin letter (`e` + U+0301, as macOS file names and some editors
+//! store text) are dropped here first. The stemmer then sees the same letters whichever way
+//! the word was typed. Other scripts keep their marks: a Cyrillic `й` is not an `и`.
+
+use std::mem;
+use std::sync::OnceLock;
+
+use tantivy::tokenizer::{
+    AsciiFoldingFilter, RawTokenizer, StopWordFilter, TextAnalyzer, Token, TokenFilter, TokenStream,
+    Tokenizer,
+};
+
+use super::Language;
+
+/// Drops the combining diacritical marks (U+0300 to U+036F) that follow a Latin letter.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct DropLatinMarks;
+
+impl TokenFilter for DropLatinMarks {
+    type Tokenizer<T: Tokenizer> = DropLatinMarksFilter<T>;
+
+    fn transform<T: Tokenizer>(self, tokenizer: T) -> DropLatinMarksFilter<T> {
+        DropLatinMarksFilter { inner: tokenizer, buffer: String::new() }
+    }
+}
+
+#[derive(Clone)]
+pub(super) struct DropLatinMarksFilter<T> {
+    inner: T,
+    buffer: String,
+}
+
+impl<T: Tokenizer> Tokenizer for DropLatinMarksFilter<T> {
+    type TokenStream<'a> = DropLatinMarksStream<'a, T::TokenStream<'a>>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
+        DropLatinMarksStream { tail: self.inner.token_stream(text), buffer: &mut self.buffer }
+    }
+}
+
+pub(super) struct DropLatinMarksStream<'a, T> {
+    tail: T,
+    buffer: &'a mut String,
+}
+
+impl<T: TokenStream> TokenStream for DropLatinMarksStream<'_, T> {
+    fn advance(&mut self) -> bool {
+        if !self.tail.advance() {
+            return false;
+        }
+        let text = &self.tail.token().text;
+        if !text.is_ascii() && has_latin_marks(text) {
+            without_latin_marks(text, self.buffer);
+            mem::swap(&mut self.tail.token_mut().text, self.buffer);
+        }
+        true
+    }
+
+    fn token(&self) -> &Token {
+        self.tail.token()
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        self.tail.token_mut()
+    }
+}
+
+/// Drops a query word whose accents hid a stop word of some language (`qué` is `que`,
+/// `está` is `esta`, `à` is `a`): once folded, it would match that word wherever the rules
+/// of a chunk keep it (a note in English quoting Spanish holds `que`), which the word as
+/// typed never did.
+///
+/// Documents are left to their own language's list (`in_queries: false`), which the
+/// analyzer applies again after folding: a Spanish note's `qué` goes as `que`, and a
+/// document's words never depend on the lists of other languages.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct DropFoldedStopWords {
+    pub(super) in_queries: bool,
+}
+
+impl TokenFilter for DropFoldedStopWords {
+    type Tokenizer<T: Tokenizer> = DropFoldedStopWordsFilter<T>;
+
+    fn transform<T: Tokenizer>(self, tokenizer: T) -> DropFoldedStopWordsFilter<T> {
+        DropFoldedStopWordsFilter { inner: tokenizer, active: self.in_queries }
+    }
+}
+
+#[derive(Clone)]
+pub(super) struct DropFoldedStopWordsFilter<T> {
+    inner: T,
+    active: bool,
+}
+
+impl<T: Tokenizer> Tokenizer for DropFoldedStopWordsFilter<T> {
+    type TokenStream<'a> = DropFoldedStopWordsStream<T::TokenStream<'a>>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
+        DropFoldedStopWordsStream { tail: self.inner.token_stream(text), active: self.active }
+    }
+}
+
+pub(super) struct DropFoldedStopWordsStream<T> {
+    tail: T,
+    active: bool,
+}
+
+impl<T: TokenStream> TokenStream for DropFoldedStopWordsStream<T> {
+    fn advance(&mut self) -> bool {
+        while self.tail.advance() {
+            let text = &self.tail.token().text;
+            if !self.active || text.is_ascii() || !is_folded_stop_word(text) {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn token(&self) -> &Token {
+        self.tail.token()
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        self.tail.token_mut()
+    }
+}
+
+/// Whether `word` (lowercased) loses letters' accents when folded and is then a stop word
+/// of one of the languages with a list.
+fn is_folded_stop_word(word: &str) -> bool {
+    let folded = folded(word);
+    folded != word && stop_lists().iter().any(|list| is_in(list, &folded))
+}
+
+/// `word` as the analyzer's folding leaves it: marks after Latin letters dropped, Latin
+/// letters made ASCII.
+fn folded(word: &str) -> String {
+    let mut analyzer = TextAnalyzer::builder(RawTokenizer::default())
+        .filter(DropLatinMarks)
+        .filter(AsciiFoldingFilter)
+        .build();
+    let mut stream = analyzer.token_stream(word);
+    stream.next().map(|token| token.text.clone()).unwrap_or_default()
+}
+
+/// Each language's stop word list, as an analyzer that keeps a word unless it is listed.
+fn stop_lists() -> &'static [TextAnalyzer] {
+    static LISTS: OnceLock<Vec<TextAnalyzer>> = OnceLock::new();
+    LISTS.get_or_init(|| {
+        Language::all()
+            .filter_map(|l| StopWordFilter::new(l.stemming()))
+            .map(|list| TextAnalyzer::builder(RawTokenizer::default()).filter(list).build())
+            .collect()
+    })
+}
+
+fn is_in(list: &TextAnalyzer, word: &str) -> bool {
+    let mut list = list.clone();
+    list.token_stream(word).next().is_none()
+}
+
+fn is_combining_mark(c: char) -> bool {
+    ('\u{0300}'..='\u{036F}').contains(&c)
+}
+
+/// Whether `c` is a letter of the Latin script: ASCII, Latin-1, the Latin Extended blocks
+/// and Latin Extended Additional (Vietnamese).
+fn is_latin(c: char) -> bool {
+    c.is_ascii_alphabetic()
+        || matches!(c, '\u{00C0}'..='\u{024F}' | '\u{1E00}'..='\u{1EFF}' | '\u{2C60}'..='\u{2C7F}' | '\u{A720}'..='\u{A7FF}')
+            && c.is_alphabetic()
+}
+
+fn has_latin_marks(text: &str) -> bool {
+    let mut previous = None;
+    for c in text.chars() {
+        if is_combining_mark(c) && previous.is_some_and(is_latin) {
+            return true;
+        }
+        if !is_combining_mark(c) {
+            previous = Some(c);
+        }
+    }
+    false
+}
+
+/// `text` into `out` without the combining marks that follow a Latin letter (a letter's
+/// several marks all go).
+fn without_latin_marks(text: &str, out: &mut String) {
+    out.clear();
+    let mut base: Option<char> = None;
+    for c in text.chars() {
+        if is_combining_mark(c) {
+            if base.is_some_and(is_latin) {
+                continue;
+            }
+        } else {
+            base = Some(c);
+        }
+        out.push(c);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stripped(text: &str) -> String {
+        let mut out = String::new();
+        without_latin_marks(text, &mut out);
+        out
+    }
+
+    #[test]
+    fn marks_after_latin_letters_go_and_others_stay() {
+        assert_eq!(stripped("cafe\u{301}"), "cafe");
+        // Vietnamese stacks two marks on one letter.
+        assert_eq!(stripped("vie\u{302}\u{323}t"), "viet");
+        assert!(has_latin_marks("cafe\u{301}"));
+        // A Cyrillic и with a breve is the letter й.
+        assert_eq!(stripped("и\u{306}"), "и\u{306}");
+        assert!(!has_latin_marks("и\u{306}"));
+        assert!(!has_latin_marks("café"));
+        // A mark with no letter before it is left alone.
+        assert_eq!(stripped("\u{301}a"), "\u{301}a");
+    }
+}
