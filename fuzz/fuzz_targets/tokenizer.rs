@@ -3,7 +3,9 @@
 //! lie on character boundaries of the text and frame a run that starts with a letter or
 //! digit and holds no whitespace; no byte range comes twice; positions never go back; and
 //! the query terms are the analyzer's terms, de-duplicated in order of first appearance
-//! (for text with CJK letters, whose single characters only documents have: a subset).
+//! (for text with CJK letters, whose single characters only documents have, a subset; for
+//! other text with accents, those terms in order, less a word whose accents hid a stop
+//! word).
 
 #![no_main]
 
@@ -42,7 +44,12 @@ fuzz_target!(|data: &[u8]| {
     if text.chars().any(|c| c.is_alphanumeric() && !c.is_ascii() && c as u32 >= 0x1100) {
         let held = document_terms(text);
         assert!(query.iter().all(|term| held.contains(term)), "a query term no document holds");
-    } else {
+    } else if text.is_ascii() {
         assert_eq!(query, terms);
+    } else {
+        // A query leaves out a word whose accents hid a stop word (`qué`), and keeps the
+        // rest in order.
+        let mut held = terms.iter();
+        assert!(query.iter().all(|term| held.any(|t| t == term)), "{query:?} is not drawn from {terms:?}");
     }
 });
