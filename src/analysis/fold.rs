@@ -13,8 +13,8 @@
 //! store text) are dropped here first. The stemmer then sees the same letters whichever way
 //! the word was typed. Other scripts keep their marks: a Cyrillic `й` is not an `и`.
 
+use std::cell::RefCell;
 use std::mem;
-use std::sync::OnceLock;
 
 use tantivy::tokenizer::{
     AsciiFoldingFilter, RawTokenizer, StopWordFilter, TextAnalyzer, Token, TokenFilter, TokenStream,
@@ -139,35 +139,27 @@ impl<T: TokenStream> TokenStream for DropFoldedStopWordsStream<T> {
 /// Whether `word` (lowercased) loses letters' accents when folded and is then a stop word
 /// of one of the languages with a list.
 fn is_folded_stop_word(word: &str) -> bool {
-    let folded = folded(word);
-    folded != word && stop_lists().iter().any(|list| is_in(list, &folded))
-}
-
-/// `word` as the analyzer's folding leaves it: marks after Latin letters dropped, Latin
-/// letters made ASCII.
-fn folded(word: &str) -> String {
-    let mut analyzer = TextAnalyzer::builder(RawTokenizer::default())
-        .filter(DropLatinMarks)
-        .filter(AsciiFoldingFilter)
-        .build();
-    let mut stream = analyzer.token_stream(word);
-    stream.next().map(|token| token.text.clone()).unwrap_or_default()
-}
-
-/// Each language's stop word list, as an analyzer that keeps a word unless it is listed.
-fn stop_lists() -> &'static [TextAnalyzer] {
-    static LISTS: OnceLock<Vec<TextAnalyzer>> = OnceLock::new();
-    LISTS.get_or_init(|| {
-        Language::all()
-            .filter_map(|l| StopWordFilter::new(l.stemming()))
-            .map(|list| TextAnalyzer::builder(RawTokenizer::default()).filter(list).build())
-            .collect()
+    thread_local! {
+        /// The analyzer's folding alone, then each language's stop words after it: a word
+        /// that one of them drops is a stop word of that language once folded.
+        static ANALYZERS: RefCell<(TextAnalyzer, Vec<TextAnalyzer>)> = RefCell::new((
+            TextAnalyzer::builder(RawTokenizer::default()).filter(DropLatinMarks).filter(AsciiFoldingFilter).build(),
+            Language::all()
+                .filter_map(|l| StopWordFilter::new(l.stemming()))
+                .map(|list| {
+                    TextAnalyzer::builder(RawTokenizer::default())
+                        .filter(DropLatinMarks)
+                        .filter(AsciiFoldingFilter)
+                        .filter(list)
+                        .build()
+                })
+                .collect(),
+        ));
+    }
+    ANALYZERS.with_borrow_mut(|(fold, lists)| {
+        let changed = fold.token_stream(word).next().is_some_and(|folded| folded.text != word);
+        changed && lists.iter_mut().any(|list| list.token_stream(word).next().is_none())
     })
-}
-
-fn is_in(list: &TextAnalyzer, word: &str) -> bool {
-    let mut list = list.clone();
-    list.token_stream(word).next().is_none()
 }
 
 fn is_combining_mark(c: char) -> bool {
