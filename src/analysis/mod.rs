@@ -136,6 +136,8 @@ fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> T
         .filter(fold::DropFoldedStopWords { in_queries: query })
         .filter(fold::DropLatinMarks)
         .filter(AsciiFoldingFilter)
+        // Folding can lengthen a term too (`⑽` becomes `(10)`).
+        .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
         .filter(stop_words)
         .filter(Stemmer::new(language.stemming()))
         .build()
@@ -724,6 +726,11 @@ mod tests {
         let grows = "İ".repeat(MAX_TERM_BYTES / 2);
         assert_eq!(grows.len(), MAX_TERM_BYTES - 1);
         assert!(analyzed(&grows).is_empty());
+        // Folding makes `⑽` (three bytes) four: the filter catches that growth too.
+        let folds_longer = "⑽".repeat(MAX_TERM_BYTES / 3);
+        assert_eq!(folds_longer.len(), MAX_TERM_BYTES);
+        assert_eq!(raw(&folds_longer), [folds_longer.as_str()]);
+        assert!(analyzed(&folds_longer).is_empty());
     }
 
     #[test]
