@@ -66,13 +66,14 @@ impl EngineError {
 
     /// The index's own files could not be read as they were written: cut short, rewritten
     /// or removed under the process (a sync tool, a disk fault, another program). Opening
-    /// the index again finds the damage and rebuilds what it holds.
+    /// the index again finds the damage and rebuilds what it holds. A failing machine (no
+    /// space, no permission) is not damage ([`IndexError::is_damage`]).
     pub fn is_damage(&self) -> bool {
         let index = match self {
             EngineError::Index(e) | EngineError::Search(SearchError::Index(e)) => e,
             _ => return false,
         };
-        matches!(index, IndexError::Store { .. } | IndexError::Io { .. } | IndexError::Vector(_))
+        index.is_damage()
     }
 }
 

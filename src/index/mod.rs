@@ -71,6 +71,46 @@ pub enum IndexError {
     ReadOnly,
 }
 
+impl IndexError {
+    /// Whether the index's files are damaged, so that rebuilding them from the workspace is
+    /// the cure. A failure of the machine rather than of the files (no space left, no
+    /// permission, a read-only disk, too many open files) is not damage: a rebuild would
+    /// meet it again, and at a million chunks it costs minutes.
+    pub fn is_damage(&self) -> bool {
+        match self {
+            IndexError::Io { source, .. } => !is_machine_failure(source),
+            IndexError::Store { source: tantivy::TantivyError::IoError(source), .. } => {
+                !is_machine_failure(source)
+            }
+            IndexError::Store { .. } | IndexError::Vector(_) => true,
+            IndexError::Embed(_)
+            | IndexError::Missing { .. }
+            | IndexError::BeingCreated { .. }
+            | IndexError::ReadOnly => false,
+        }
+    }
+}
+
+/// Whether an IO error says what the machine could not do now, not what the files are.
+fn is_machine_failure(error: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    // Too many open files, of the process or of the system (EMFILE, ENFILE), have no kind.
+    let too_many_open = cfg!(unix) && matches!(error.raw_os_error(), Some(23 | 24));
+    too_many_open
+        || matches!(
+            error.kind(),
+            PermissionDenied
+                | StorageFull
+                | QuotaExceeded
+                | ReadOnlyFilesystem
+                | OutOfMemory
+                | Interrupted
+                | WouldBlock
+                | TimedOut
+                | ResourceBusy
+        )
+}
+
 pub(super) fn store_err(path: &Path) -> impl FnOnce(tantivy::TantivyError) -> IndexError + '_ {
     move |source| IndexError::Store { path: path.display().to_string(), source }
 }
@@ -113,4 +153,37 @@ pub struct WeightedTerm {
     pub field: TextField,
     pub term: String,
     pub weight: f32,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Error, ErrorKind};
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn io(error: Error) -> IndexError {
+        IndexError::Io { path: "chunks".to_string(), source: error }
+    }
+
+    #[test]
+    fn damaged_files_are_damage_and_a_failing_machine_is_not() {
+        for kind in [ErrorKind::InvalidData, ErrorKind::UnexpectedEof, ErrorKind::NotFound] {
+            assert!(io(Error::from(kind)).is_damage(), "{kind:?}");
+        }
+        for kind in [ErrorKind::PermissionDenied, ErrorKind::StorageFull, ErrorKind::ReadOnlyFilesystem] {
+            assert!(!io(Error::from(kind)).is_damage(), "{kind:?}");
+        }
+        #[cfg(unix)]
+        assert!(!io(Error::from_raw_os_error(24)).is_damage(), "too many open files");
+        let store = |source| IndexError::Store { path: "chunks".to_string(), source };
+        assert!(
+            !store(tantivy::TantivyError::IoError(Arc::new(Error::from(ErrorKind::StorageFull)))).is_damage()
+        );
+        assert!(
+            store(tantivy::TantivyError::IoError(Arc::new(Error::from(ErrorKind::InvalidData)))).is_damage()
+        );
+        assert!(store(tantivy::TantivyError::InvalidArgument("bad".to_string())).is_damage());
+        assert!(!IndexError::ReadOnly.is_damage());
+    }
 }
