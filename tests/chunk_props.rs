@@ -7,8 +7,17 @@
 use std::ops::Range;
 
 use proptest::prelude::*;
-use pulldown_cmark::{Event, Options, Parser, Tag};
 use situate::chunk::{ChunkConfig, ChunkStrategy, ChunkedDocument, DocKind, chunk_document_with};
+
+#[path = "support/chunk_oracle.rs"]
+mod chunk_oracle;
+
+use chunk_oracle::{in_cjk_blocks, line_of, top_level_headings};
+
+/// The stand-in sentence embedder of the `semantic` strategy.
+fn hashed_vectors(texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+    Ok(chunk_oracle::hashed(texts))
+}
 
 /// The body of a markdown file: after a byte order mark and after front matter, which opens
 /// with a fence line directly followed by a non-blank line and closes with a matching fence
@@ -39,63 +48,9 @@ fn markdown_body_start(text: &str) -> usize {
     bom
 }
 
-/// Byte ranges of the top-level headings of a markdown body, as offsets into `text`.
-fn top_level_headings(text: &str, body_start: usize) -> Vec<Range<usize>> {
-    let options = Options::ENABLE_TABLES
-        | Options::ENABLE_FOOTNOTES
-        | Options::ENABLE_STRIKETHROUGH
-        | Options::ENABLE_TASKLISTS
-        | Options::ENABLE_HEADING_ATTRIBUTES;
-    let mut depth = 0usize;
-    let mut headings = Vec::new();
-    for (event, range) in Parser::new_ext(&text[body_start..], options).into_offset_iter() {
-        match event {
-            Event::Start(tag) => {
-                if depth == 0 && matches!(tag, Tag::Heading { .. }) {
-                    headings.push(range.start + body_start..range.end + body_start);
-                }
-                depth += 1;
-            }
-            Event::End(_) => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    headings
-}
-
-fn line_of(text: &str, offset: usize) -> u32 {
-    1 + text.as_bytes()[..offset].iter().filter(|&&b| b == b'\n').count() as u32
-}
-
-/// Vectors of four numbers drawn from each text's hash: deterministic, and as far apart as
-/// chance makes them.
-fn hashed_vectors(texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
-    Ok(texts
-        .iter()
-        .map(|text| {
-            let hash = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
-            (0..4).map(|i| ((hash >> (i * 16)) & 0xffff) as f32 - 32768.0).collect()
-        })
-        .collect())
-}
-
 /// Whether headings bound chunks in this strategy.
 fn heading_bounded(config: &ChunkConfig) -> bool {
     matches!(config.strategy, ChunkStrategy::Section | ChunkStrategy::Semantic)
-}
-
-/// Whether `c` lies in a block of Chinese, Japanese or Korean characters (letters,
-/// punctuation and symbols alike).
-fn in_cjk_blocks(c: char) -> bool {
-    matches!(c,
-        '\u{1100}'..='\u{11FF}'
-        | '\u{3000}'..='\u{9FFF}'
-        | '\u{A960}'..='\u{A97F}'
-        | '\u{AC00}'..='\u{D7FF}'
-        | '\u{F900}'..='\u{FAFF}'
-        | '\u{FF00}'..='\u{FFEF}'
-        | '\u{1B000}'..='\u{1B16F}'
-        | '\u{20000}'..='\u{323AF}')
 }
 
 fn check(text: &str, kind: DocKind, config: &ChunkConfig) -> Result<(), TestCaseError> {

@@ -11,20 +11,13 @@
 use std::ops::Range;
 
 use libfuzzer_sys::fuzz_target;
-use pulldown_cmark::{Event, Options, Parser, Tag};
 use situate::chunk::front_matter::{Detection, detect};
 use situate::chunk::{ChunkConfig, ChunkStrategy, DocKind, MAX_LABEL_CHARS, chunk_document_with};
 
-/// Vectors of four numbers drawn from each text's hash: as far apart as chance makes them.
-fn hashed(texts: &[&str]) -> Vec<Vec<f32>> {
-    texts
-        .iter()
-        .map(|text| {
-            let hash = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
-            (0..4).map(|i| ((hash >> (i * 16)) & 0xffff) as f32 - 32768.0).collect()
-        })
-        .collect()
-}
+#[path = "../../tests/support/chunk_oracle.rs"]
+mod chunk_oracle;
+
+use chunk_oracle::{hashed, in_cjk_blocks, line_of, top_level_headings};
 
 /// Vectors that no embedder should return, but a broken one might.
 fn malformed(texts: &[&str]) -> Vec<Vec<f32>> {
@@ -38,34 +31,6 @@ fn malformed(texts: &[&str]) -> Vec<Vec<f32>> {
             _ => vec![text.len() as f32, f32::INFINITY, -1.0, f32::MAX],
         })
         .collect()
-}
-
-fn line_of(text: &str, offset: usize) -> u32 {
-    1 + text.as_bytes()[..offset].iter().filter(|&&b| b == b'\n').count() as u32
-}
-
-/// Byte ranges of the top-level headings of a markdown body, as offsets into `text`.
-fn top_level_headings(text: &str, body_start: usize) -> Vec<Range<usize>> {
-    let options = Options::ENABLE_TABLES
-        | Options::ENABLE_FOOTNOTES
-        | Options::ENABLE_STRIKETHROUGH
-        | Options::ENABLE_TASKLISTS
-        | Options::ENABLE_HEADING_ATTRIBUTES;
-    let mut depth = 0usize;
-    let mut headings = Vec::new();
-    for (event, range) in Parser::new_ext(&text[body_start..], options).into_offset_iter() {
-        match event {
-            Event::Start(tag) => {
-                if depth == 0 && matches!(tag, Tag::Heading { .. }) {
-                    headings.push(range.start + body_start..range.end + body_start);
-                }
-                depth += 1;
-            }
-            Event::End(_) => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    headings
 }
 
 fn capped(label: &str) -> bool {
@@ -189,17 +154,3 @@ fuzz_target!(|data: &[u8]| {
         assert!(covered, "{c:?} at byte {offset} is in no chunk");
     }
 });
-
-/// Whether `c` lies in a block of Chinese, Japanese or Korean characters (letters,
-/// punctuation and symbols alike).
-fn in_cjk_blocks(c: char) -> bool {
-    matches!(c,
-        '\u{1100}'..='\u{11FF}'
-        | '\u{3000}'..='\u{9FFF}'
-        | '\u{A960}'..='\u{A97F}'
-        | '\u{AC00}'..='\u{D7FF}'
-        | '\u{F900}'..='\u{FAFF}'
-        | '\u{FF00}'..='\u{FFEF}'
-        | '\u{1B000}'..='\u{1B16F}'
-        | '\u{20000}'..='\u{323AF}')
-}

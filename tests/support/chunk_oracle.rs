@@ -1,0 +1,63 @@
+//! What the chunker's property tests (`tests/chunk_props.rs`) and its fuzz target
+//! (`fuzz/fuzz_targets/chunk.rs`) check chunks against, written once for both: the lines of
+//! an offset, the top-level headings of a markdown body by pulldown-cmark, the blocks of
+//! CJK characters whose budget is discounted, and a stand-in sentence embedder.
+
+use std::ops::Range;
+
+use pulldown_cmark::{Event, Options, Parser, Tag};
+
+/// The 1-based line of the byte at `offset`.
+pub fn line_of(text: &str, offset: usize) -> u32 {
+    1 + text.as_bytes()[..offset].iter().filter(|&&b| b == b'\n').count() as u32
+}
+
+/// Byte ranges of the top-level headings of a markdown body, as offsets into `text`.
+pub fn top_level_headings(text: &str, body_start: usize) -> Vec<Range<usize>> {
+    let options = Options::ENABLE_TABLES
+        | Options::ENABLE_FOOTNOTES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_TASKLISTS
+        | Options::ENABLE_HEADING_ATTRIBUTES;
+    let mut depth = 0usize;
+    let mut headings = Vec::new();
+    for (event, range) in Parser::new_ext(&text[body_start..], options).into_offset_iter() {
+        match event {
+            Event::Start(tag) => {
+                if depth == 0 && matches!(tag, Tag::Heading { .. }) {
+                    headings.push(range.start + body_start..range.end + body_start);
+                }
+                depth += 1;
+            }
+            Event::End(_) => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    headings
+}
+
+/// Whether `c` lies in a block of Chinese, Japanese or Korean characters (letters,
+/// punctuation and symbols alike).
+pub fn in_cjk_blocks(c: char) -> bool {
+    matches!(c,
+        '\u{1100}'..='\u{11FF}'
+        | '\u{3000}'..='\u{9FFF}'
+        | '\u{A960}'..='\u{A97F}'
+        | '\u{AC00}'..='\u{D7FF}'
+        | '\u{F900}'..='\u{FAFF}'
+        | '\u{FF00}'..='\u{FFEF}'
+        | '\u{1B000}'..='\u{1B16F}'
+        | '\u{20000}'..='\u{323AF}')
+}
+
+/// Vectors of four numbers drawn from each text's hash: deterministic, and as far apart as
+/// chance makes them.
+pub fn hashed(texts: &[&str]) -> Vec<Vec<f32>> {
+    texts
+        .iter()
+        .map(|text| {
+            let hash = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
+            (0..4).map(|i| ((hash >> (i * 16)) & 0xffff) as f32 - 32768.0).collect()
+        })
+        .collect()
+}
