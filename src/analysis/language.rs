@@ -152,6 +152,13 @@ impl Language {
         self.spec().stemming
     }
 
+    /// Whether the stemmer must see the letters with their accents: Hungarian, Romanian and
+    /// Turkish spell their endings with them (`ablakból` is `ablak` by `-ból`; as `ablakbol`
+    /// the stemmer keeps it whole), so their words are folded after stemming, not before.
+    pub(super) fn stems_accented_letters(self) -> bool {
+        matches!(self.spec().stemming, Stemming::Hungarian | Stemming::Romanian | Stemming::Turkish)
+    }
+
     /// The term a chunk analysed by this language's rules carries in its text field, so that
     /// the index can tell which languages it holds. The tokenizer never emits a control
     /// character, so no word can be mistaken for it.

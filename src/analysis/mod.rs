@@ -121,25 +121,37 @@ fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> T
     // for them.
     let stop_words = StopWordFilter::new(language.stemming())
         .unwrap_or_else(|| StopWordFilter::remove(Vec::<String>::new()));
+    let stemmer = Stemmer::new(language.stemming());
     // Stop words go before stemming, as in Lucene's analyzers: the lists hold surface
-    // forms, and a stemmed form could collide with one. Accents go after them (the lists
-    // spell them: `für`, `été`) and before the stemmer, so that it sees the same letters
-    // however the word was typed; a word that the list spells without accents is dropped
-    // once it has lost its own (`qué` is `que`).
-    TextAnalyzer::builder(tokenizer)
+    // forms, and a stemmed form could collide with one.
+    let builder = TextAnalyzer::builder(tokenizer)
         .filter(LowerCaser)
         // Lowercasing can lengthen a term (`İ` becomes two chars), so the cap the tokenizer
         // already applies is checked again after it. `RemoveLongFilter` keeps terms strictly
         // shorter than its limit.
         .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
         .filter(stop_words.clone())
-        .filter(fold::DropFoldedStopWords { in_queries: query })
+        .filter(fold::DropFoldedStopWords { in_queries: query });
+    if language.stems_accented_letters() {
+        // The stemmer needs the accents of these languages' endings: their words lose them
+        // once stemmed.
+        return builder
+            .filter(stemmer)
+            .filter(fold::DropLatinMarks)
+            .filter(AsciiFoldingFilter)
+            .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
+            .build();
+    }
+    // Accents go after the stop words (whose lists spell them: `für`, `été`) and before the
+    // stemmer, so that it sees the same letters however the word was typed; a word that the
+    // list spells without accents is dropped once it has lost its own (`qué` is `que`).
+    builder
         .filter(fold::DropLatinMarks)
         .filter(AsciiFoldingFilter)
         // Folding can lengthen a term too (`⑽` becomes `(10)`).
         .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
         .filter(stop_words)
-        .filter(Stemmer::new(language.stemming()))
+        .filter(stemmer)
         .build()
 }
 
@@ -570,6 +582,14 @@ mod tests {
         assert_ne!(doc("й", ru), doc("и", ru));
         assert_eq!(analyzed("καφές"), ["καφές"]);
         assert_eq!(query_terms("検索"), ["検索"]);
+        // Hungarian, Romanian and Turkish endings are stemmed with their accents, then
+        // folded: `ablakból` (from the window) still meets `ablak`, and `orașele` `oraș`.
+        let hu = Language::named("hu").unwrap();
+        assert_eq!(doc("ablakból", hu), doc("ablak", hu));
+        assert_eq!(in_("ablak", hu), doc("ablakból", hu));
+        let ro = Language::named("ro").unwrap();
+        assert_eq!(doc("orașele", ro), doc("oraș", ro));
+        assert_eq!(doc("oraș", ro), ["oras"]);
     }
 
     #[test]
