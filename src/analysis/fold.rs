@@ -11,7 +11,9 @@
 //! tantivy's ASCII folding (`é` → `e`, `ß` → `ss`, `æ` → `ae`, `ł` → `l`), and combining
 //! marks written after a Latin letter (`e` + U+0301, as macOS file names and some editors
 //! store text) are dropped here first. The stemmer then sees the same letters whichever way
-//! the word was typed. Other scripts keep their marks: a Cyrillic `й` is not an `и`.
+//! the word was typed, except in Hungarian, Romanian and Turkish, whose stemmers need the
+//! accents of their endings and so come first ([`super::Language::stems_accented_letters`]).
+//! Other scripts keep their marks: a Cyrillic `й` is not an `и`.
 
 use std::cell::RefCell;
 use std::mem;
