@@ -141,26 +141,28 @@ impl<T: TokenStream> TokenStream for DropFoldedStopWordsStream<T> {
 /// Whether `word` (lowercased) loses letters' accents when folded and is then a stop word
 /// of one of the languages with a list.
 fn is_folded_stop_word(word: &str) -> bool {
+    // Chinese, Japanese and Korean letters have nothing to fold: their pairs, the most of a
+    // query that is not ASCII, skip the analyzers.
+    if word.chars().all(|c| c.is_ascii() || super::cjk::is_cjk(c)) {
+        return false;
+    }
     thread_local! {
-        /// The analyzer's folding alone, then each language's stop words after it: a word
-        /// that one of them drops is a stop word of that language once folded.
+        /// The analyzer's folding alone, and each language's stop words: a folded word
+        /// that one of the lists drops is a stop word of that language.
         static ANALYZERS: RefCell<(TextAnalyzer, Vec<TextAnalyzer>)> = RefCell::new((
             TextAnalyzer::builder(RawTokenizer::default()).filter(DropLatinMarks).filter(AsciiFoldingFilter).build(),
             Language::all()
                 .filter_map(|l| StopWordFilter::new(l.stemming()))
-                .map(|list| {
-                    TextAnalyzer::builder(RawTokenizer::default())
-                        .filter(DropLatinMarks)
-                        .filter(AsciiFoldingFilter)
-                        .filter(list)
-                        .build()
-                })
+                .map(|list| TextAnalyzer::builder(RawTokenizer::default()).filter(list).build())
                 .collect(),
         ));
     }
     ANALYZERS.with_borrow_mut(|(fold, lists)| {
-        let changed = fold.token_stream(word).next().is_some_and(|folded| folded.text != word);
-        changed && lists.iter_mut().any(|list| list.token_stream(word).next().is_none())
+        let Some(folded) = fold.token_stream(word).next().map(|t| t.text.clone()).filter(|f| f != word)
+        else {
+            return false;
+        };
+        lists.iter_mut().any(|list| list.token_stream(&folded).next().is_none())
     })
 }
 
