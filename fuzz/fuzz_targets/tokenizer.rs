@@ -4,8 +4,8 @@
 //! digit and holds no whitespace; no byte range comes twice; positions never go back; and
 //! the query terms are the analyzer's terms, de-duplicated in order of first appearance
 //! (for text with CJK letters, whose single characters only documents have, a subset; for
-//! other text with accents, those terms in order, less a word whose accents hid a stop
-//! word).
+//! other text that is not ASCII, a subset too, since a query leaves out a word whose
+//! accents hid a stop word).
 
 #![no_main]
 
@@ -47,9 +47,10 @@ fuzz_target!(|data: &[u8]| {
     } else if text.is_ascii() {
         assert_eq!(query, terms);
     } else {
-        // A query leaves out a word whose accents hid a stop word (`qué`), and keeps the
-        // rest in order.
-        let mut held = terms.iter();
-        assert!(query.iter().all(|term| held.any(|t| t == term)), "{query:?} is not drawn from {terms:?}");
+        // A query leaves out a word whose accents hid a stop word (`qué`, or `İst` folded to
+        // German's `ist`); the same term may still come later from another word, so only
+        // membership holds, not the order of first appearance.
+        let held: HashSet<&String> = terms.iter().collect();
+        assert!(query.iter().all(|term| held.contains(term)), "{query:?} is not drawn from {terms:?}");
     }
 });
