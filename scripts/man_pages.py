@@ -4,7 +4,7 @@ measuring search over real technical text in that language:
 
     scripts/man_pages.py LANG OUT_DIR [DEB_DIR]
 
-LANG is a Debian package suffix (`de`, `fr`, `zh`, `ru`, `pl`); the pages of a package with
+LANG is a Debian package suffix (`de`, `fr`, `zh`, `ru`, `pl`, `sv`, `tr`...); the pages of a package with
 several (`manpages-zh` holds `zh_CN` and `zh_TW`) are chosen by `--locale`, `zh_CN` by
 default for `zh`. Without DEB_DIR, `manpages-LANG` and `mandoc` are fetched with `apt-get download`
 (Debian's archive, no other network) into a scratch folder; with it, their `.deb` files are
