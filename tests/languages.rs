@@ -266,6 +266,13 @@ fn other_inflections_find_their_notes_in_each_language() {
         ("solicitar vacaciones", "es/vacaciones.md"),
         ("удалить старую копию", "ru/rezervnye-kopii.md"),
         ("ошибка сборки", "ru/oshibki.md"),
+        // Romanian and Turkish are told by their stop words, which tantivy has no list of:
+        // by English rules these words met nothing.
+        ("fișier", "ro/copii-de-rezerva.md"),
+        ("formularul", "ro/concediu.md"),
+        ("yedek", "tr/yedekleme.md"),
+        ("dosya", "tr/yedekleme.md"),
+        ("talepler", "tr/izin.md"),
     ] {
         assert_eq!(first_path(&engine, query).as_deref(), Some(answer), "{query}");
     }

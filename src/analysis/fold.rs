@@ -139,7 +139,8 @@ impl<T: TokenStream> TokenStream for DropFoldedStopWordsStream<T> {
 }
 
 /// Whether `word` (lowercased) loses letters' accents when folded and is then a stop word
-/// of one of the languages with a list.
+/// that one of the analyzers drops (tantivy's lists; the Romanian and Turkish ones of
+/// [`super::stop_words`] tell prose only, and drop nothing).
 fn is_folded_stop_word(word: &str) -> bool {
     // Chinese, Japanese and Korean letters have nothing to fold: their pairs, the most of a
     // query that is not ASCII, skip the analyzers.

@@ -20,7 +20,7 @@
 
 use std::collections::HashSet;
 
-use tantivy::tokenizer::{Language as Stemming, LowerCaser, SimpleTokenizer, StopWordFilter, TextAnalyzer};
+use tantivy::tokenizer::{Language as Stemming, LowerCaser, SimpleTokenizer, TextAnalyzer};
 
 /// A language with rules of its own: a Snowball stemmer, and a stop word list for most.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -180,9 +180,8 @@ const MIN_STOP_WORD_SHARE: f32 = 0.12;
 const MIN_DISTINCT_STOP_WORDS: usize = 4;
 
 /// Whether `prose` reads as `language`: enough of its words are the language's stop words.
-/// Romanian and Turkish have no list, so they are taken only when declared.
 fn speaks(prose: &str, language: Language) -> bool {
-    let Some(stop_words) = StopWordFilter::new(language.stemming()) else {
+    let Some(stop_words) = super::stop_words::of(language.stemming()) else {
         return false;
     };
     let words = |analyzer: TextAnalyzer| {
@@ -264,6 +263,10 @@ mod tests {
         conservées pendant trente jours avant d'être supprimées.";
     const RUSSIAN: &str = "Резервные копии каждую ночь копируются на второй сервер и хранятся \
         там тридцать дней, после чего удаляются.";
+    const ROMANIAN: &str = "Copiile de rezervă sunt copiate în fiecare noapte pe al doilea server și \
+        sunt păstrate acolo treizeci de zile, după care sunt șterse.";
+    const TURKISH: &str = "Yedekler her gece ikinci sunucuya kopyalanır ve silinmeden önce orada \
+        otuz gün boyunca saklanır; bu süre bir ayar ile değiştirilebilir.";
     const ENGLISH: &str = "The backups are copied to the second server every night and kept \
         there for thirty days before they are deleted.";
 
@@ -272,6 +275,8 @@ mod tests {
         assert_eq!(Language::detect(GERMAN).code(), "de");
         assert_eq!(Language::detect(FRENCH).code(), "fr");
         assert_eq!(Language::detect(RUSSIAN).code(), "ru");
+        assert_eq!(Language::detect(ROMANIAN).code(), "ro");
+        assert_eq!(Language::detect(TURKISH).code(), "tr");
         assert_eq!(Language::detect(ENGLISH), Language::ENGLISH);
     }
 

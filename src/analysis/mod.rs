@@ -47,6 +47,7 @@ mod cjk;
 mod code;
 mod fold;
 mod language;
+mod stop_words;
 mod unspaced;
 
 use std::collections::{HashMap, HashSet};
@@ -65,7 +66,7 @@ pub use language::Language;
 /// pipeline fingerprint that every commit records, so an index analysed the old way is
 /// analysed again (its vectors are kept: their texts did not change) rather than searched
 /// with terms it does not hold.
-pub const VERSION: u32 = 7;
+pub const VERSION: u32 = 8;
 
 /// The name under which [`register`] puts the analyzer in an index's tokenizer manager; text
 /// fields name it in their indexing options.
@@ -117,8 +118,8 @@ fn query_analyzer(language: Language) -> TextAnalyzer {
 }
 
 fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> TextAnalyzer {
-    // Some languages have a stemmer but no stop word list in tantivy: nothing is dropped
-    // for them.
+    // tantivy has no stop word list for Arabic, Greek, Tamil, Romanian and Turkish: nothing
+    // is dropped for them (the lists of `stop_words` tell Romanian and Turkish prose only).
     let stop_words = StopWordFilter::new(language.stemming())
         .unwrap_or_else(|| StopWordFilter::remove(Vec::<String>::new()));
     let stemmer = Stemmer::new(language.stemming());
