@@ -289,6 +289,10 @@ fn words_typed_without_their_accents_find_their_notes() {
         ("equipe", "fr/reunions.md"),
         ("verifiez precedente", "fr/deploiement.md"),
         ("manana", "es/huerto.md"),
+        // Romanian and Turkish endings spelt with marks (`păstrează`, `betiği`): their
+        // stemmers read them only so, and the chunk holds the word folded first as well.
+        ("pastreaza", "ro/copii-de-rezerva.md"),
+        ("betigi", "tr/yedekleme.md"),
     ] {
         assert_eq!(first_path(&engine, query).as_deref(), Some(answer), "{query}");
     }

@@ -167,6 +167,96 @@ fn is_folded_stop_word(word: &str) -> bool {
     })
 }
 
+/// For Hungarian, Romanian and Turkish chunks: each word stemmed with its accents and then
+/// folded (as a query typed with them is analysed), and also folded first and then stemmed
+/// (as a query typed without them is), both at the word's position when they differ.
+///
+/// These stemmers find an ending only as it is spelt (`ablakból`, from the window, is
+/// `ablak` by `-ból`), so a query typed without accents (`ablakbol`) is stemmed to
+/// something else; the second term is what that query gives, and it meets the chunk all
+/// the same. Queries are analysed one way only ([`super::Language::stems_accented_letters`]).
+#[derive(Clone)]
+pub(super) struct StemmedBothWays {
+    /// The stemmer, then the folding.
+    pub(super) stem_first: TextAnalyzer,
+    /// The folding, then the stemmer.
+    pub(super) fold_first: TextAnalyzer,
+}
+
+impl TokenFilter for StemmedBothWays {
+    type Tokenizer<T: Tokenizer> = StemmedBothWaysFilter<T>;
+
+    fn transform<T: Tokenizer>(self, tokenizer: T) -> StemmedBothWaysFilter<T> {
+        StemmedBothWaysFilter { inner: tokenizer, ways: self }
+    }
+}
+
+#[derive(Clone)]
+pub(super) struct StemmedBothWaysFilter<T> {
+    inner: T,
+    ways: StemmedBothWays,
+}
+
+impl<T: Tokenizer> Tokenizer for StemmedBothWaysFilter<T> {
+    type TokenStream<'a> = StemmedBothWaysStream<'a, T::TokenStream<'a>>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
+        StemmedBothWaysStream {
+            tail: self.inner.token_stream(text),
+            ways: &mut self.ways,
+            token: Token::default(),
+            second: None,
+        }
+    }
+}
+
+pub(super) struct StemmedBothWaysStream<'a, T> {
+    tail: T,
+    ways: &'a mut StemmedBothWays,
+    token: Token,
+    /// The folded-first term of the last word, when it differs: given next.
+    second: Option<String>,
+}
+
+/// The one term `analyzer` makes of `word` (the word itself if it makes none).
+fn one_term(analyzer: &mut TextAnalyzer, word: &str) -> String {
+    analyzer.token_stream(word).next().map_or_else(|| word.to_string(), |t| t.text.clone())
+}
+
+impl<T: TokenStream> TokenStream for StemmedBothWaysStream<'_, T> {
+    fn advance(&mut self) -> bool {
+        if let Some(second) = self.second.take() {
+            self.token.text = second;
+            return true;
+        }
+        if !self.tail.advance() {
+            return false;
+        }
+        self.token.clone_from(self.tail.token());
+        let word = mem::take(&mut self.token.text);
+        let stemmed = one_term(&mut self.ways.stem_first, &word);
+        if word.is_ascii() {
+            // Nothing to fold: both ways are the stemmer alone.
+            self.token.text = stemmed;
+            return true;
+        }
+        let folded = one_term(&mut self.ways.fold_first, &word);
+        if folded != stemmed {
+            self.second = Some(folded);
+        }
+        self.token.text = stemmed;
+        true
+    }
+
+    fn token(&self) -> &Token {
+        &self.token
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        &mut self.token
+    }
+}
+
 fn is_combining_mark(c: char) -> bool {
     ('\u{0300}'..='\u{036F}').contains(&c)
 }
