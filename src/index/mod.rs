@@ -82,6 +82,7 @@ impl IndexError {
             IndexError::Store { source: tantivy::TantivyError::IoError(source), .. } => {
                 !is_machine_failure(source)
             }
+            IndexError::Vector(VectorError { io: Some(source), .. }) => !is_machine_failure(source),
             IndexError::Store { .. } | IndexError::Vector(_) => true,
             IndexError::Embed(_)
             | IndexError::Missing { .. }
@@ -185,5 +186,13 @@ mod tests {
         );
         assert!(store(tantivy::TantivyError::InvalidArgument("bad".to_string())).is_damage());
         assert!(!IndexError::ReadOnly.is_damage());
+        // A vector file: the file system's error decides; usearch's own failures are damage.
+        let path = std::path::Path::new("vectors.usearch");
+        let vector = |kind| IndexError::Vector(VectorError::io_at(path, Error::from(kind)));
+        assert!(!vector(ErrorKind::PermissionDenied).is_damage());
+        assert!(vector(ErrorKind::NotFound).is_damage());
+        assert!(
+            IndexError::Vector(VectorError::at(path, "the file does not match its checksum")).is_damage()
+        );
     }
 }

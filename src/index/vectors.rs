@@ -39,14 +39,21 @@ pub const READER_LOAD_LIMIT: u64 = 512 << 20;
 pub struct VectorError {
     pub path: Option<String>,
     pub message: String,
+    /// The error of the file system, when the failure was one: whether the machine failed
+    /// or the file is wrong tells index damage apart ([`super::IndexError::is_damage`]).
+    pub io: Option<std::io::Error>,
 }
 
 impl VectorError {
     pub(super) fn new(message: impl ToString) -> Self {
-        VectorError { path: None, message: message.to_string() }
+        VectorError { path: None, message: message.to_string(), io: None }
     }
     pub(super) fn at(path: &Path, message: impl ToString) -> Self {
-        VectorError { path: Some(path.display().to_string()), message: message.to_string() }
+        VectorError { path: Some(path.display().to_string()), message: message.to_string(), io: None }
+    }
+    /// A file system error on `path`.
+    pub(super) fn io_at(path: &Path, error: std::io::Error) -> Self {
+        VectorError { path: Some(path.display().to_string()), message: error.to_string(), io: Some(error) }
     }
 }
 
@@ -70,7 +77,7 @@ struct MappedFile {
 
 impl MappedFile {
     fn check(&self) -> Result<(), VectorError> {
-        let now = self.file.metadata().map_err(|e| VectorError::at(&self.path, e))?.len();
+        let now = self.file.metadata().map_err(|e| VectorError::io_at(&self.path, e))?.len();
         if now < self.len {
             return Err(VectorError::at(
                 &self.path,
@@ -128,16 +135,16 @@ impl VectorIndex {
                 format!("holds vectors of {} dimensions, expected {dimensions}", meta.dimensions),
             ));
         }
-        let file = File::open(path).map_err(|e| VectorError::at(path, e))?;
-        let len = file.metadata().map_err(|e| VectorError::at(path, e))?.len();
+        let file = File::open(path).map_err(|e| VectorError::io_at(path, e))?;
+        let len = file.metadata().map_err(|e| VectorError::io_at(path, e))?.len();
         let (index, mapped) = if len <= load_limit {
             (Index::restore(p).map_err(|e| VectorError::at(path, e))?, None)
         } else {
             let index = Index::restore_view(p).map_err(|e| VectorError::at(path, e))?;
             // The file must be the one mapped: a writer may have renamed a new one into
             // place meanwhile.
-            let held = file.metadata().map_err(|e| VectorError::at(path, e))?;
-            let now = std::fs::metadata(path).map_err(|e| VectorError::at(path, e))?;
+            let held = file.metadata().map_err(|e| VectorError::io_at(path, e))?;
+            let now = std::fs::metadata(path).map_err(|e| VectorError::io_at(path, e))?;
             if (held.dev(), held.ino()) != (now.dev(), now.ino()) {
                 return Err(VectorError::at(path, "the file was replaced while it was opened"));
             }
@@ -250,8 +257,8 @@ impl VectorIndex {
         let tmp = files::temp_sibling(path);
         let t = tmp.to_str().ok_or_else(|| VectorError::at(path, "path is not UTF-8"))?;
         self.index.save(t).map_err(|e| VectorError::at(path, e))?;
-        std::fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(|e| VectorError::at(path, e))?;
-        std::fs::rename(&tmp, path).map_err(|e| VectorError::at(path, e))?;
+        std::fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(|e| VectorError::io_at(path, e))?;
+        std::fs::rename(&tmp, path).map_err(|e| VectorError::io_at(path, e))?;
         files::sync_parent(path);
         Ok(())
     }
