@@ -225,10 +225,11 @@ fn cut(c: &Candidate) -> PreviewLine {
     if text[sentence..first_mark].chars().count() > LEAD_CHARS {
         // Start LEAD_CHARS characters before the mark, at the start of a word.
         start = text[..first_mark].char_indices().rev().nth(LEAD_CHARS).map_or(0, |(i, _)| i);
+        // A blank can be wider than a byte (a no-break space, an ideographic space).
         if start > 0
-            && let Some(space) = text[start..first_mark].find(char::is_whitespace)
+            && let Some((at, blank)) = text[start..first_mark].char_indices().find(|(_, c)| c.is_whitespace())
         {
-            start += space + 1;
+            start += at + blank.len_utf8();
         }
     }
     let budget = MAX_CHARS - usize::from(start > 0) - 1;
@@ -345,6 +346,24 @@ mod tests {
         let lines = Previewer::new("内存安全 所有权", None).preview(&chunk(&line, 1));
         let shown = marked(&lines[0]);
         assert!(shown.starts_with("…[所有权]是 Rust") && shown.contains("保障[内存安全]。"), "{shown}");
+    }
+
+    #[test]
+    fn a_line_cut_after_a_wide_blank_stays_on_a_character_boundary() {
+        // The cut starts after the first blank of the forty characters before the mark;
+        // these blanks are two and three bytes long (a no-break space, as typographers put
+        // before `«`, an ideographic space and a thin space).
+        for blank in ['\u{a0}', '\u{3000}', '\u{2009}'] {
+            let line = format!(
+                "{}abc{blank}{} «needle» e il resto {}",
+                "x".repeat(300),
+                "y".repeat(30),
+                "z ".repeat(100)
+            );
+            let lines = Previewer::new("needle", None).preview(&chunk(&line, 1));
+            let shown = marked(&lines[0]);
+            assert!(shown.contains("[needle]"), "{blank:?}: {shown}");
+        }
     }
 
     #[test]
