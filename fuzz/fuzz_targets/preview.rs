@@ -1,0 +1,67 @@
+//! Fuzzes the previews of search hits (`search::preview::Previewer`): a query and a
+//! chunk's text, the chunk in one of several languages (which decides the rules its words
+//! are marked by). Every preview line must be a line of the chunk, trimmed and cut to at
+//! most `MAX_CHARS` characters with an ellipsis at a cut end; its marks must be in order,
+//! apart, non-empty and on character boundaries of the shown text.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use situate::index::ChunkRecord;
+use situate::search::preview::{MAX_CHARS, Previewer};
+
+/// The languages a chunk may be in, by its front matter: English rules, a Latin language
+/// folded before its stemmer, one stemmed before folding, Cyrillic, Chinese pairs and Thai
+/// words.
+const LANGUAGES: [&str; 7] = ["en", "fr", "hu", "tr", "ru", "zh", "th"];
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&first, rest)) = data.split_first() else { return };
+    let input = String::from_utf8_lossy(rest);
+    let (query, text) = input.split_once('\n').unwrap_or((input.as_ref(), ""));
+    let start_line = 1 + u32::from(first >> 3);
+    let mut metadata = std::collections::BTreeMap::new();
+    metadata
+        .insert("language".to_string(), vec![LANGUAGES[usize::from(first) % LANGUAGES.len()].to_string()]);
+    let chunk = ChunkRecord {
+        id: 1,
+        path: "note.md".to_string(),
+        ordinal: 0,
+        start_line,
+        end_line: start_line + (text.lines().count() as u32).saturating_sub(1),
+        start_byte: 0,
+        end_byte: text.len() as u64,
+        title: String::new(),
+        heading_path: Vec::new(),
+        text: text.to_string(),
+        context: String::new(),
+        snippet: None,
+        snippet_key: 0,
+        token_count: 0,
+        content_hash: 0,
+        embed_hash: 0,
+        metadata,
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    for shown in Previewer::new(query, None).preview(&chunk) {
+        let n = shown.line.checked_sub(start_line).expect("a line before the chunk") as usize;
+        let source = lines.get(n).expect("a line after the chunk").trim();
+        assert!(shown.text.chars().count() <= MAX_CHARS, "{} characters", shown.text.chars().count());
+        // The shown text is a piece of the line, with an ellipsis at each end that was cut
+        // (the line may hold ellipses of its own).
+        let text = shown.text.as_str();
+        let lead = text.strip_prefix('…');
+        let pieces = [Some(text), lead, text.strip_suffix('…'), lead.and_then(|t| t.strip_suffix('…'))];
+        assert!(
+            pieces.into_iter().flatten().any(|piece| source.contains(piece)),
+            "{text:?} is not part of line {}: {source:?}",
+            shown.line
+        );
+        let mut end = 0;
+        for &(from, to) in &shown.marks {
+            assert!(end <= from && from < to && to <= shown.text.len(), "mark {from}..{to} after {end}");
+            assert!(shown.text.is_char_boundary(from) && shown.text.is_char_boundary(to), "{from}..{to}");
+            end = to;
+        }
+    }
+});
