@@ -250,32 +250,37 @@ pub fn weighted_query_terms(text: &str) -> Vec<(String, f32)> {
 /// are unknown, so its pairs keep their weight. A pair found both inside such a word and
 /// elsewhere keeps the larger weight.
 pub fn weighted_query_terms_in(text: &str, languages: &[Language]) -> Vec<(String, f32)> {
-    let runs: Vec<(&str, usize)> = cjk::word_runs(text).collect();
-    if runs.is_empty() {
-        return query_terms_in(text, languages).into_iter().map(|t| (t, 1.0)).collect();
-    }
-    let mut shares: HashMap<String, f32> = HashMap::new();
-    // The rest of the query, each run put out by a space: a pair it gives too keeps 1.
-    let mut rest = String::with_capacity(text.len());
-    let mut last = 0;
-    for &(run, pairs) in &runs {
-        let share = 1.0 / pairs as f32;
-        for term in query_terms_in(run, &[Language::ENGLISH]) {
-            let weight = shares.entry(term).or_insert(share);
-            *weight = weight.max(share);
+    // Each word's byte range and the share of a word each of its pairs weighs.
+    let words: Vec<(usize, usize, f32)> = cjk::word_runs(text)
+        .map(|(run, pairs)| {
+            let at = run.as_ptr() as usize - text.as_ptr() as usize;
+            (at, at + run.len(), 1.0 / pairs as f32)
+        })
+        .collect();
+    let mut weights: HashMap<String, f32> = HashMap::new();
+    let mut terms = Vec::new();
+    for &language in languages {
+        let mut analyzer = query_analyzer(language);
+        let mut stream = analyzer.token_stream(text);
+        while let Some(token) = stream.next() {
+            let share = words
+                .iter()
+                .find(|&&(from, to, _)| token.offset_from >= from && token.offset_to <= to)
+                .map_or(1.0, |&(_, _, share)| share);
+            match weights.get_mut(&token.text) {
+                Some(weight) => *weight = weight.max(share),
+                None => {
+                    weights.insert(token.text.clone(), share);
+                    terms.push(token.text.clone());
+                }
+            }
         }
-        let at = run.as_ptr() as usize - text.as_ptr() as usize;
-        rest.push_str(&text[last..at]);
-        rest.push(' ');
-        last = at + run.len();
     }
-    rest.push_str(&text[last..]);
-    let elsewhere: HashSet<String> = query_terms_in(&rest, languages).into_iter().collect();
-    query_terms_in(text, languages)
+    terms
         .into_iter()
-        .map(|t| {
-            let weight = if elsewhere.contains(&t) { 1.0 } else { shares.get(&t).copied().unwrap_or(1.0) };
-            (t, weight)
+        .map(|term| {
+            let weight = weights[&term];
+            (term, weight)
         })
         .collect()
 }
