@@ -20,28 +20,9 @@ fuzz_target!(|data: &[u8]| {
     let input = String::from_utf8_lossy(rest);
     let (query, text) = input.split_once('\n').unwrap_or((input.as_ref(), ""));
     let start_line = 1 + u32::from(first >> 3);
-    let mut metadata = std::collections::BTreeMap::new();
-    metadata
-        .insert("language".to_string(), vec![LANGUAGES[usize::from(first) % LANGUAGES.len()].to_string()]);
-    let chunk = ChunkRecord {
-        id: 1,
-        path: "note.md".to_string(),
-        ordinal: 0,
-        start_line,
-        end_line: start_line + (text.lines().count() as u32).saturating_sub(1),
-        start_byte: 0,
-        end_byte: text.len() as u64,
-        title: String::new(),
-        heading_path: Vec::new(),
-        text: text.to_string(),
-        context: String::new(),
-        snippet: None,
-        snippet_key: 0,
-        token_count: 0,
-        content_hash: 0,
-        embed_hash: 0,
-        metadata,
-    };
+    let mut chunk = ChunkRecord::sample("note.md", text, start_line);
+    let language = LANGUAGES[usize::from(first) % LANGUAGES.len()];
+    chunk.metadata.insert("language".to_string(), vec![language.to_string()]);
     let lines: Vec<&str> = text.lines().collect();
     for shown in Previewer::new(query, None).preview(&chunk) {
         let n = shown.line.checked_sub(start_line).expect("a line before the chunk") as usize;

@@ -57,11 +57,10 @@ impl ChunkRecord {
     }
 }
 
-#[cfg(test)]
 impl ChunkRecord {
     /// A record of `text` in `path` from line `start_line`, every other field empty: for
-    /// tests of what reads records.
-    pub(crate) fn sample(path: &str, text: &str, start_line: u32) -> ChunkRecord {
+    /// tests and fuzzing of what reads records.
+    pub fn sample(path: &str, text: &str, start_line: u32) -> ChunkRecord {
         ChunkRecord {
             id: 0,
             path: path.into(),
