@@ -95,6 +95,19 @@ fn a_hit_shows_the_line_that_matched_with_its_terms_marked() {
     assert_eq!(preview[0]["marks"], serde_json::json!([[0, 5], [6, 10]]), "{preview}");
 }
 
+#[test]
+fn a_long_line_cut_after_a_no_break_space_is_shown() {
+    // French puts a no-break space (two bytes) before `«`; a long line's preview starts
+    // after the first blank of the forty characters before the match.
+    let cli = Cli::new();
+    let line =
+        format!("{}abc\u{a0}{} «aiguille» et le reste {}", "x".repeat(300), "y".repeat(30), "z ".repeat(100));
+    std::fs::write(cli.fixture.root().join("long.md"), format!("# Long\n\n{line}\n")).unwrap();
+    let (out, _) = cli.ok(&["search", "aiguille", "-k", "1", "--mode", "bm25"]);
+    assert!(out.contains("1. long.md:1-3"), "{out}");
+    assert!(out.contains(&format!("   3: …{} «aiguille» et le reste", "y".repeat(30))), "{out}");
+}
+
 fn hit_paths(out: &str) -> Vec<String> {
     let hits: serde_json::Value = serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"));
     let mut paths: Vec<String> =
