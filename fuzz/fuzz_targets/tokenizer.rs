@@ -5,14 +5,17 @@
 //! the query terms are the analyzer's terms, de-duplicated in order of first appearance
 //! (for text with CJK letters, whose single characters only documents have, a subset; for
 //! other text that is not ASCII, a subset too, since a query leaves out a word whose
-//! accents hid a stop word).
+//! accents hid a stop word). Under each language's rules too, the query terms of a text are
+//! among its document terms.
 
 #![no_main]
 
 use std::collections::HashSet;
 
 use libfuzzer_sys::fuzz_target;
-use situate::analysis::{document_terms, query_terms, text_analyzer};
+use situate::analysis::{
+    Language, document_terms, document_terms_in, query_terms, query_terms_in, text_analyzer,
+};
 use tantivy::tokenizer::TokenStream;
 
 fuzz_target!(|data: &[u8]| {
@@ -52,5 +55,14 @@ fuzz_target!(|data: &[u8]| {
         // membership holds, not the order of first appearance.
         let held: HashSet<&String> = terms.iter().collect();
         assert!(query.iter().all(|term| held.contains(term)), "{query:?} is not drawn from {terms:?}");
+    }
+    // Under every language's rules (its stop words, stemmer and order of folding), a query
+    // typed as the text is finds it: its terms are among the text's, each non-empty and
+    // within the length cap.
+    for language in Language::all() {
+        let held = document_terms_in(text, language);
+        assert!(held.iter().all(|t| !t.is_empty() && t.len() <= 255), "{}: {held:?}", language.code());
+        let query = query_terms_in(text, &[language]);
+        assert!(query.iter().all(|t| held.contains(t)), "{}: {query:?} not in {held:?}", language.code());
     }
 });

@@ -45,6 +45,7 @@
 
 mod cjk;
 mod code;
+mod empty;
 mod fold;
 mod language;
 mod stop_words;
@@ -66,7 +67,7 @@ pub use language::Language;
 /// pipeline fingerprint that every commit records, so an index analysed the old way is
 /// analysed again (its vectors are kept: their texts did not change) rather than searched
 /// with terms it does not hold.
-pub const VERSION: u32 = 9;
+pub const VERSION: u32 = 10;
 
 /// The name under which [`register`] puts the analyzer in an index's tokenizer manager; text
 /// fields name it in their indexing options.
@@ -142,6 +143,7 @@ fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> T
                 .filter(fold::DropLatinMarks)
                 .filter(AsciiFoldingFilter)
                 .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
+                .filter(empty::DropEmpty)
                 .build();
         }
         // A chunk also holds each word folded first and then stemmed: what a query typed
@@ -158,7 +160,11 @@ fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> T
                 .filter(Stemmer::new(language.stemming()))
                 .build(),
         };
-        return builder.filter(ways).filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1)).build();
+        return builder
+            .filter(ways)
+            .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
+            .filter(empty::DropEmpty)
+            .build();
     }
     // Accents go after the stop words (whose lists spell them: `für`, `été`) and before the
     // stemmer, so that it sees the same letters however the word was typed; a word that the
@@ -170,6 +176,7 @@ fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> T
         .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
         .filter(stop_words)
         .filter(stemmer)
+        .filter(empty::DropEmpty)
         .build()
 }
 
@@ -623,6 +630,20 @@ mod tests {
         assert_eq!(doc("oraș", ro), ["oras"]);
         // A word with nothing to fold gives one term.
         assert_eq!(doc("ablak", hu).len(), 1);
+    }
+
+    #[test]
+    fn a_word_a_stemmer_empties_gives_no_term() {
+        // Greek's stemmer takes `ετε` for an ending and leaves nothing of it.
+        let el = Language::named("el").unwrap();
+        assert_eq!(document_terms_in("ετε", el), HashSet::new());
+        assert_eq!(
+            query_terms_in("ετε καφές", &[el]),
+            document_terms_in("καφές", el).into_iter().collect::<Vec<_>>()
+        );
+        for language in Language::all() {
+            assert!(!document_terms_in("ετε ετε_x ablakból", language).contains(""), "{}", language.code());
+        }
     }
 
     #[test]
