@@ -78,70 +78,19 @@ impl<T: TokenStream> TokenStream for DropLatinMarksStream<'_, T> {
     }
 }
 
-/// Drops a query word whose accents hid a stop word of some language (`qué` is `que`,
-/// `está` is `esta`, `à` is `a`): once folded, it would match that word wherever the rules
-/// of a chunk keep it (a note in English quoting Spanish holds `que`), which the word as
-/// typed never did.
+/// Whether a query word's accents hid a stop word of some language (`qué` is `que`, `está`
+/// is `esta`, `à` is `a`): once folded, it would match that word wherever the rules of a
+/// chunk keep it (a note in English quoting Spanish holds `que`), which the word as typed
+/// never did, so queries drop it ([`super::drop::DropWhere`]).
 ///
-/// Documents are left to their own language's list (`in_queries: false`), which the
-/// analyzer applies again after folding: a Spanish note's `qué` goes as `que`, and a
-/// document's words never depend on the lists of other languages.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct DropFoldedStopWords {
-    pub(super) in_queries: bool,
-}
-
-impl TokenFilter for DropFoldedStopWords {
-    type Tokenizer<T: Tokenizer> = DropFoldedStopWordsFilter<T>;
-
-    fn transform<T: Tokenizer>(self, tokenizer: T) -> DropFoldedStopWordsFilter<T> {
-        DropFoldedStopWordsFilter { inner: tokenizer, active: self.in_queries }
-    }
-}
-
-#[derive(Clone)]
-pub(super) struct DropFoldedStopWordsFilter<T> {
-    inner: T,
-    active: bool,
-}
-
-impl<T: Tokenizer> Tokenizer for DropFoldedStopWordsFilter<T> {
-    type TokenStream<'a> = DropFoldedStopWordsStream<T::TokenStream<'a>>;
-
-    fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
-        DropFoldedStopWordsStream { tail: self.inner.token_stream(text), active: self.active }
-    }
-}
-
-pub(super) struct DropFoldedStopWordsStream<T> {
-    tail: T,
-    active: bool,
-}
-
-impl<T: TokenStream> TokenStream for DropFoldedStopWordsStream<T> {
-    fn advance(&mut self) -> bool {
-        while self.tail.advance() {
-            let text = &self.tail.token().text;
-            if !self.active || text.is_ascii() || !is_folded_stop_word(text) {
-                return true;
-            }
-        }
-        false
-    }
-
-    fn token(&self) -> &Token {
-        self.tail.token()
-    }
-
-    fn token_mut(&mut self) -> &mut Token {
-        self.tail.token_mut()
-    }
-}
-
-/// Whether `word` (lowercased) loses letters' accents when folded and is then a stop word
+/// Documents are left to their own language's list, which the analyzer applies again after
+/// folding: a Spanish note's `qué` goes as `que`, and a document's words never depend on
+/// the lists of other languages.
+///
+/// That is, whether `word` (lowercased) loses letters' accents when folded and is then a stop word
 /// that one of the analyzers drops (tantivy's lists; the Romanian and Turkish ones of
 /// [`super::stop_words`] tell prose only, and drop nothing).
-fn is_folded_stop_word(word: &str) -> bool {
+pub(super) fn hides_a_stop_word(word: &str) -> bool {
     // Chinese, Japanese and Korean letters have nothing to fold: their pairs, the most of a
     // query that is not ASCII, skip the analyzers.
     if word.chars().all(|c| c.is_ascii() || super::cjk::is_cjk(c)) {

@@ -45,7 +45,7 @@
 
 mod cjk;
 mod code;
-mod empty;
+mod drop;
 mod fold;
 mod language;
 mod stop_words;
@@ -109,7 +109,7 @@ pub fn analyzer_for(language: Language) -> TextAnalyzer {
 
 /// The analyzer of queries in `language`: the same chain as [`analyzer_for`], except that a
 /// run of CJK text gives its pairs of characters only, not each character as well, and that
-/// a word whose accents hid a stop word is dropped ([`fold::DropFoldedStopWords`]).
+/// a word whose accents hid a stop word is dropped ([`fold::hides_a_stop_word`]).
 fn query_analyzer(language: Language) -> TextAnalyzer {
     static ANALYZERS: OnceLock<Vec<TextAnalyzer>> = OnceLock::new();
     let analyzers = ANALYZERS.get_or_init(|| {
@@ -133,7 +133,7 @@ fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> T
         // shorter than its limit.
         .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
         .filter(stop_words.clone())
-        .filter(fold::DropFoldedStopWords { in_queries: query });
+        .filter(drop::DropWhere(if query { fold::hides_a_stop_word } else { drop::never }));
     if language.stems_accented_letters() {
         // The stemmer needs the accents of these languages' endings: their words lose them
         // once stemmed.
@@ -143,7 +143,7 @@ fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> T
                 .filter(fold::DropLatinMarks)
                 .filter(AsciiFoldingFilter)
                 .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
-                .filter(empty::DropEmpty)
+                .filter(drop::DropWhere(drop::is_empty))
                 .build();
         }
         // A chunk also holds each word folded first and then stemmed: what a query typed
@@ -163,7 +163,7 @@ fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> T
         return builder
             .filter(ways)
             .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
-            .filter(empty::DropEmpty)
+            .filter(drop::DropWhere(drop::is_empty))
             .build();
     }
     // Accents go after the stop words (whose lists spell them: `für`, `été`) and before the
@@ -176,7 +176,7 @@ fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> T
         .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
         .filter(stop_words)
         .filter(stemmer)
-        .filter(empty::DropEmpty)
+        .filter(drop::DropWhere(drop::is_empty))
         .build()
 }
 
