@@ -181,7 +181,18 @@ const MIN_DISTINCT_STOP_WORDS: usize = 4;
 
 /// Whether `prose` reads as `language`: enough of its words are the language's stop words.
 fn speaks(prose: &str, language: Language) -> bool {
-    let Some(stop_words) = super::stop_words::of(language.stemming()) else {
+    // Each language's list is built once: a lowercasing analyzer that drops its stop words.
+    static LISTS: std::sync::OnceLock<Vec<Option<TextAnalyzer>>> = std::sync::OnceLock::new();
+    let lists = LISTS.get_or_init(|| {
+        Language::all()
+            .map(|l| {
+                super::stop_words::of(l.stemming()).map(|list| {
+                    TextAnalyzer::builder(SimpleTokenizer::default()).filter(LowerCaser).filter(list).build()
+                })
+            })
+            .collect()
+    });
+    let Some(without_stop_words) = lists[language.index()].clone() else {
         return false;
     };
     let words = |analyzer: TextAnalyzer| {
@@ -197,9 +208,7 @@ fn speaks(prose: &str, language: Language) -> bool {
         words
     };
     let all = words(TextAnalyzer::builder(SimpleTokenizer::default()).filter(LowerCaser).build());
-    let kept = words(
-        TextAnalyzer::builder(SimpleTokenizer::default()).filter(LowerCaser).filter(stop_words).build(),
-    );
+    let kept = words(without_stop_words);
     let kept_set: HashSet<&String> = kept.iter().collect();
     let distinct_stop_words = all.iter().filter(|w| !kept_set.contains(w)).collect::<HashSet<_>>().len();
     distinct_stop_words >= MIN_DISTINCT_STOP_WORDS
