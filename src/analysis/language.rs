@@ -22,39 +22,57 @@ use std::collections::HashSet;
 
 use tantivy::tokenizer::{Language as Stemming, LowerCaser, SimpleTokenizer, TextAnalyzer};
 
-/// A language with rules of its own: a Snowball stemmer, and a stop word list for most.
+/// A language with rules of its own: a stemmer (Snowball's, or for Czech the one of
+/// [`super::czech`]), and a stop word list for most.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Language(u8);
 
 /// What is known of one language: its two-letter (ISO 639-1) code, its English name, its
-/// stemmer, and the detector's name for it.
+/// Snowball stemmer (none for Czech, which has a light stemmer of its own), and the
+/// detector's name for it.
 struct Spec {
     code: &'static str,
     name: &'static str,
-    stemming: Stemming,
+    stemming: Option<Stemming>,
     detected: whatlang::Lang,
 }
 
 /// English first: [`Language::ENGLISH`] is index 0.
-const LANGUAGES: [Spec; 18] = [
-    Spec { code: "en", name: "english", stemming: Stemming::English, detected: whatlang::Lang::Eng },
-    Spec { code: "ar", name: "arabic", stemming: Stemming::Arabic, detected: whatlang::Lang::Ara },
-    Spec { code: "da", name: "danish", stemming: Stemming::Danish, detected: whatlang::Lang::Dan },
-    Spec { code: "de", name: "german", stemming: Stemming::German, detected: whatlang::Lang::Deu },
-    Spec { code: "el", name: "greek", stemming: Stemming::Greek, detected: whatlang::Lang::Ell },
-    Spec { code: "es", name: "spanish", stemming: Stemming::Spanish, detected: whatlang::Lang::Spa },
-    Spec { code: "fi", name: "finnish", stemming: Stemming::Finnish, detected: whatlang::Lang::Fin },
-    Spec { code: "fr", name: "french", stemming: Stemming::French, detected: whatlang::Lang::Fra },
-    Spec { code: "hu", name: "hungarian", stemming: Stemming::Hungarian, detected: whatlang::Lang::Hun },
-    Spec { code: "it", name: "italian", stemming: Stemming::Italian, detected: whatlang::Lang::Ita },
-    Spec { code: "nl", name: "dutch", stemming: Stemming::Dutch, detected: whatlang::Lang::Nld },
-    Spec { code: "no", name: "norwegian", stemming: Stemming::Norwegian, detected: whatlang::Lang::Nob },
-    Spec { code: "pt", name: "portuguese", stemming: Stemming::Portuguese, detected: whatlang::Lang::Por },
-    Spec { code: "ro", name: "romanian", stemming: Stemming::Romanian, detected: whatlang::Lang::Ron },
-    Spec { code: "ru", name: "russian", stemming: Stemming::Russian, detected: whatlang::Lang::Rus },
-    Spec { code: "sv", name: "swedish", stemming: Stemming::Swedish, detected: whatlang::Lang::Swe },
-    Spec { code: "ta", name: "tamil", stemming: Stemming::Tamil, detected: whatlang::Lang::Tam },
-    Spec { code: "tr", name: "turkish", stemming: Stemming::Turkish, detected: whatlang::Lang::Tur },
+const LANGUAGES: [Spec; 19] = [
+    Spec { code: "en", name: "english", stemming: Some(Stemming::English), detected: whatlang::Lang::Eng },
+    Spec { code: "ar", name: "arabic", stemming: Some(Stemming::Arabic), detected: whatlang::Lang::Ara },
+    Spec { code: "da", name: "danish", stemming: Some(Stemming::Danish), detected: whatlang::Lang::Dan },
+    Spec { code: "de", name: "german", stemming: Some(Stemming::German), detected: whatlang::Lang::Deu },
+    Spec { code: "el", name: "greek", stemming: Some(Stemming::Greek), detected: whatlang::Lang::Ell },
+    Spec { code: "es", name: "spanish", stemming: Some(Stemming::Spanish), detected: whatlang::Lang::Spa },
+    Spec { code: "fi", name: "finnish", stemming: Some(Stemming::Finnish), detected: whatlang::Lang::Fin },
+    Spec { code: "fr", name: "french", stemming: Some(Stemming::French), detected: whatlang::Lang::Fra },
+    Spec {
+        code: "hu",
+        name: "hungarian",
+        stemming: Some(Stemming::Hungarian),
+        detected: whatlang::Lang::Hun,
+    },
+    Spec { code: "it", name: "italian", stemming: Some(Stemming::Italian), detected: whatlang::Lang::Ita },
+    Spec { code: "nl", name: "dutch", stemming: Some(Stemming::Dutch), detected: whatlang::Lang::Nld },
+    Spec {
+        code: "no",
+        name: "norwegian",
+        stemming: Some(Stemming::Norwegian),
+        detected: whatlang::Lang::Nob,
+    },
+    Spec {
+        code: "pt",
+        name: "portuguese",
+        stemming: Some(Stemming::Portuguese),
+        detected: whatlang::Lang::Por,
+    },
+    Spec { code: "ro", name: "romanian", stemming: Some(Stemming::Romanian), detected: whatlang::Lang::Ron },
+    Spec { code: "ru", name: "russian", stemming: Some(Stemming::Russian), detected: whatlang::Lang::Rus },
+    Spec { code: "sv", name: "swedish", stemming: Some(Stemming::Swedish), detected: whatlang::Lang::Swe },
+    Spec { code: "ta", name: "tamil", stemming: Some(Stemming::Tamil), detected: whatlang::Lang::Tam },
+    Spec { code: "tr", name: "turkish", stemming: Some(Stemming::Turkish), detected: whatlang::Lang::Tur },
+    Spec { code: "cs", name: "czech", stemming: None, detected: whatlang::Lang::Ces },
 ];
 
 /// Letters of prose a chunk needs before its detected language is trusted: below that (a
@@ -147,8 +165,8 @@ impl Language {
         self.0 as usize
     }
 
-    /// The stemmer of the language.
-    pub(super) fn stemming(self) -> Stemming {
+    /// The Snowball stemmer of the language; `None` for Czech ([`super::czech`]).
+    pub(super) fn stemming(self) -> Option<Stemming> {
         self.spec().stemming
     }
 
@@ -156,7 +174,7 @@ impl Language {
     /// Turkish spell their endings with them (`ablakból` is `ablak` by `-ból`; as `ablakbol`
     /// the stemmer keeps it whole), so their words are folded after stemming, not before.
     pub(super) fn stems_accented_letters(self) -> bool {
-        matches!(self.spec().stemming, Stemming::Hungarian | Stemming::Romanian | Stemming::Turkish)
+        matches!(self.spec().stemming, Some(Stemming::Hungarian | Stemming::Romanian | Stemming::Turkish))
     }
 
     /// The term a chunk analysed by this language's rules carries in its text field, so that
@@ -186,7 +204,7 @@ fn speaks(prose: &str, language: Language) -> bool {
     let lists = LISTS.get_or_init(|| {
         Language::all()
             .map(|l| {
-                super::stop_words::of(l.stemming()).map(|list| {
+                super::stop_words::of(l).map(|list| {
                     TextAnalyzer::builder(SimpleTokenizer::default()).filter(LowerCaser).filter(list).build()
                 })
             })
@@ -215,18 +233,25 @@ fn speaks(prose: &str, language: Language) -> bool {
         && (all.len() - kept.len()) as f32 >= MIN_STOP_WORD_SHARE * all.len() as f32
 }
 
-/// The detector, choosing among the languages with rules here only.
+/// Languages the detector may name although they have no rules here, so that their text is
+/// not taken for a close language that has: Polish for Czech, whose stemmer would cut
+/// Polish words by Czech endings. Their text is analysed by English rules.
+const TOLD_APART: [whatlang::Lang; 1] = [whatlang::Lang::Pol];
+
+/// The detector, choosing among the languages with rules here, and [`TOLD_APART`].
 ///
 /// Left to choose among all it knows, it takes short Russian notes for Bulgarian or
-/// Ukrainian, and it would take, say, Polish text for Polish, which has no rules here either
-/// way. Among these languages only, Cyrillic text is Russian, and a note in a language without
+/// Ukrainian, and it would take, say, Portuguese text for Galician, which has no rules here.
+/// Among these languages only, Cyrillic text is Russian, and a note in a language without
 /// rules gets the closest rules that have them when it passes [`speaks`]; either way,
 /// queries are analysed by the same rules as the chunk (see [`super::query_terms_in`]), so
 /// its words are met all the same.
 fn detector() -> &'static whatlang::Detector {
     static DETECTOR: std::sync::OnceLock<whatlang::Detector> = std::sync::OnceLock::new();
     DETECTOR.get_or_init(|| {
-        whatlang::Detector::with_allowlist(LANGUAGES.iter().map(|spec| spec.detected).collect())
+        whatlang::Detector::with_allowlist(
+            LANGUAGES.iter().map(|spec| spec.detected).chain(TOLD_APART).collect(),
+        )
     })
 }
 
@@ -276,8 +301,25 @@ mod tests {
         sunt păstrate acolo treizeci de zile, după care sunt șterse.";
     const TURKISH: &str = "Yedekler her gece ikinci sunucuya kopyalanır ve silinmeden önce orada \
         otuz gün boyunca saklanır; bu süre bir ayar ile değiştirilebilir.";
+    const CZECH: &str = "Zálohy serveru se dělají každou noc ve dvě hodiny a soubory starší než \
+        třicet dní se pak mažou, protože na disku není dost místa.";
     const ENGLISH: &str = "The backups are copied to the second server every night and kept \
         there for thirty days before they are deleted.";
+
+    #[test]
+    fn polish_prose_is_not_taken_for_czech() {
+        // From Debian's Polish manual pages. Among the languages with rules alone, the
+        // detector is sure that it is Czech.
+        const POLISH: &str = "Plik jest sekwencją wpisów, z których każdy ma postać następującej \
+            struktury zadeklarowanej w pliku nagłówkowym (należy zwrócić uwagę, że jest to jedna z \
+            wielu definicji; szczegóły zależą od wersji biblioteki).";
+        let with_rules =
+            whatlang::Detector::with_allowlist(LANGUAGES.iter().map(|spec| spec.detected).collect());
+        let guess = with_rules.detect(POLISH).unwrap();
+        assert_eq!((guess.lang(), guess.is_reliable()), (whatlang::Lang::Ces, true));
+        assert_eq!(detector().detect(POLISH).unwrap().lang(), whatlang::Lang::Pol);
+        assert_eq!(Language::detect(POLISH), Language::ENGLISH);
+    }
 
     #[test]
     fn prose_languages_are_detected() {
@@ -286,6 +328,7 @@ mod tests {
         assert_eq!(Language::detect(RUSSIAN).code(), "ru");
         assert_eq!(Language::detect(ROMANIAN).code(), "ro");
         assert_eq!(Language::detect(TURKISH).code(), "tr");
+        assert_eq!(Language::detect(CZECH).code(), "cs");
         assert_eq!(Language::detect(ENGLISH), Language::ENGLISH);
     }
 

@@ -45,6 +45,7 @@
 
 mod cjk;
 mod code;
+mod czech;
 mod drop;
 mod fold;
 mod language;
@@ -67,7 +68,7 @@ pub use language::Language;
 /// pipeline fingerprint that every commit records, so an index analysed the old way is
 /// analysed again (its vectors are kept: their texts did not change) rather than searched
 /// with terms it does not hold.
-pub const VERSION: u32 = 10;
+pub const VERSION: u32 = 15;
 
 /// The name under which [`register`] puts the analyzer in an index's tokenizer manager; text
 /// fields name it in their indexing options.
@@ -119,11 +120,27 @@ fn query_analyzer(language: Language) -> TextAnalyzer {
 }
 
 fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> TextAnalyzer {
-    // tantivy has no stop word list for Arabic, Greek, Tamil, Romanian and Turkish: nothing
-    // is dropped for them (the lists of `stop_words` tell Romanian and Turkish prose only).
-    let stop_words = StopWordFilter::new(language.stemming())
+    // tantivy has no stop word list for Arabic, Greek, Tamil, Romanian, Turkish and Czech:
+    // nothing is dropped for them (the lists of `stop_words` tell Romanian, Turkish and Czech
+    // prose only).
+    let stop_words = language
+        .stemming()
+        .and_then(StopWordFilter::new)
         .unwrap_or_else(|| StopWordFilter::remove(Vec::<String>::new()));
-    let stemmer = Stemmer::new(language.stemming());
+    let Some(stemming) = language.stemming() else {
+        // Czech, by its light stemmer, which reads folded words.
+        return TextAnalyzer::builder(tokenizer)
+            .filter(LowerCaser)
+            .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
+            .filter(drop::DropWhere(if query { fold::hides_a_stop_word } else { drop::never }))
+            .filter(fold::DropLatinMarks)
+            .filter(AsciiFoldingFilter)
+            .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
+            .filter(czech::CzechStemmer)
+            .filter(drop::DropWhere(drop::is_empty))
+            .build();
+    };
+    let stemmer = Stemmer::new(stemming);
     // Stop words go before stemming, as in Lucene's analyzers: the lists hold surface
     // forms, and a stemmed form could collide with one.
     let builder = TextAnalyzer::builder(tokenizer)
@@ -157,7 +174,7 @@ fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> T
             fold_first: TextAnalyzer::builder(RawTokenizer::default())
                 .filter(fold::DropLatinMarks)
                 .filter(AsciiFoldingFilter)
-                .filter(Stemmer::new(language.stemming()))
+                .filter(Stemmer::new(stemming))
                 .build(),
         };
         return builder
