@@ -22,57 +22,152 @@ use std::collections::HashSet;
 
 use tantivy::tokenizer::{Language as Stemming, LowerCaser, SimpleTokenizer, TextAnalyzer};
 
-/// A language with rules of its own: a stemmer (Snowball's, or for Czech the one of
-/// [`super::czech`]), and a stop word list for most.
+/// A language with rules of its own: a stemmer (Snowball's, or for Czech and Ukrainian one of
+/// [`super::light`]), and a stop word list for most.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Language(u8);
 
+/// How a language's words are cut to their stems.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Stems {
+    /// By tantivy's Snowball stemmer.
+    Snowball(Stemming),
+    /// By a light stemmer of the project's own ([`super::light`]), for a language Snowball
+    /// has none for.
+    Light(fn(&str) -> &str),
+}
+
 /// What is known of one language: its two-letter (ISO 639-1) code, its English name, its
-/// Snowball stemmer (none for Czech, which has a light stemmer of its own), and the
-/// detector's name for it.
+/// stemmer, and the detector's name for it.
 struct Spec {
     code: &'static str,
     name: &'static str,
-    stemming: Option<Stemming>,
+    stems: Stems,
     detected: whatlang::Lang,
 }
 
 /// English first: [`Language::ENGLISH`] is index 0.
-const LANGUAGES: [Spec; 19] = [
-    Spec { code: "en", name: "english", stemming: Some(Stemming::English), detected: whatlang::Lang::Eng },
-    Spec { code: "ar", name: "arabic", stemming: Some(Stemming::Arabic), detected: whatlang::Lang::Ara },
-    Spec { code: "da", name: "danish", stemming: Some(Stemming::Danish), detected: whatlang::Lang::Dan },
-    Spec { code: "de", name: "german", stemming: Some(Stemming::German), detected: whatlang::Lang::Deu },
-    Spec { code: "el", name: "greek", stemming: Some(Stemming::Greek), detected: whatlang::Lang::Ell },
-    Spec { code: "es", name: "spanish", stemming: Some(Stemming::Spanish), detected: whatlang::Lang::Spa },
-    Spec { code: "fi", name: "finnish", stemming: Some(Stemming::Finnish), detected: whatlang::Lang::Fin },
-    Spec { code: "fr", name: "french", stemming: Some(Stemming::French), detected: whatlang::Lang::Fra },
+const LANGUAGES: [Spec; 20] = [
+    Spec {
+        code: "en",
+        name: "english",
+        stems: Stems::Snowball(Stemming::English),
+        detected: whatlang::Lang::Eng,
+    },
+    Spec {
+        code: "ar",
+        name: "arabic",
+        stems: Stems::Snowball(Stemming::Arabic),
+        detected: whatlang::Lang::Ara,
+    },
+    Spec {
+        code: "da",
+        name: "danish",
+        stems: Stems::Snowball(Stemming::Danish),
+        detected: whatlang::Lang::Dan,
+    },
+    Spec {
+        code: "de",
+        name: "german",
+        stems: Stems::Snowball(Stemming::German),
+        detected: whatlang::Lang::Deu,
+    },
+    Spec {
+        code: "el",
+        name: "greek",
+        stems: Stems::Snowball(Stemming::Greek),
+        detected: whatlang::Lang::Ell,
+    },
+    Spec {
+        code: "es",
+        name: "spanish",
+        stems: Stems::Snowball(Stemming::Spanish),
+        detected: whatlang::Lang::Spa,
+    },
+    Spec {
+        code: "fi",
+        name: "finnish",
+        stems: Stems::Snowball(Stemming::Finnish),
+        detected: whatlang::Lang::Fin,
+    },
+    Spec {
+        code: "fr",
+        name: "french",
+        stems: Stems::Snowball(Stemming::French),
+        detected: whatlang::Lang::Fra,
+    },
     Spec {
         code: "hu",
         name: "hungarian",
-        stemming: Some(Stemming::Hungarian),
+        stems: Stems::Snowball(Stemming::Hungarian),
         detected: whatlang::Lang::Hun,
     },
-    Spec { code: "it", name: "italian", stemming: Some(Stemming::Italian), detected: whatlang::Lang::Ita },
-    Spec { code: "nl", name: "dutch", stemming: Some(Stemming::Dutch), detected: whatlang::Lang::Nld },
+    Spec {
+        code: "it",
+        name: "italian",
+        stems: Stems::Snowball(Stemming::Italian),
+        detected: whatlang::Lang::Ita,
+    },
+    Spec {
+        code: "nl",
+        name: "dutch",
+        stems: Stems::Snowball(Stemming::Dutch),
+        detected: whatlang::Lang::Nld,
+    },
     Spec {
         code: "no",
         name: "norwegian",
-        stemming: Some(Stemming::Norwegian),
+        stems: Stems::Snowball(Stemming::Norwegian),
         detected: whatlang::Lang::Nob,
     },
     Spec {
         code: "pt",
         name: "portuguese",
-        stemming: Some(Stemming::Portuguese),
+        stems: Stems::Snowball(Stemming::Portuguese),
         detected: whatlang::Lang::Por,
     },
-    Spec { code: "ro", name: "romanian", stemming: Some(Stemming::Romanian), detected: whatlang::Lang::Ron },
-    Spec { code: "ru", name: "russian", stemming: Some(Stemming::Russian), detected: whatlang::Lang::Rus },
-    Spec { code: "sv", name: "swedish", stemming: Some(Stemming::Swedish), detected: whatlang::Lang::Swe },
-    Spec { code: "ta", name: "tamil", stemming: Some(Stemming::Tamil), detected: whatlang::Lang::Tam },
-    Spec { code: "tr", name: "turkish", stemming: Some(Stemming::Turkish), detected: whatlang::Lang::Tur },
-    Spec { code: "cs", name: "czech", stemming: None, detected: whatlang::Lang::Ces },
+    Spec {
+        code: "ro",
+        name: "romanian",
+        stems: Stems::Snowball(Stemming::Romanian),
+        detected: whatlang::Lang::Ron,
+    },
+    Spec {
+        code: "ru",
+        name: "russian",
+        stems: Stems::Snowball(Stemming::Russian),
+        detected: whatlang::Lang::Rus,
+    },
+    Spec {
+        code: "sv",
+        name: "swedish",
+        stems: Stems::Snowball(Stemming::Swedish),
+        detected: whatlang::Lang::Swe,
+    },
+    Spec {
+        code: "ta",
+        name: "tamil",
+        stems: Stems::Snowball(Stemming::Tamil),
+        detected: whatlang::Lang::Tam,
+    },
+    Spec {
+        code: "tr",
+        name: "turkish",
+        stems: Stems::Snowball(Stemming::Turkish),
+        detected: whatlang::Lang::Tur,
+    },
+    Spec {
+        code: "cs",
+        name: "czech",
+        stems: Stems::Light(super::light::czech),
+        detected: whatlang::Lang::Ces,
+    },
+    Spec {
+        code: "uk",
+        name: "ukrainian",
+        stems: Stems::Light(super::light::ukrainian),
+        detected: whatlang::Lang::Ukr,
+    },
 ];
 
 /// Letters of prose a chunk needs before its detected language is trusted: below that (a
@@ -145,7 +240,11 @@ impl Language {
         if !info.is_reliable() {
             return Language::ENGLISH;
         }
-        let Some(language) = Language::all().find(|language| language.spec().detected == info.lang()) else {
+        let detected = match info.lang() {
+            whatlang::Lang::Rus | whatlang::Lang::Ukr => russian_or_ukrainian(&prose),
+            other => other,
+        };
+        let Some(language) = Language::all().find(|language| language.spec().detected == detected) else {
             return Language::ENGLISH;
         };
         // Code, configuration and shell sessions are written in Latin letters, and the
@@ -165,16 +264,24 @@ impl Language {
         self.0 as usize
     }
 
-    /// The Snowball stemmer of the language; `None` for Czech ([`super::czech`]).
+    /// How the language's words are cut to their stems.
+    pub(super) fn stems(self) -> Stems {
+        self.spec().stems
+    }
+
+    /// The Snowball stemmer of the language; `None` for those with a light stemmer.
     pub(super) fn stemming(self) -> Option<Stemming> {
-        self.spec().stemming
+        match self.spec().stems {
+            Stems::Snowball(stemming) => Some(stemming),
+            Stems::Light(_) => None,
+        }
     }
 
     /// Whether the stemmer must see the letters with their accents: Hungarian, Romanian and
     /// Turkish spell their endings with them (`ablakból` is `ablak` by `-ból`; as `ablakbol`
     /// the stemmer keeps it whole), so their words are folded after stemming, not before.
     pub(super) fn stems_accented_letters(self) -> bool {
-        matches!(self.spec().stemming, Some(Stemming::Hungarian | Stemming::Romanian | Stemming::Turkish))
+        matches!(self.stemming(), Some(Stemming::Hungarian | Stemming::Romanian | Stemming::Turkish))
     }
 
     /// The term a chunk analysed by this language's rules carries in its text field, so that
@@ -183,6 +290,23 @@ impl Language {
     pub fn marker(self) -> String {
         format!("\u{1}language={}", self.code())
     }
+}
+
+/// Russian or Ukrainian, by the letters that one alphabet has and the other lacks: `і`, `ї`,
+/// `є` and `ґ` are Ukrainian's, `ы`, `э`, `ъ` and `ё` Russian's. The detector, reading
+/// trigrams, takes short Russian lines for Ukrainian now and then (`динамический
+/// компоновщик/загрузчик`). Ukrainian prose is never without `і`, one of its commonest
+/// letters, so text with none of these letters is Russian.
+fn russian_or_ukrainian(prose: &str) -> whatlang::Lang {
+    let (mut ukrainian, mut russian) = (0usize, 0usize);
+    for c in prose.chars() {
+        match c {
+            'і' | 'ї' | 'є' | 'ґ' | 'І' | 'Ї' | 'Є' | 'Ґ' => ukrainian += 1,
+            'ы' | 'э' | 'ъ' | 'ё' | 'Ы' | 'Э' | 'Ъ' | 'Ё' => russian += 1,
+            _ => {}
+        }
+    }
+    if ukrainian > russian { whatlang::Lang::Ukr } else { whatlang::Lang::Rus }
 }
 
 /// Share of a text's words that must be stop words of a language (its articles,
@@ -240,9 +364,9 @@ const TOLD_APART: [whatlang::Lang; 1] = [whatlang::Lang::Pol];
 
 /// The detector, choosing among the languages with rules here, and [`TOLD_APART`].
 ///
-/// Left to choose among all it knows, it takes short Russian notes for Bulgarian or
-/// Ukrainian, and it would take, say, Portuguese text for Galician, which has no rules here.
-/// Among these languages only, Cyrillic text is Russian, and a note in a language without
+/// Left to choose among all it knows, it takes short Russian notes for Bulgarian, and it
+/// would take, say, Portuguese text for Galician, which has no rules here. Among these
+/// languages only, Cyrillic text is Russian or Ukrainian, and a note in a language without
 /// rules gets the closest rules that have them when it passes [`speaks`]; either way,
 /// queries are analysed by the same rules as the chunk (see [`super::query_terms_in`]), so
 /// its words are met all the same.
@@ -303,6 +427,8 @@ mod tests {
         otuz gün boyunca saklanır; bu süre bir ayar ile değiştirilebilir.";
     const CZECH: &str = "Zálohy serveru se dělají každou noc ve dvě hodiny a soubory starší než \
         třicet dní se pak mažou, protože na disku není dost místa.";
+    const UKRAINIAN: &str = "Резервні копії сервера створюються щоночі о другій годині й \
+        зберігаються там тридцять днів, після чого видаляються.";
     const ENGLISH: &str = "The backups are copied to the second server every night and kept \
         there for thirty days before they are deleted.";
 
@@ -329,6 +455,11 @@ mod tests {
         assert_eq!(Language::detect(ROMANIAN).code(), "ro");
         assert_eq!(Language::detect(TURKISH).code(), "tr");
         assert_eq!(Language::detect(CZECH).code(), "cs");
+        assert_eq!(Language::detect(UKRAINIAN).code(), "uk");
+        // A Russian manual page's name line, without the letters that tell Russian from
+        // Ukrainian: the detector alone takes it for Ukrainian.
+        let line = "# ld-linux(8): ld.so, ld-linux.so - динамический компоновщик/загрузчик";
+        assert_eq!(Language::detect(line).code(), "ru");
         assert_eq!(Language::detect(ENGLISH), Language::ENGLISH);
     }
 

@@ -45,10 +45,10 @@
 
 mod cjk;
 mod code;
-mod czech;
 mod drop;
 mod fold;
 mod language;
+mod light;
 mod stop_words;
 mod unspaced;
 
@@ -68,7 +68,7 @@ pub use language::Language;
 /// pipeline fingerprint that every commit records, so an index analysed the old way is
 /// analysed again (its vectors are kept: their texts did not change) rather than searched
 /// with terms it does not hold.
-pub const VERSION: u32 = 15;
+pub const VERSION: u32 = 17;
 
 /// The name under which [`register`] puts the analyzer in an index's tokenizer manager; text
 /// fields name it in their indexing options.
@@ -127,18 +127,22 @@ fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> T
         .stemming()
         .and_then(StopWordFilter::new)
         .unwrap_or_else(|| StopWordFilter::remove(Vec::<String>::new()));
-    let Some(stemming) = language.stemming() else {
-        // Czech, by its light stemmer, which reads folded words.
-        return TextAnalyzer::builder(tokenizer)
-            .filter(LowerCaser)
-            .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
-            .filter(drop::DropWhere(if query { fold::hides_a_stop_word } else { drop::never }))
-            .filter(fold::DropLatinMarks)
-            .filter(AsciiFoldingFilter)
-            .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
-            .filter(czech::CzechStemmer)
-            .filter(drop::DropWhere(drop::is_empty))
-            .build();
+    let stemming = match language.stems() {
+        language::Stems::Snowball(stemming) => stemming,
+        // Czech and Ukrainian, by light stemmers that read folded words (a Ukrainian one has
+        // nothing to fold but the Latin names it quotes).
+        language::Stems::Light(stem) => {
+            return TextAnalyzer::builder(tokenizer)
+                .filter(LowerCaser)
+                .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
+                .filter(drop::DropWhere(if query { fold::hides_a_stop_word } else { drop::never }))
+                .filter(fold::DropLatinMarks)
+                .filter(AsciiFoldingFilter)
+                .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
+                .filter(light::LightStemmer(stem))
+                .filter(drop::DropWhere(drop::is_empty))
+                .build();
+        }
     };
     let stemmer = Stemmer::new(stemming);
     // Stop words go before stemming, as in Lucene's analyzers: the lists hold surface

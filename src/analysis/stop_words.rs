@@ -15,7 +15,7 @@
 //! typed without its letters' marks (`si` for `și`, `icin` for `için`), and Romanian words
 //! with the cedilla letters `ş` and `ţ` that older fonts and keyboards put for `ș` and `ț`.
 
-use tantivy::tokenizer::{Language as Stemming, StopWordFilter};
+use tantivy::tokenizer::StopWordFilter;
 
 use super::Language;
 
@@ -60,19 +60,19 @@ const CZECH: &str = "\
     nim prave pred pri svuj takze teto tim uz vam vas vsak vsechny";
 
 /// The stop words that tell the prose of `language`: tantivy's list, or this file's for
-/// Romanian, Turkish and Czech. `None` for a language without one (Arabic, Greek, Tamil),
-/// whose script tells it instead.
+/// Romanian, Turkish and Czech. `None` for a language without one (Arabic, Greek, Tamil,
+/// Ukrainian), whose script tells it instead.
 pub(super) fn of(language: Language) -> Option<StopWordFilter> {
     if let Some(list) = language.stemming().and_then(StopWordFilter::new) {
         return Some(list);
     }
-    let words: Vec<String> = match language.stemming() {
-        Some(Stemming::Romanian) => ROMANIAN
+    let words: Vec<String> = match language.code() {
+        "ro" => ROMANIAN
             .split_whitespace()
             .flat_map(|w| [w.to_string(), w.replace('ș', "ş").replace('ț', "ţ")])
             .collect(),
-        Some(Stemming::Turkish) => TURKISH.split_whitespace().map(str::to_string).collect(),
-        None => CZECH.split_whitespace().map(str::to_string).collect(),
+        "tr" => TURKISH.split_whitespace().map(str::to_string).collect(),
+        "cs" => CZECH.split_whitespace().map(str::to_string).collect(),
         _ => return None,
     };
     Some(StopWordFilter::remove(words))
