@@ -236,6 +236,12 @@ impl Language {
         if prose.chars().filter(|c| c.is_alphabetic()).count() < MIN_LETTERS {
             return Language::ENGLISH;
         }
+        // Most notes are English, and the detector's reading of trigrams costs more than the
+        // rest of a chunk's analysis: prose that uses English's function words as English
+        // does is English without it.
+        if plainly_english(&prose) {
+            return Language::ENGLISH;
+        }
         let Some(info) = detector().detect(&prose) else { return Language::ENGLISH };
         if !info.is_reliable() {
             return Language::ENGLISH;
@@ -321,8 +327,42 @@ const MIN_STOP_WORD_SHARE: f32 = 0.12;
 /// prose uses many.
 const MIN_DISTINCT_STOP_WORDS: usize = 4;
 
+/// Share of an English text's words that are English stop words, at the least, for the text to
+/// be taken as English without the detector. English prose has a quarter to a half (`the`,
+/// `of`, `to`, `is`...); prose in the other languages with rules has a few (`in`, `was` and
+/// `will` are German too, `no` and `do` Spanish and Portuguese, `is` and `of` Dutch).
+const PLAINLY_ENGLISH_SHARE: f32 = 0.2;
+
+/// Whether at least [`PLAINLY_ENGLISH_SHARE`] of `prose`'s words of two letters or more, and
+/// [`MIN_DISTINCT_STOP_WORDS`] different ones, are English stop words: [`stop_word_use`]
+/// for English, in one pass over the text and without a copy of its words, since it runs on
+/// every chunk.
+fn plainly_english(prose: &str) -> bool {
+    let (mut words, mut stop_words, mut seen) = (0usize, 0usize, 0u64);
+    for word in prose.split(|c: char| !c.is_alphanumeric()) {
+        // One-letter words, as `speaks` skips them.
+        if word.chars().nth(1).is_none() {
+            continue;
+        }
+        words += 1;
+        if let Some(n) = super::stop_words::ENGLISH.iter().position(|w| w.eq_ignore_ascii_case(word)) {
+            stop_words += 1;
+            seen |= 1 << n;
+        }
+    }
+    seen.count_ones() as usize >= MIN_DISTINCT_STOP_WORDS
+        && stop_words as f32 >= PLAINLY_ENGLISH_SHARE * words as f32
+}
+
 /// Whether `prose` reads as `language`: enough of its words are the language's stop words.
 fn speaks(prose: &str, language: Language) -> bool {
+    stop_word_use(prose, language)
+        .is_some_and(|(share, distinct)| distinct >= MIN_DISTINCT_STOP_WORDS && share >= MIN_STOP_WORD_SHARE)
+}
+
+/// The share of `prose`'s words of two letters or more that are stop words of `language`,
+/// and how many different ones it uses; `None` for a language without a list.
+fn stop_word_use(prose: &str, language: Language) -> Option<(f32, usize)> {
     // Each language's list is built once: a lowercasing analyzer that drops its stop words.
     static LISTS: std::sync::OnceLock<Vec<Option<TextAnalyzer>>> = std::sync::OnceLock::new();
     let lists = LISTS.get_or_init(|| {
@@ -334,9 +374,7 @@ fn speaks(prose: &str, language: Language) -> bool {
             })
             .collect()
     });
-    let Some(without_stop_words) = lists[language.index()].clone() else {
-        return false;
-    };
+    let without_stop_words = lists[language.index()].clone()?;
     let words = |analyzer: TextAnalyzer| {
         let mut analyzer = analyzer;
         let mut stream = analyzer.token_stream(prose);
@@ -353,8 +391,8 @@ fn speaks(prose: &str, language: Language) -> bool {
     let kept = words(without_stop_words);
     let kept_set: HashSet<&String> = kept.iter().collect();
     let distinct_stop_words = all.iter().filter(|w| !kept_set.contains(w)).collect::<HashSet<_>>().len();
-    distinct_stop_words >= MIN_DISTINCT_STOP_WORDS
-        && (all.len() - kept.len()) as f32 >= MIN_STOP_WORD_SHARE * all.len() as f32
+    let share = if all.is_empty() { 0.0 } else { (all.len() - kept.len()) as f32 / all.len() as f32 };
+    Some((share, distinct_stop_words))
 }
 
 /// Languages the detector may name although they have no rules here, so that their text is
@@ -431,6 +469,23 @@ mod tests {
         зберігаються там тридцять днів, після чого видаляються.";
     const ENGLISH: &str = "The backups are copied to the second server every night and kept \
         there for thirty days before they are deleted.";
+
+    #[test]
+    fn english_prose_is_told_by_its_function_words_and_other_prose_is_not() {
+        assert!(plainly_english(ENGLISH));
+        for text in [GERMAN, FRENCH, RUSSIAN, ROMANIAN, TURKISH, CZECH, UKRAINIAN] {
+            assert!(!plainly_english(text), "{text}");
+        }
+        // The one pass agrees with the analyzers that `speaks` reads a text with.
+        for text in [ENGLISH, GERMAN, FRENCH, CZECH, "The THE the, of: it's a test; for (and) to"] {
+            let (share, distinct) = stop_word_use(text, Language::ENGLISH).unwrap();
+            assert_eq!(
+                plainly_english(text),
+                share >= PLAINLY_ENGLISH_SHARE && distinct >= MIN_DISTINCT_STOP_WORDS,
+                "{text}"
+            );
+        }
+    }
 
     #[test]
     fn polish_prose_is_not_taken_for_czech() {

@@ -19,6 +19,14 @@ use tantivy::tokenizer::StopWordFilter;
 
 use super::Language;
 
+/// English's stop words, the list of tantivy's English analyzer (Lucene's), which detection
+/// reads in one pass over a chunk ([`super::language`]).
+pub(super) const ENGLISH: [&str; 33] = [
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no",
+    "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to",
+    "was", "will", "with",
+];
+
 /// Romanian function words, with the older spelling `sînt` beside `sunt` (manual pages and
 /// much older text use it), then those typed without marks.
 const ROMANIAN: &str = "\
@@ -105,6 +113,11 @@ mod tests {
         assert!(!dropped("ro", "fișier"));
         assert!(!dropped("tr", "dosya") && !dropped("tr", "su"));
         assert!(!dropped("cs", "soubor"));
+        // This file's copy of the English list is tantivy's.
+        for word in ENGLISH {
+            assert!(dropped("en", word), "en {word}");
+        }
+        assert!(!dropped("en", "server") && !dropped("en", "what"));
         // tantivy's own lists are handed out as they are.
         assert!(dropped("de", "und") && !dropped("de", "the"));
         assert!(of(Language::named("el").unwrap()).is_none());
