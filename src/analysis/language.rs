@@ -368,7 +368,7 @@ fn stop_word_use(prose: &str, language: Language) -> Option<(f32, usize)> {
     let lists = LISTS.get_or_init(|| {
         Language::all()
             .map(|l| {
-                super::stop_words::of(l).map(|list| {
+                super::stop_words::of(l.code(), l.stemming()).map(|list| {
                     TextAnalyzer::builder(SimpleTokenizer::default()).filter(LowerCaser).filter(list).build()
                 })
             })

@@ -15,12 +15,10 @@
 //! typed without its letters' marks (`si` for `și`, `icin` for `için`), and Romanian words
 //! with the cedilla letters `ş` and `ţ` that older fonts and keyboards put for `ș` and `ț`.
 
-use tantivy::tokenizer::StopWordFilter;
-
-use super::Language;
+use tantivy::tokenizer::{Language as Stemming, StopWordFilter};
 
 /// English's stop words, the list of tantivy's English analyzer (Lucene's), which detection
-/// reads in one pass over a chunk ([`super::language`]).
+/// reads in one pass over a chunk (see `language.rs`).
 pub(super) const ENGLISH: [&str; 33] = [
     "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no",
     "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to",
@@ -67,14 +65,15 @@ const CZECH: &str = "\
     az byt ci dalsi jeji jenz jeste jiz kdyz ktera ktere ktery kteri mne maji nam nas nez ni \
     nim prave pred pri svuj takze teto tim uz vam vas vsak vsechny";
 
-/// The stop words that tell the prose of `language`: tantivy's list, or this file's for
-/// Romanian, Turkish and Czech. `None` for a language without one (Arabic, Greek, Tamil,
-/// Ukrainian), whose script tells it instead.
-pub(super) fn of(language: Language) -> Option<StopWordFilter> {
-    if let Some(list) = language.stemming().and_then(StopWordFilter::new) {
+/// The stop words that tell the prose of the language of two-letter `code`, whose Snowball
+/// stemmer is `stemming`: tantivy's list, or this file's for Romanian, Turkish and Czech.
+/// `None` for a language without one (Arabic, Greek, Tamil, Ukrainian), whose script tells
+/// it instead.
+pub(super) fn of(code: &str, stemming: Option<Stemming>) -> Option<StopWordFilter> {
+    if let Some(list) = stemming.and_then(StopWordFilter::new) {
         return Some(list);
     }
-    let words: Vec<String> = match language.code() {
+    let words: Vec<String> = match code {
         "ro" => ROMANIAN
             .split_whitespace()
             .flat_map(|w| [w.to_string(), w.replace('ș', "ş").replace('ț', "ţ")])
@@ -93,7 +92,14 @@ mod tests {
     #[test]
     fn romanian_turkish_and_czech_have_lists_and_greek_has_none() {
         let dropped = |code: &str, word: &str| {
-            let filter = of(Language::named(code).unwrap()).unwrap();
+            let stemming = match code {
+                "de" => Some(Stemming::German),
+                "en" => Some(Stemming::English),
+                "ro" => Some(Stemming::Romanian),
+                "tr" => Some(Stemming::Turkish),
+                _ => None,
+            };
+            let filter = of(code, stemming).unwrap();
             let mut analyzer =
                 tantivy::tokenizer::TextAnalyzer::builder(tantivy::tokenizer::RawTokenizer::default())
                     .filter(filter)
@@ -120,6 +126,6 @@ mod tests {
         assert!(!dropped("en", "server") && !dropped("en", "what"));
         // tantivy's own lists are handed out as they are.
         assert!(dropped("de", "und") && !dropped("de", "the"));
-        assert!(of(Language::named("el").unwrap()).is_none());
+        assert!(of("el", Some(Stemming::Greek)).is_none());
     }
 }
