@@ -269,6 +269,27 @@ fn show_prints_context_and_status_reports_the_index() {
     assert_eq!(s["embedder"]["provider"], model);
     let (out, _) = cli.ok(&["status"]);
     assert!(out.contains("files:     4"), "{out}");
+    // An English workspace: every chunk by English rules, and no line to say so.
+    assert_eq!(s["languages"], serde_json::json!([{"code": "en", "name": "english", "chunks": s["chunks"]}]));
+    assert!(!out.contains("languages:"), "{out}");
+
+    // A note in German is analysed by German rules, and the status says how many chunks.
+    cli.fixture.write(
+        "de/sicherung.md",
+        "# Sicherungen\n\nDie Sicherungen werden jede Nacht auf den zweiten Server kopiert und dort \
+         dreißig Tage lang aufbewahrt, bevor sie gelöscht werden.\n",
+    );
+    cli.ok(&["index"]);
+    let (out, _) = cli.ok(&["status", "--json"]);
+    let s: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let languages = s["languages"].as_array().unwrap();
+    assert_eq!(languages[0]["code"], "en", "{languages:?}");
+    assert_eq!(languages[1]["code"], "de", "{languages:?}");
+    let counted: u64 = languages.iter().map(|l| l["chunks"].as_u64().unwrap()).sum();
+    assert_eq!(Some(counted), s["chunks"].as_u64());
+    let (out, _) = cli.ok(&["status"]);
+    let line = out.lines().find(|l| l.starts_with("languages: ")).unwrap_or_else(|| panic!("{out}"));
+    assert!(line.starts_with("languages: English ") && line.contains(", German "), "{line}");
 }
 
 #[test]

@@ -288,6 +288,11 @@ fn bad_settings_are_shown_once_and_kept_in_status() {
     let s = status(&mut client);
     let problems = s["index"]["config_problems"].as_array().unwrap();
     assert_eq!(problems.len(), 2, "{s}");
+    // The standard workspace is English: every chunk by English rules.
+    assert_eq!(
+        s["index"]["languages"],
+        json!([{ "code": "en", "name": "english", "chunks": s["index"]["chunks"] }])
+    );
     // The defaults are in force, and the server serves.
     assert_eq!(search(&mut client, "backup").len(), 5);
 

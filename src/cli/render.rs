@@ -202,6 +202,12 @@ pub fn status(out: &mut impl Write, s: &Status) -> Result<()> {
         "embedder:  {} {} ({} dimensions)",
         s.embedder.provider, s.embedder.model, s.embedder.dimensions
     )?;
+    // Worth a line once a language other than English has chunks.
+    if s.languages.iter().any(|l| l.code != "en") {
+        let shares: Vec<String> =
+            s.languages.iter().map(|l| format!("{} {}", capitalised(l.name), l.chunks)).collect();
+        writeln!(out, "languages: {} (chunks by the rules of each)", shares.join(", "))?;
+    }
     writeln!(out, "size:      {:.1} MiB", s.disk_bytes as f64 / (1024.0 * 1024.0))?;
     writeln!(
         out,
@@ -356,4 +362,10 @@ pub fn write_run_file(path: &std::path::Path, report: &EvalReport) -> std::io::R
         writeln!(f)?;
     }
     f.flush()
+}
+
+/// `german` as `German`.
+fn capitalised(name: &str) -> String {
+    let mut chars = name.chars();
+    chars.next().map(|first| first.to_uppercase().chain(chars).collect()).unwrap_or_default()
 }

@@ -28,8 +28,8 @@ use crate::snippets::estimate::Estimate;
 use crate::team::Team;
 use crate::workspace;
 pub use report::{
-    Progress, ReconcileReport, SnippetProgress, SnippetRun, SnippetStatus, SnippetsApplied, Stale, Status,
-    TeamReport,
+    LanguageChunks, Progress, ReconcileReport, SnippetProgress, SnippetRun, SnippetStatus, SnippetsApplied,
+    Stale, Status, TeamReport,
 };
 pub use snippets::SnippetRunner;
 pub use team::Filled;

@@ -88,6 +88,19 @@ pub struct Status {
     pub snippets: Option<SnippetStatus>,
     /// The team cache, when the settings name one.
     pub team: Option<TeamReport>,
+    /// How many chunks each language's rules analyse, most first: English's take every chunk
+    /// that no other language's do (CJK text, code, short chunks among them).
+    pub languages: Vec<LanguageChunks>,
+}
+
+/// The chunks that one language's rules analyse, for `status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LanguageChunks {
+    /// The two-letter code: `de`.
+    pub code: &'static str,
+    /// The English name, in lower case: `german`.
+    pub name: &'static str,
+    pub chunks: usize,
 }
 
 /// The team cache, for `status`.

@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::snippets::chunk_input;
-use super::{EngineError, Setup, SnippetStatus, Stale, Status, TeamReport, relative_to};
+use super::{EngineError, LanguageChunks, Setup, SnippetStatus, Stale, Status, TeamReport, relative_to};
+use crate::analysis::Language;
 use crate::config::Config;
-use crate::index::{ChunkRecord, Snapshot};
+use crate::index::{ChunkRecord, Snapshot, TextField};
 use crate::providers::EmbedderIdentity;
 use crate::search::preview::Previewer;
 use crate::search::{self, Expand, Hit, SearchConfig, SearchRequest, expand};
@@ -192,7 +193,29 @@ impl View {
                 }
             }),
             team: self.team_report(),
+            languages: self.languages(chunks),
         }
+    }
+
+    /// How many of the `chunks` each language's rules analyse, most first, from the marker
+    /// term that a chunk in another language than English carries.
+    fn languages(&self, chunks: usize) -> Vec<LanguageChunks> {
+        let entry = |language: Language, chunks: usize| LanguageChunks {
+            code: language.code(),
+            name: language.name(),
+            chunks,
+        };
+        let mut languages: Vec<LanguageChunks> = Language::all()
+            .filter(|&l| l != Language::ENGLISH)
+            .map(|l| entry(l, self.snapshot.doc_freq(TextField::Text, &l.marker()) as usize))
+            .filter(|l| l.chunks > 0)
+            .collect();
+        let others: usize = languages.iter().map(|l| l.chunks).sum();
+        if chunks > others {
+            languages.push(entry(Language::ENGLISH, chunks - others));
+        }
+        languages.sort_by(|a, b| b.chunks.cmp(&a.chunks).then(a.code.cmp(b.code)));
+        languages
     }
 
     /// The team cache named by the settings, what this process saw of it, and its tally.

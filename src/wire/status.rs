@@ -35,6 +35,17 @@ pub struct StatusJson {
     pub snippets: Option<SnippetStatusJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub team: Option<TeamStatusJson>,
+    /// How many chunks each language's rules analyse, most first (`en` takes every chunk no
+    /// other language's rules do).
+    pub languages: Vec<LanguageChunksJson>,
+}
+
+/// The chunks one language's rules analyse.
+#[derive(Debug, Clone, Serialize)]
+pub struct LanguageChunksJson {
+    pub code: String,
+    pub name: String,
+    pub chunks: usize,
 }
 
 /// The team cache: its address (never its password), what this process saw of it, and
@@ -154,6 +165,15 @@ impl From<&Status> for StatusJson {
             notes: s.notes.clone(),
             snippets: s.snippets.as_ref().map(SnippetStatusJson::from),
             team: s.team.as_ref().map(TeamStatusJson::from),
+            languages: s
+                .languages
+                .iter()
+                .map(|l| LanguageChunksJson {
+                    code: l.code.to_string(),
+                    name: l.name.to_string(),
+                    chunks: l.chunks,
+                })
+                .collect(),
         }
     }
 }

@@ -277,6 +277,19 @@ local function test_status_and_health()
   check("health has no errors", report:find("ERROR", 1, true) == nil, report)
 end
 
+-- describe_folder on made-up answers: the languages line, only once another than English has chunks.
+local function test_describe_languages()
+  local describe = require("situate.commands").describe_folder
+  local function folder(languages)
+    local index = { files = 4, chunks = 8, index_dir = "/i", embedder = { model = "m" }, config_problems = {}, languages = languages }
+    return table.concat(describe({ root = "/n", phase = "ready", indexing = vim.NIL, pending = {}, errors = {}, index = index }), "\n")
+  end
+  local english = folder({ { code = "en", name = "english", chunks = 8 } })
+  check("no languages line for English alone", not english:find("languages:", 1, true), english)
+  local mixed = folder({ { code = "en", name = "english", chunks = 5 }, { code = "de", name = "german", chunks = 3 } })
+  check("the languages line names each", mixed:find("\n  languages: English 5 · German 3 (chunks by the rules of each)", 1, true) ~= nil, mixed)
+end
+
 -- describe_folder on made-up answers: the snippets lines in each state, and none when off.
 local function test_describe_snippets()
   local describe = require("situate.commands").describe_folder
@@ -443,6 +456,7 @@ local function main()
   test_related()
   local chunks = status(situate_client()).folders[1].index.chunks
   test_status_and_health()
+  test_describe_languages()
   test_describe_snippets()
   test_snippets(chunks)
 

@@ -1,6 +1,6 @@
 // The situate server's commands and the shapes of their answers (docs/lsp.md), as plain types.
 // Kept in step with src/lsp/ext.rs and src/wire/ (checked by tests/house.rs):
-// wire shapes hash: cf732ac54ea50924
+// wire shapes hash: 0857734c1b292388
 
 /** Names of the server's `workspace/executeCommand` commands. */
 export const ServerCommand = {
@@ -119,6 +119,15 @@ export interface IndexStatus {
   snippets?: SnippetIndexStatus;
   /** The team cache, when the settings name one. */
   team?: TeamStatus;
+  /** How many chunks each language's rules analyse, most first (`en` takes every chunk no other language's do). */
+  languages?: LanguageChunks[];
+}
+
+/** The chunks one language's rules analyse: `{ code: "de", name: "german", chunks: 340 }`. */
+export interface LanguageChunks {
+  code: string;
+  name: string;
+  chunks: number;
 }
 
 /** The team cache: its address (never the password), its state and what it did here. */

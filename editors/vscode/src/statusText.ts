@@ -118,6 +118,16 @@ function duration(secs: number): string {
   return `${Math.floor(secs / 3600)} h ${Math.floor((secs % 3600) / 60)} min`;
 }
 
+/** "- Languages: English 1,240 · German 340 (chunks by the rules of each)", once a language other than English has chunks. */
+function languagesLine(index: IndexStatus): string[] {
+  const languages = index.languages ?? [];
+  if (!languages.some((l) => l.code !== "en")) {
+    return [];
+  }
+  const shares = languages.map((l) => `${l.name.charAt(0).toUpperCase()}${l.name.slice(1)} ${count(l.chunks)}`);
+  return [`- Languages: ${shares.join(" · ")} (chunks by the rules of each)`];
+}
+
 function folderReport(folder: FolderStatus): string[] {
   const lines = [`## ${folder.root}`, ""];
   let phase = folder.phase as string;
@@ -132,6 +142,7 @@ function folderReport(folder: FolderStatus): string[] {
     lines.push(
       `- Files: ${count(index.files)} · chunks: ${count(index.chunks)} · vectors: ${count(index.vectors)}`,
       `- Model: ${index.embedder.provider} \`${index.embedder.model}\` (${index.embedder.dimensions} dimensions)`,
+      ...languagesLine(index),
       `- Index folder: \`${index.index_dir}\` (${formatBytes(index.disk_bytes)})`,
       `- Last commit: ${index.last_commit > 0 ? new Date(index.last_commit * 1000).toISOString() : "never"} (generation ${index.generation})`,
     );

@@ -289,6 +289,23 @@ function M.pending_vectors(index)
   )
 end
 
+--- "languages: English 1240 · German 340 (chunks by the rules of each)", once a language
+--- other than English has chunks; nil otherwise.
+function M.describe_languages(languages)
+  if type(languages) ~= "table" then
+    return nil
+  end
+  local shares, other = {}, false
+  for _, l in ipairs(languages) do
+    other = other or l.code ~= "en"
+    table.insert(shares, string.format("%s%s %d", l.name:sub(1, 1):upper(), l.name:sub(2), l.chunks))
+  end
+  if not other then
+    return nil
+  end
+  return "languages: " .. table.concat(shares, " · ") .. " (chunks by the rules of each)"
+end
+
 --- Lines describing one folder of a situate.status answer; `with_errors` adds its errors.
 function M.describe_folder(folder, with_errors)
   local phase = folder.phase
@@ -301,6 +318,10 @@ function M.describe_folder(folder, with_errors)
     local model = index.embedder and index.embedder.model or "?"
     table.insert(lines, string.format("  %d files, %d chunks, model %s", index.files or 0, index.chunks or 0, model))
     table.insert(lines, "  index: " .. tostring(index.index_dir))
+    local languages = M.describe_languages(index.languages)
+    if languages then
+      table.insert(lines, "  " .. languages)
+    end
     if (index.vectors_pending or 0) > 0 then
       table.insert(lines, "  " .. M.pending_vectors(index))
     end

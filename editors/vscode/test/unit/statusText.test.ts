@@ -61,6 +61,20 @@ test("starting, opening, failed, no folder, read-only and pending", () => {
   assert.match(readOnly.tooltip, /read-only/);
 });
 
+test("the report names the languages once another than English has chunks", () => {
+  assert.ok(!statusReport(one(folder())).includes("Languages"));
+  const english = { ...index, languages: [{ code: "en", name: "english", chunks: 2139 }] };
+  assert.ok(!statusReport(one(folder({ index: english }))).includes("Languages"));
+  const mixed = {
+    ...index,
+    languages: [
+      { code: "en", name: "english", chunks: 1240 },
+      { code: "de", name: "german", chunks: 899 },
+    ],
+  };
+  assert.ok(statusReport(one(folder({ index: mixed }))).includes("- Languages: English 1,240 · German 899 (chunks by the rules of each)"));
+});
+
 test("several folders add up", () => {
   const status = { folders: [folder(), folder({ root: "/b", index: { ...index, chunks: 1 } })] };
   assert.equal(statusBarText(status).text, "$(search) situate: 2,140 chunks");
