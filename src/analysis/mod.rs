@@ -120,9 +120,9 @@ fn query_analyzer(language: Language) -> TextAnalyzer {
 }
 
 fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> TextAnalyzer {
-    // tantivy has no stop word list for Arabic, Greek, Tamil, Romanian, Turkish and Czech:
-    // nothing is dropped for them (the lists of `stop_words` tell Romanian, Turkish and Czech
-    // prose only).
+    // tantivy has no stop word list for Arabic, Greek, Tamil, Romanian, Turkish, Czech and
+    // Ukrainian: nothing is dropped for them (the lists of `stop_words` tell Romanian,
+    // Turkish and Czech prose only).
     let stop_words = language
         .stemming()
         .and_then(StopWordFilter::new)
