@@ -58,7 +58,7 @@ use std::sync::OnceLock;
 use tantivy::Index;
 use tantivy::tokenizer::{
     AsciiFoldingFilter, LowerCaser, PreTokenizedString, RawTokenizer, RemoveLongFilter, Stemmer,
-    StopWordFilter, TextAnalyzer, Token,
+    StopWordFilter, TextAnalyzer, TextAnalyzerBuilder, Token, TokenFilter, Tokenizer,
 };
 
 use code::CodeAwareTokenizer;
@@ -127,24 +127,6 @@ fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> T
         .stemming()
         .and_then(StopWordFilter::new)
         .unwrap_or_else(|| StopWordFilter::remove(Vec::<String>::new()));
-    let stemming = match language.stems() {
-        language::Stems::Snowball(stemming) => stemming,
-        // Czech and Ukrainian, by light stemmers that read folded words (a Ukrainian one has
-        // nothing to fold but the Latin names it quotes).
-        language::Stems::Light(stem) => {
-            return TextAnalyzer::builder(tokenizer)
-                .filter(LowerCaser)
-                .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
-                .filter(drop::DropWhere(if query { fold::hides_a_stop_word } else { drop::never }))
-                .filter(fold::DropLatinMarks)
-                .filter(AsciiFoldingFilter)
-                .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
-                .filter(light::LightStemmer(stem))
-                .filter(drop::DropWhere(drop::is_empty))
-                .build();
-        }
-    };
-    let stemmer = Stemmer::new(stemming);
     // Stop words go before stemming, as in Lucene's analyzers: the lists hold surface
     // forms, and a stemmed form could collide with one.
     let builder = TextAnalyzer::builder(tokenizer)
@@ -155,6 +137,13 @@ fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> T
         .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
         .filter(stop_words.clone())
         .filter(drop::DropWhere(if query { fold::hides_a_stop_word } else { drop::never }));
+    let stemming = match language.stems() {
+        language::Stems::Snowball(stemming) => stemming,
+        // Czech and Ukrainian, by light stemmers that read folded words (a Ukrainian one has
+        // nothing to fold but the Latin names it quotes); they have no stop words to drop.
+        language::Stems::Light(stem) => return folded_then(builder, stop_words, light::LightStemmer(stem)),
+    };
+    let stemmer = Stemmer::new(stemming);
     if language.stems_accented_letters() {
         // The stemmer needs the accents of these languages' endings: their words lose them
         // once stemmed.
@@ -187,9 +176,18 @@ fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> T
             .filter(drop::DropWhere(drop::is_empty))
             .build();
     }
-    // Accents go after the stop words (whose lists spell them: `für`, `été`) and before the
-    // stemmer, so that it sees the same letters however the word was typed; a word that the
-    // list spells without accents is dropped once it has lost its own (`qué` is `que`).
+    folded_then(builder, stop_words, stemmer)
+}
+
+/// The end of the chain for every language but Hungarian, Romanian and Turkish: accents go
+/// after the stop words (whose lists spell them: `für`, `été`) and before the stemmer, so
+/// that it sees the same letters however the word was typed; a word that the list spells
+/// without accents is dropped once it has lost its own (`qué` is `que`).
+fn folded_then<T: Tokenizer>(
+    builder: TextAnalyzerBuilder<T>,
+    stop_words: StopWordFilter,
+    stemmer: impl TokenFilter,
+) -> TextAnalyzer {
     builder
         .filter(fold::DropLatinMarks)
         .filter(AsciiFoldingFilter)
