@@ -5,14 +5,18 @@ search over real text in that language:
     scripts/debian_docs.py BOOK LANG OUT_DIR [DEB_FILE]
 
 BOOK is `reference` (the Debian Reference, Osamu Aoki, GPL-2+), `faq` (the Debian FAQ,
-GPL-2+) or `install` (the Debian Installation Guide for amd64, GPL-2+); LANG a Debian
-package suffix (`ja`, `zh-cn`, `ko`, ...) or, for the Installation Guide, whose one package
-holds every language, the name of its folder there (`ko`, `zh_CN`). Without DEB_FILE the
-package (`debian-reference-LANG`, `debian-faq-LANG`, `installation-guide-amd64`) is fetched
-with `apt-get download` (Debian's archive, no other network). Each HTML chapter becomes a
+GPL-2+), `install` (the Debian Installation Guide for amd64, GPL-2+) or `handbook` (the
+Debian Administrator's Handbook, Raphaël Hertzog and Roland Mas, GPL-2+ or CC-BY-SA 3.0);
+LANG a Debian package suffix (`ja`, `zh-cn`, `ko`, ...) or, for the Installation Guide and
+the Handbook, whose one package holds every language, the name of its folder there (`ko`,
+`zh_CN`; `ar-MA`, `fa-IR`). Without DEB_FILE the package (`debian-reference-LANG`,
+`debian-faq-LANG`, `installation-guide-amd64`, `debian-handbook`) is fetched with
+`apt-get download` (Debian's archive, no other network). Each HTML chapter becomes a
 folder `NAME/` of the Reference's numbered sections of the second level, one file each
 (`ch01/01-slug.md`), or a file `NAME.md` of the FAQ's (whose sections are single
-questions) and of the Installation Guide's pages (one section each), opened by its title,
+questions), of the Installation Guide's pages (one section each) and of the Handbook's
+pages (one section each, named after it: `sect.apt-get.html` is `apt-get.md`; the text it
+has not translated yet is in English), opened by its title,
 its subsections one level deeper each; paragraphs, lists, tables, command screens
 (fenced) and inline code are kept, links and images become their text. The output is
 deterministic, so query files can name its lines.
@@ -30,6 +34,8 @@ import tempfile
 
 # Blocks whose text is not the book's: navigation, tables of contents, lists of tables.
 SKIPPED_DIV_CLASSES = {"navheader", "navfooter", "toc", "list-of-tables", "list-of-figures"}
+# Publican's banner above each page of the Handbook.
+SKIPPED_DIV_IDS = {"banner"}
 
 
 # Where each book's pages are in its package, and whether a chapter is one file.
@@ -37,6 +43,7 @@ BOOKS = {
     "reference": ("debian-reference-{lang}", "usr/share/debian-reference", False, "*.{lang}.html"),
     "faq": ("debian-faq-{lang}", "usr/share/doc/debian/FAQ/{lang}", True, "*.{lang}.html"),
     "install": ("installation-guide-amd64", "usr/share/doc/installation-guide-amd64/{lang}", True, "*.html"),
+    "handbook": ("debian-handbook", "usr/share/doc/debian-handbook/html/{lang}", True, "*.html"),
 }
 
 
@@ -78,18 +85,29 @@ class Book(html.parser.HTMLParser):
         self.rows = None
         self.table_depth = 0
         self.pre = None
+        self.in_docnav = False  # inside Publican's list of links to other pages
 
     # -- structure ---------------------------------------------------------------------
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if tag == "div":
             classes = set((a.get("class") or "").split())
-            skip = bool(classes & SKIPPED_DIV_CLASSES)
-            self.div_stack.append(skip)
+            skip = bool(classes & SKIPPED_DIV_CLASSES) or a.get("id") in SKIPPED_DIV_IDS
+            # Publican's pages (the Handbook) hold a paragraph in a div of class `para`.
+            para = "para" in classes and not self.skip_depth and self.block is None
+            self.div_stack.append("skip" if skip else "para" if para else None)
             if skip:
                 self.skip_depth += 1
+            if para:
+                self.inline = ""
+                self.block = "p"
             return
         if self.skip_depth:
+            return
+        if tag == "ul" and "docnav" in (a.get("class") or "").split():
+            # Publican's links to the previous and next pages.
+            self.in_docnav = True
+            self.skip_depth += 1
             return
         if tag in ("h1", "h2", "h3", "h4", "h5", "h6") and "title" in (a.get("class") or ""):
             self.heading = [int(tag[1]), None]
@@ -129,8 +147,15 @@ class Book(html.parser.HTMLParser):
 
     def handle_endtag(self, tag):
         if tag == "div":
-            if self.div_stack and self.div_stack.pop():
+            kind = self.div_stack.pop() if self.div_stack else None
+            if kind == "skip":
                 self.skip_depth -= 1
+            elif kind == "para" and self.block == "p":
+                self.flush()
+            return
+        if tag == "ul" and self.in_docnav:
+            self.in_docnav = False
+            self.skip_depth -= 1
             return
         if self.skip_depth:
             return
@@ -271,7 +296,8 @@ def main():
             shutil.rmtree(out_dir)
         out_dir.mkdir(parents=True)
         for page in sorted(src.glob(pattern.format(lang=lang))):
-            stem = page.name.split(".")[0]
+            # The Handbook names a section's page after it (`sect.apt-get.html`).
+            stem = page.name.removesuffix(".html").removeprefix("sect.") if book == "handbook" else page.name.split(".")[0]
             if stem == "index":
                 continue
             write_chapter(page, out_dir, stem, whole)
