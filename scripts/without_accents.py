@@ -5,7 +5,10 @@ them:
     scripts/without_accents.py QUERIES > PLAIN_QUERIES
 
 Each Latin letter loses its accents (`é` → `e`, `ñ` → `n`, `ß` → `ss`), as a reader types
-on a keyboard of another layout or a phone; other scripts and every other field of a line
+on a keyboard of another layout or a phone. Words in the Arabic script are typed as readers
+commonly type them: an alef without its hamza or madda (`أ`, `إ`, `آ` → `ا`), `ة` as `ه`,
+`ى` as `ي`, no short vowels, tanween or shadda, and a Persian word shaped by a zero-width
+non-joiner typed joined (`می‌شود` → `میشود`). Other scripts and every other field of a line
 are kept. The number of queries changed is printed on standard error.
 """
 
@@ -14,7 +17,13 @@ import sys
 import unicodedata
 
 
+# How a reader commonly types the letters of the Arabic script that a text spells otherwise.
+ARABIC_AS_TYPED = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ة": "ه", "ى": "ي", "\u200c": None, "\u0640": None}
+                                | {chr(c): None for c in range(0x064B, 0x0653)})
+
+
 def without_accents(text):
+    text = text.translate(ARABIC_AS_TYPED)
     letters = []
     for c in unicodedata.normalize("NFD", text):
         if unicodedata.category(c) == "Mn" and letters and "LATIN" in unicodedata.name(letters[-1], ""):

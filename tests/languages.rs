@@ -321,6 +321,32 @@ fn words_typed_without_their_accents_find_their_notes() {
 }
 
 #[test]
+fn words_in_the_arabic_script_are_found_however_they_are_typed() {
+    let (_f, engine) = indexed_copy_of("languages");
+    // The Persian note writes `کاربران`, `بررسی` and `کارشناس` with Persian letters,
+    // `می‌توانند` and `گزارش‌ها` with a zero-width non-joiner, and `۳۰` in Persian digits.
+    // Typed on an Arabic keyboard (`ي`, `ك`), joined, or in ASCII digits, these words found
+    // nothing, or the Arabic note first.
+    for (query, answer) in [
+        ("كاربران", "fa/pashtibangiri.md"),
+        ("بررسي", "fa/pashtibangiri.md"),
+        ("كارشناس", "fa/pashtibangiri.md"),
+        ("میتوانند", "fa/pashtibangiri.md"),
+        ("گزارشها", "fa/pashtibangiri.md"),
+        ("30 روز", "fa/pashtibangiri.md"),
+    ] {
+        assert_eq!(first_path(&engine, query).as_deref(), Some(answer), "{query}");
+    }
+    // Typed as the note writes them, as before.
+    for query in ["کاربران", "می\u{200C}توانند"] {
+        assert_eq!(first_path(&engine, query).as_deref(), Some("fa/pashtibangiri.md"), "{query}");
+    }
+    // The preview marks the word as the note writes it.
+    let marked = first_preview(&engine, "كاربران");
+    assert!(marked.contains("[کاربران]"), "{marked}");
+}
+
+#[test]
 fn english_notes_and_english_names_in_other_languages_are_found_as_before() {
     let (_f, engine) = indexed_copy_of("languages");
     assert_eq!(first_path(&engine, "older backups deleted").as_deref(), Some("en/backups.md"));

@@ -25,8 +25,6 @@
 //! Words with anything but the language's letters (numbers, names in other scripts) are
 //! left whole.
 
-use tantivy::tokenizer::{Token, TokenFilter, TokenStream, Tokenizer};
-
 /// The Czech case endings, longest first: the first that a word ends with is cut.
 const CZECH_ENDINGS: [&str; 39] = [
     "atech", // -atech
@@ -94,55 +92,15 @@ pub(super) fn czech(word: &str) -> &str {
     stem
 }
 
-/// The filter that stems each term by one of these stemmers.
+/// One of these stemmers, as the rewrite of each term ([`super::rewrite::EachTerm`]).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct LightStemmer(pub(super) fn(&str) -> &str);
 
-impl TokenFilter for LightStemmer {
-    type Tokenizer<T: Tokenizer> = LightStemmerFilter<T>;
-
-    fn transform<T: Tokenizer>(self, tokenizer: T) -> LightStemmerFilter<T> {
-        LightStemmerFilter { inner: tokenizer, stem: self.0 }
-    }
-}
-
-#[derive(Clone)]
-pub(super) struct LightStemmerFilter<T> {
-    inner: T,
-    stem: fn(&str) -> &str,
-}
-
-impl<T: Tokenizer> Tokenizer for LightStemmerFilter<T> {
-    type TokenStream<'a> = LightStemmerStream<T::TokenStream<'a>>;
-
-    fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
-        LightStemmerStream { tail: self.inner.token_stream(text), stem: self.stem }
-    }
-}
-
-pub(super) struct LightStemmerStream<T> {
-    tail: T,
-    stem: fn(&str) -> &str,
-}
-
-impl<T: TokenStream> TokenStream for LightStemmerStream<T> {
-    fn advance(&mut self) -> bool {
-        if !self.tail.advance() {
-            return false;
-        }
-        let text = &mut self.tail.token_mut().text;
+impl super::rewrite::Rewrite for LightStemmer {
+    fn rewrite(&self, term: &mut String) {
         // A stem is the word's beginning.
-        let kept = (self.stem)(text).len();
-        text.truncate(kept);
-        true
-    }
-
-    fn token(&self) -> &Token {
-        self.tail.token()
-    }
-
-    fn token_mut(&mut self) -> &mut Token {
-        self.tail.token_mut()
+        let kept = (self.0)(term).len();
+        term.truncate(kept);
     }
 }
 

@@ -43,12 +43,14 @@
 //! the rules of every language the index holds (with one difference, for CJK text: queries
 //! leave out its single characters).
 
+mod arabic;
 mod cjk;
 mod code;
 mod drop;
 mod fold;
 mod language;
 mod light;
+mod rewrite;
 mod stop_words;
 mod unspaced;
 
@@ -68,7 +70,7 @@ pub use language::Language;
 /// pipeline fingerprint that every commit records, so an index analysed the old way is
 /// analysed again (its vectors are kept: their texts did not change) rather than searched
 /// with terms it does not hold.
-pub const VERSION: u32 = 20;
+pub const VERSION: u32 = 21;
 
 /// The name under which [`register`] puts the analyzer in an index's tokenizer manager; text
 /// fields name it in their indexing options.
@@ -135,13 +137,18 @@ fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> T
         // already applies is checked again after it. `RemoveLongFilter` keeps terms strictly
         // shorter than its limit.
         .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
+        // Before the stop words and the stemmer, which then see a word in the Arabic script
+        // however it was typed.
+        .filter(rewrite::EachTerm(arabic::AsTyped(arabic::Stage::BeforeStemming)))
         .filter(stop_words.clone())
         .filter(drop::DropWhere(if query { fold::hides_a_stop_word } else { drop::never }));
     let stemming = match language.stems() {
         language::Stems::Snowball(stemming) => stemming,
         // Czech and Ukrainian, by light stemmers that read folded words (a Ukrainian one has
         // nothing to fold but the Latin names it quotes); they have no stop words to drop.
-        language::Stems::Light(stem) => return folded_then(builder, stop_words, light::LightStemmer(stem)),
+        language::Stems::Light(stem) => {
+            return folded_then(builder, stop_words, rewrite::EachTerm(light::LightStemmer(stem)));
+        }
     };
     let stemmer = Stemmer::new(stemming);
     if language.stems_accented_letters() {
@@ -152,6 +159,7 @@ fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> T
                 .filter(stemmer)
                 .filter(fold::DropLatinMarks)
                 .filter(AsciiFoldingFilter)
+                .filter(rewrite::EachTerm(arabic::AsTyped(arabic::Stage::AfterStemming)))
                 .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
                 .filter(drop::DropWhere(drop::is_empty))
                 .build();
@@ -172,6 +180,7 @@ fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> T
         };
         return builder
             .filter(ways)
+            .filter(rewrite::EachTerm(arabic::AsTyped(arabic::Stage::AfterStemming)))
             .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
             .filter(drop::DropWhere(drop::is_empty))
             .build();
@@ -195,6 +204,7 @@ fn folded_then<T: Tokenizer>(
         .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
         .filter(stop_words)
         .filter(stemmer)
+        .filter(rewrite::EachTerm(arabic::AsTyped(arabic::Stage::AfterStemming)))
         .filter(drop::DropWhere(drop::is_empty))
         .build()
 }
