@@ -250,47 +250,62 @@ fn first_path(engine: &Engine, query: &str) -> Option<String> {
     engine.search(&request(query)).unwrap().first().map(|h| h.chunk.path.clone())
 }
 
+/// Asserts that each query finds its note first.
+fn each_finds_its_note(engine: &Engine, cases: &[(&str, &str)]) {
+    for &(query, answer) in cases {
+        assert_eq!(first_path(engine, query).as_deref(), Some(answer), "{query}");
+    }
+}
+
+/// Asserts that every one of `queries` finds `answer` first.
+fn all_find(engine: &Engine, queries: &[&str], answer: &str) {
+    for &query in queries {
+        assert_eq!(first_path(engine, query).as_deref(), Some(answer), "{query}");
+    }
+}
+
 #[test]
 fn other_inflections_find_their_notes_in_each_language() {
     let (_f, engine) = indexed_copy_of("languages");
     // Each query's words stand in its note in another form only (a plural, a conjugated
     // verb, another case), except for function words.
-    for (query, answer) in [
-        ("Sicherung kopieren", "de/sicherung.md"),
-        ("Zertifikat", "de/zertifikate.md"),
-        ("Urlaubstag", "de/urlaub.md"),
-        ("Migrationen", "de/datenbank.md"),
-        ("sauvegarde conservée", "fr/sauvegardes.md"),
-        ("déployer", "fr/deploiement.md"),
-        ("cambiar contraseña compartida", "es/contrasenas.md"),
-        ("solicitar vacaciones", "es/vacaciones.md"),
-        ("удалить старую копию", "ru/rezervnye-kopii.md"),
-        ("ошибка сборки", "ru/oshibki.md"),
-        // Romanian and Turkish are told by their stop words, which tantivy has no list of:
-        // by English rules these words met nothing.
-        ("fișier", "ro/copii-de-rezerva.md"),
-        ("formularul", "ro/concediu.md"),
-        ("yedek", "tr/yedekleme.md"),
-        ("dosya", "tr/yedekleme.md"),
-        ("talepler", "tr/izin.md"),
-        // Czech, by a light stemmer of its own: the notes have `Zálohy`, `Soubory`,
-        // `archivy`, `dovolené`, `schválení` and `žádankou`.
-        ("záloha", "cs/zalohy.md"),
-        ("souborů", "cs/zalohy.md"),
-        ("archiv", "cs/zalohy.md"),
-        ("dovolenou", "cs/dovolena.md"),
-        ("schválená", "cs/dovolena.md"),
-        ("žádanka", "cs/dovolena.md"),
-        // Typed without accents, as its stemmer reads every word.
-        ("zadanka", "cs/dovolena.md"),
-        // Ukrainian, by a light stemmer of its own too: Russian's, which read these notes
-        // before, does not know the endings of `зовнішньому`, `щомісячні` or `керівникові`.
-        ("зовнішній", "uk/rezervni-kopii.md"),
-        ("щомісячний", "uk/rezervni-kopii.md"),
-        ("керівник", "uk/vidpustka.md"),
-    ] {
-        assert_eq!(first_path(&engine, query).as_deref(), Some(answer), "{query}");
-    }
+    each_finds_its_note(
+        &engine,
+        &[
+            ("Sicherung kopieren", "de/sicherung.md"),
+            ("Zertifikat", "de/zertifikate.md"),
+            ("Urlaubstag", "de/urlaub.md"),
+            ("Migrationen", "de/datenbank.md"),
+            ("sauvegarde conservée", "fr/sauvegardes.md"),
+            ("déployer", "fr/deploiement.md"),
+            ("cambiar contraseña compartida", "es/contrasenas.md"),
+            ("solicitar vacaciones", "es/vacaciones.md"),
+            ("удалить старую копию", "ru/rezervnye-kopii.md"),
+            ("ошибка сборки", "ru/oshibki.md"),
+            // Romanian and Turkish are told by their stop words, which tantivy has no list of:
+            // by English rules these words met nothing.
+            ("fișier", "ro/copii-de-rezerva.md"),
+            ("formularul", "ro/concediu.md"),
+            ("yedek", "tr/yedekleme.md"),
+            ("dosya", "tr/yedekleme.md"),
+            ("talepler", "tr/izin.md"),
+            // Czech, by a light stemmer of its own: the notes have `Zálohy`, `Soubory`,
+            // `archivy`, `dovolené`, `schválení` and `žádankou`.
+            ("záloha", "cs/zalohy.md"),
+            ("souborů", "cs/zalohy.md"),
+            ("archiv", "cs/zalohy.md"),
+            ("dovolenou", "cs/dovolena.md"),
+            ("schválená", "cs/dovolena.md"),
+            ("žádanka", "cs/dovolena.md"),
+            // Typed without accents, as its stemmer reads every word.
+            ("zadanka", "cs/dovolena.md"),
+            // Ukrainian, by a light stemmer of its own too: Russian's, which read these notes
+            // before, does not know the endings of `зовнішньому`, `щомісячні` or `керівникові`.
+            ("зовнішній", "uk/rezervni-kopii.md"),
+            ("щомісячний", "uk/rezervni-kopii.md"),
+            ("керівник", "uk/vidpustka.md"),
+        ],
+    );
 }
 
 #[test]
@@ -298,23 +313,22 @@ fn words_typed_without_their_accents_find_their_notes() {
     let (_f, engine) = indexed_copy_of("languages");
     // Each word stands in its note with accents (`Épluchez`, `mañana`, `précédente`), and
     // in no path; typed without them, it found nothing or another note.
-    for (query, answer) in [
-        ("epluchez", "fr/recette.md"),
-        ("pate", "fr/recette.md"),
-        ("equipe", "fr/reunions.md"),
-        ("verifiez precedente", "fr/deploiement.md"),
-        ("manana", "es/huerto.md"),
-        // Romanian and Turkish endings spelt with marks (`păstrează`, `betiği`): their
-        // stemmers read them only so, and the chunk holds the word folded first as well.
-        ("pastreaza", "ro/copii-de-rezerva.md"),
-        ("betigi", "tr/yedekleme.md"),
-    ] {
-        assert_eq!(first_path(&engine, query).as_deref(), Some(answer), "{query}");
-    }
+    each_finds_its_note(
+        &engine,
+        &[
+            ("epluchez", "fr/recette.md"),
+            ("pate", "fr/recette.md"),
+            ("equipe", "fr/reunions.md"),
+            ("verifiez precedente", "fr/deploiement.md"),
+            ("manana", "es/huerto.md"),
+            // Romanian and Turkish endings spelt with marks (`păstrează`, `betiği`): their
+            // stemmers read them only so, and the chunk holds the word folded first as well.
+            ("pastreaza", "ro/copii-de-rezerva.md"),
+            ("betigi", "tr/yedekleme.md"),
+        ],
+    );
     // Typed with them, or with an accent written apart from its letter, as before.
-    for query in ["Épluchez", "E\u{301}pluchez"] {
-        assert_eq!(first_path(&engine, query).as_deref(), Some("fr/recette.md"), "{query}");
-    }
+    all_find(&engine, &["Épluchez", "E\u{301}pluchez"], "fr/recette.md");
     // The preview marks the word as the note writes it.
     let marked = first_preview(&engine, "epluchez pommes");
     assert!(marked.contains("[Épluchez] quatre [pommes]"), "{marked}");
@@ -327,20 +341,19 @@ fn words_in_the_arabic_script_are_found_however_they_are_typed() {
     // `می‌توانند` and `گزارش‌ها` with a zero-width non-joiner, and `۳۰` in Persian digits.
     // Typed on an Arabic keyboard (`ي`, `ك`), joined, or in ASCII digits, these words found
     // nothing, or the Arabic note first.
-    for (query, answer) in [
-        ("كاربران", "fa/pashtibangiri.md"),
-        ("بررسي", "fa/pashtibangiri.md"),
-        ("كارشناس", "fa/pashtibangiri.md"),
-        ("میتوانند", "fa/pashtibangiri.md"),
-        ("گزارشها", "fa/pashtibangiri.md"),
-        ("30 روز", "fa/pashtibangiri.md"),
-    ] {
-        assert_eq!(first_path(&engine, query).as_deref(), Some(answer), "{query}");
-    }
+    each_finds_its_note(
+        &engine,
+        &[
+            ("كاربران", "fa/pashtibangiri.md"),
+            ("بررسي", "fa/pashtibangiri.md"),
+            ("كارشناس", "fa/pashtibangiri.md"),
+            ("میتوانند", "fa/pashtibangiri.md"),
+            ("گزارشها", "fa/pashtibangiri.md"),
+            ("30 روز", "fa/pashtibangiri.md"),
+        ],
+    );
     // Typed as the note writes them, as before.
-    for query in ["کاربران", "می\u{200C}توانند"] {
-        assert_eq!(first_path(&engine, query).as_deref(), Some("fa/pashtibangiri.md"), "{query}");
-    }
+    all_find(&engine, &["کاربران", "می\u{200C}توانند"], "fa/pashtibangiri.md");
     // The preview marks the word as the note writes it.
     let marked = first_preview(&engine, "كاربران");
     assert!(marked.contains("[کاربران]"), "{marked}");
@@ -352,9 +365,11 @@ fn english_notes_and_english_names_in_other_languages_are_found_as_before() {
     assert_eq!(first_path(&engine, "older backups deleted").as_deref(), Some("en/backups.md"));
     assert_eq!(first_path(&engine, "certificate renewal fails").as_deref(), Some("en/certificates.md"));
     // Identifiers in a German note, whole and by their parts.
-    for query in ["maxRetries", "max retries", "runMigrations", "run migrations", "shipped_at"] {
-        assert_eq!(first_path(&engine, query).as_deref(), Some("de/datenbank.md"), "{query}");
-    }
+    all_find(
+        &engine,
+        &["maxRetries", "max retries", "runMigrations", "run migrations", "shipped_at"],
+        "de/datenbank.md",
+    );
 }
 
 #[test]
