@@ -360,6 +360,35 @@ fn words_in_the_arabic_script_are_found_however_they_are_typed() {
 }
 
 #[test]
+fn chinese_words_are_found_in_either_script() {
+    // Two notes in Traditional characters and one in Simplified ones.
+    let (_f, engine) = indexed_with(&[
+        ("zh-hant/backup.md", "# 備份\n\n資料庫每晚備份一次，備份檔案保存三十天，過期的會自動刪除。\n"),
+        ("zh-hant/update.md", "# 軟體更新\n\n更新軟體之前，請先關閉所有開啟的程式並儲存檔案。\n"),
+        (
+            "zh-hans/network.md",
+            "# 网络设置\n\n使用代理时，请在环境变量 `HTTPS_PROXY` 中设置地址。不要关闭证书验证。\n",
+        ),
+    ]);
+    // Each word is spelt in the other script than its note's, every pair of its characters
+    // too: these queries found nothing.
+    each_finds_its_note(
+        &engine,
+        &[
+            ("备份", "zh-hant/backup.md"),
+            ("软体", "zh-hant/update.md"),
+            ("網絡", "zh-hans/network.md"),
+            ("證書", "zh-hans/network.md"),
+        ],
+    );
+    // Spelt as the note spells it, as before.
+    all_find(&engine, &["備份", "备份"], "zh-hant/backup.md");
+    // The preview marks the word as the note writes it.
+    let marked = first_preview(&engine, "软体更新");
+    assert!(marked.contains("[更新軟體]之前"), "{marked}");
+}
+
+#[test]
 fn english_notes_and_english_names_in_other_languages_are_found_as_before() {
     let (_f, engine) = indexed_copy_of("languages");
     assert_eq!(first_path(&engine, "older backups deleted").as_deref(), Some("en/backups.md"));

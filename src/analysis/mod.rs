@@ -48,6 +48,7 @@ mod cjk;
 mod code;
 mod drop;
 mod fold;
+mod han;
 mod language;
 mod light;
 mod rewrite;
@@ -70,7 +71,7 @@ pub use language::Language;
 /// pipeline fingerprint that every commit records, so an index analysed the old way is
 /// analysed again (its vectors are kept: their texts did not change) rather than searched
 /// with terms it does not hold.
-pub const VERSION: u32 = 21;
+pub const VERSION: u32 = 22;
 
 /// The name under which [`register`] puts the analyzer in an index's tokenizer manager; text
 /// fields name it in their indexing options.
@@ -138,8 +139,9 @@ fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> T
         // shorter than its limit.
         .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
         // Before the stop words and the stemmer, which then see a word in the Arabic script
-        // however it was typed.
-        .filter(rewrite::EachTerm(arabic::AsTyped(arabic::Stage::BeforeStemming)))
+        // however it was typed; Chinese characters in one script, whichever the text or the
+        // query was written in.
+        .filter(rewrite::EachTerm((arabic::AsTyped(arabic::Stage::BeforeStemming), han::Simplified)))
         .filter(stop_words.clone())
         .filter(drop::DropWhere(if query { fold::hides_a_stop_word } else { drop::never }));
     let stemming = match language.stems() {

@@ -1,11 +1,20 @@
 //! A filter that rewrites each term in place, for the project's own rewrites: the cuts of
-//! the light stemmers (`light.rs`) and the Arabic script as readers type it (`arabic.rs`).
+//! the light stemmers (`light.rs`), the Arabic script as readers type it (`arabic.rs`) and
+//! Traditional Chinese characters in their Simplified forms (`han.rs`).
 
 use tantivy::tokenizer::{Token, TokenFilter, TokenStream, Tokenizer};
 
 /// How each term is rewritten.
 pub(super) trait Rewrite: Clone + Send + Sync + 'static {
     fn rewrite(&self, term: &mut String);
+}
+
+/// Two rewrites, one after the other, in one filter.
+impl<A: Rewrite, B: Rewrite> Rewrite for (A, B) {
+    fn rewrite(&self, term: &mut String) {
+        self.0.rewrite(term);
+        self.1.rewrite(term);
+    }
 }
 
 /// The filter that rewrites each term by its [`Rewrite`].
