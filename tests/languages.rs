@@ -389,6 +389,46 @@ fn chinese_words_are_found_in_either_script() {
 }
 
 #[test]
+fn e5_reads_a_query_in_traditional_characters_as_its_simplified_twin() {
+    if situate::providers::builtin_model().is_none() {
+        eprintln!("skipped: this build has no built-in e5 model (build.rs could not fetch it)");
+        return;
+    }
+    let embedder = situate::providers::build(&situate::providers::EmbeddingConfig::E5 {
+        model_path: None,
+        max_tokens: None,
+    })
+    .unwrap();
+    let f = Fixture::empty();
+    for (path, text) in [
+        ("network.md", "# 网络设置\n\n使用代理时，请在环境变量中设置地址。不要关闭证书验证。\n"),
+        ("backup.md", "# 数据库备份\n\n数据库每晚备份一次，备份文件保存三十天。\n"),
+        ("update.md", "# 软件更新\n\n更新软件之前，请先关闭所有程序并保存文件。\n"),
+    ] {
+        f.write(path, text);
+    }
+    let mut engine = f.engine(embedder);
+    engine.reconcile(&mut |_| {}).unwrap();
+    while engine.fill_pending_vectors(16).unwrap() > 0 {}
+    assert_eq!(engine.pending_vectors(), 0);
+    let nearest = |query: &str| -> Vec<(String, Option<f32>)> {
+        let request = SearchRequest { mode: SearchMode::Vector, ..request(query) };
+        engine.search(&request).unwrap().into_iter().map(|h| (h.chunk.path, h.vector_similarity)).collect()
+    };
+    // The notes are in Simplified characters. e5 reads the query as typed less well (the
+    // network note's similarity 0.86 against 0.93): the query is also embedded with its
+    // characters folded, and each note keeps the better similarity.
+    for (traditional, simplified) in
+        [("網絡設置 證書驗證", "网络设置 证书验证"), ("數據庫備份", "数据库备份")]
+    {
+        let hits = nearest(traditional);
+        assert_eq!(hits, nearest(simplified), "{traditional}");
+        assert_eq!(hits.len(), 3);
+    }
+    assert_eq!(nearest("網絡設置 證書驗證")[0].0, "network.md");
+}
+
+#[test]
 fn english_notes_and_english_names_in_other_languages_are_found_as_before() {
     let (_f, engine) = indexed_copy_of("languages");
     assert_eq!(first_path(&engine, "older backups deleted").as_deref(), Some("en/backups.md"));

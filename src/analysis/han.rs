@@ -90,6 +90,13 @@ fn simplify(term: &mut String) {
     }
 }
 
+/// `text` with each Traditional character in its Simplified form; `None` when it has none.
+pub fn simplified_text(text: &str) -> Option<String> {
+    let mut folded = text.to_string();
+    simplify(&mut folded);
+    (folded != text).then_some(folded)
+}
+
 /// The rewrite of each term into Simplified characters ([`super::rewrite::EachTerm`]).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Simplified;
@@ -125,6 +132,9 @@ mod tests {
         // Two Traditional characters that share one Simplified form become one.
         assert_eq!(simplified("頭髮"), simplified("头发"));
         assert_eq!(simplified("發送"), "发送");
+        // A whole text, for the vector arm's second query.
+        assert_eq!(simplified_text("如何設定 HTTPS 代理？").as_deref(), Some("如何设定 HTTPS 代理？"));
+        assert_eq!(simplified_text("如何设定 HTTPS 代理？"), None);
     }
 
     #[test]

@@ -49,6 +49,7 @@ mod code;
 mod drop;
 mod fold;
 mod han;
+pub use han::simplified_text;
 mod language;
 mod light;
 mod rewrite;
