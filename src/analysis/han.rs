@@ -92,6 +92,10 @@ fn simplify(term: &mut String) {
 
 /// `text` with each Traditional character in its Simplified form; `None` when it has none.
 pub fn simplified_text(text: &str) -> Option<String> {
+    // Every search asks; most queries have no letter outside ASCII, and need no copy.
+    if text.is_ascii() {
+        return None;
+    }
     let mut folded = text.to_string();
     simplify(&mut folded);
     (folded != text).then_some(folded)
