@@ -67,6 +67,12 @@ fn is_combining_mark(c: char) -> bool {
     matches!(c, '\u{3099}'..='\u{309A}')
 }
 
+/// Whether `c` is a hiragana or katakana letter or mark: Chinese text has none, Japanese
+/// text has them in almost every sentence.
+pub(super) fn is_kana(c: char) -> bool {
+    is_hiragana(c) || is_word_script(c)
+}
+
 /// Whether `c` is a hiragana letter.
 fn is_hiragana(c: char) -> bool {
     matches!(c, '\u{3041}'..='\u{3096}' | '\u{309D}'..='\u{309F}')

@@ -49,7 +49,7 @@ mod code;
 mod drop;
 mod fold;
 mod han;
-pub use han::simplified_text;
+pub use han::embedded_text;
 mod language;
 mod light;
 mod rewrite;

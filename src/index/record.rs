@@ -39,6 +39,13 @@ pub struct ChunkRecord {
     pub metadata: Metadata,
 }
 
+/// The text embedded for a chunk: its header, snippet and text ([`context::embedding_text`])
+/// as the embedders read text ([`analysis::embedded_text`]: Chinese in one script). Its
+/// hash is the chunk's `embed_hash`, which finds a vector to reuse.
+pub fn embedding_text(header: &str, snippet: &str, text: &str) -> String {
+    analysis::embedded_text(context::embedding_text(header, snippet, text))
+}
+
 impl ChunkRecord {
     /// The snippet's text, empty when there is none.
     pub fn snippet_text(&self) -> &str {
@@ -47,7 +54,7 @@ impl ChunkRecord {
 
     /// The text the embedder saw.
     pub fn embedding_text(&self) -> String {
-        context::embedding_text(&self.context, self.snippet_text(), &self.text)
+        embedding_text(&self.context, self.snippet_text(), &self.text)
     }
 
     /// The language whose rules analyse the chunk: its document's `language` (or `lang`)

@@ -12,7 +12,6 @@ use super::record::{
 };
 use super::vectors::VectorError;
 use super::{Index, IndexError, store_err};
-use crate::context;
 use crate::providers::{EmbedError, Embedder};
 use crate::snippets::SnippetSlot;
 
@@ -66,7 +65,7 @@ impl Index {
                     SnippetSlot::Ready { snippet, .. } => snippet.text.as_str(),
                     _ => "",
                 };
-                let embed_text = context::embedding_text(&prepared.context, snippet, &prepared.chunk.text);
+                let embed_text = record::embedding_text(&prepared.context, snippet, &prepared.chunk.text);
                 let embed_hash = xxhash_rust::xxh3::xxh3_64(embed_text.as_bytes());
                 let id = Arc::make_mut(&mut self.manifest).allocate_id();
                 match reusable.get(&embed_hash).map(|old| self.stored_vector(*old)).transpose()?.flatten() {

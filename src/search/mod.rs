@@ -291,13 +291,9 @@ pub fn search(
 }
 
 /// The two vector arms: the chunks nearest to the query by the index's own model and, among
-/// those whose vectors are pending, by the quick model.
-///
-/// A query with Traditional Chinese characters is also embedded with them in their
-/// Simplified forms ([`analysis::simplified_text`]), and each chunk keeps the better of its
-/// two similarities: the models read a query best in the script its notes are written in,
-/// which the query's script does not tell. Over notes in Simplified characters, a query
-/// typed in Traditional ones then ranks as the same query typed in Simplified ones.
+/// those whose vectors are pending, by the quick model. The query is embedded as chunks are
+/// ([`analysis::embedded_text`]): a query typed in either Chinese script meets notes in
+/// either.
 fn vector_arms(
     index: &Snapshot,
     embedder: &dyn Embedder,
@@ -306,44 +302,9 @@ fn vector_arms(
     allowed: Option<&HashSet<u64>>,
     candidates: usize,
 ) -> Result<(Scored, Scored), SearchError> {
-    let (own, quick_ids) =
-        vector_arms_of(&request.query, index, embedder, quick, request, allowed, candidates)?;
-    let Some(folded) = analysis::simplified_text(&request.query) else { return Ok((own, quick_ids)) };
-    let (folded_own, folded_quick) =
-        vector_arms_of(&folded, index, embedder, quick, request, allowed, candidates)?;
-    Ok((best_of(own, folded_own, candidates), best_of(quick_ids, folded_quick, candidates)))
-}
-
-/// Each chunk of either list with the better of its similarities, best first (ties by id),
-/// the best `limit`.
-fn best_of(mut first: Scored, second: Scored, limit: usize) -> Scored {
-    if second.is_empty() {
-        first.truncate(limit);
-        return first;
-    }
-    let mut best: HashMap<u64, f32> = HashMap::with_capacity(first.len() + second.len());
-    for (id, similarity) in first.into_iter().chain(second) {
-        let kept = best.entry(id).or_insert(similarity);
-        *kept = kept.max(similarity);
-    }
-    let mut merged: Scored = best.into_iter().collect();
-    merged.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    merged.truncate(limit);
-    merged
-}
-
-/// [`vector_arms`] for the query `text`.
-fn vector_arms_of(
-    text: &str,
-    index: &Snapshot,
-    embedder: &dyn Embedder,
-    quick: Option<&dyn Embedder>,
-    request: &SearchRequest,
-    allowed: Option<&HashSet<u64>>,
-    candidates: usize,
-) -> Result<(Scored, Scored), SearchError> {
+    let text = analysis::embedded_text(request.query.clone());
     // A query of only unknown tokens embeds to nothing useful: leave the arm out.
-    let own = match embed_query(embedder, text) {
+    let own = match embed_query(embedder, &text) {
         Ok(v) => v,
         // A model server that is down must not take search with it: the words (and the
         // quick vectors) still answer. Only a search by meaning alone fails.
@@ -354,7 +315,7 @@ fn vector_arms_of(
         Err(e) => return Err(e),
     };
     let quick = match quick.filter(|_| index.quick_count() > 0) {
-        Some(quick) => embed_query(quick, text)?,
+        Some(quick) => embed_query(quick, &text)?,
         None => None,
     };
     if let Some(allowed) = allowed {
@@ -592,17 +553,6 @@ pub enum SearchError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn each_chunk_keeps_the_better_of_its_two_similarities() {
-        let typed = vec![(1, 0.86), (2, 0.82), (3, 0.81)];
-        let folded = vec![(1, 0.93), (3, 0.85), (4, 0.80)];
-        assert_eq!(best_of(typed.clone(), folded, 3), [(1, 0.93), (3, 0.85), (2, 0.82)]);
-        // An empty second list: the first, its best `limit`.
-        assert_eq!(best_of(typed.clone(), Vec::new(), 2), typed[..2]);
-        // Equal similarities are ordered by id.
-        assert_eq!(best_of(vec![(9, 0.5)], vec![(4, 0.5)], 5), [(4, 0.5), (9, 0.5)]);
-    }
 
     fn hit(path: &str, bm25: Option<f32>, similarity: Option<f32>) -> Hit {
         let chunk = ChunkRecord::sample(path, "", 1);

@@ -174,17 +174,20 @@ impl<'a> Previewer<'a> {
         chosen
     }
 
-    /// The line closest in meaning to the query, when there is a fast embedder.
+    /// The line closest in meaning to the query, when there is a fast embedder; both are read
+    /// as chunks are embedded ([`analysis::embedded_text`]).
     fn by_meaning(&mut self, candidates: &[Candidate]) -> Option<usize> {
         let embedder = self.embedder?;
         let query = self
             .query_vector
             .get_or_insert_with(|| {
-                embedder.embed_query(self.query).ok().filter(|v| v.iter().any(|x| *x != 0.0))
+                let query = analysis::embedded_text(self.query.to_string());
+                embedder.embed_query(&query).ok().filter(|v| v.iter().any(|x| *x != 0.0))
             })
             .as_ref()?;
-        let texts: Vec<&str> = candidates.iter().map(|c| c.text).collect();
-        let vectors = embedder.embed(&texts).ok()?;
+        let texts: Vec<String> =
+            candidates.iter().map(|c| analysis::embedded_text(c.text.to_string())).collect();
+        let vectors = embedder.embed(&texts.iter().map(String::as_str).collect::<Vec<_>>()).ok()?;
         vectors
             .iter()
             .enumerate()
