@@ -28,9 +28,10 @@ import os
 import pathlib
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
+
+import debian_packages
 
 # Blocks whose text is not the book's: navigation, tables of contents, lists of tables.
 SKIPPED_DIV_CLASSES = {"navheader", "navfooter", "toc", "list-of-tables", "list-of-figures"}
@@ -285,12 +286,8 @@ def main():
     book, lang, out_dir = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
     package, pages, whole, pattern = BOOKS[book]
     with tempfile.TemporaryDirectory() as tmp:
-        deb = sys.argv[4] if len(sys.argv) == 5 else None
-        if deb is None:
-            subprocess.run(["apt-get", "download", package.format(lang=lang)], cwd=tmp, check=True,
-                           stdout=subprocess.DEVNULL)
-            deb = next(pathlib.Path(tmp).glob("*.deb"))
-        subprocess.run(["dpkg-deb", "-x", str(deb), f"{tmp}/x"], check=True)
+        debs = [sys.argv[4]] if len(sys.argv) == 5 else debian_packages.fetch([package.format(lang=lang)], tmp)
+        debian_packages.unpack(debs, pathlib.Path(tmp, "x"))
         src = pathlib.Path(tmp) / "x" / pages.format(lang=lang)
         if out_dir.exists():
             shutil.rmtree(out_dir)

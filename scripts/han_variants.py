@@ -22,6 +22,8 @@ import subprocess
 import sys
 import tempfile
 
+import debian_packages
+
 OUT = pathlib.Path(__file__).resolve().parent.parent / "assets" / "han-variants" / "simplified.txt"
 PACKAGES = ["opencc", "libopencc1.1", "libopencc-data", "libmarisa0"]
 
@@ -33,10 +35,7 @@ BLOCKS = [(0x3400, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x3FFFF)]
 def convert(lines, config="t2s"):
     """Each of `lines` as OpenCC's `CONFIG.json` converts it, on its own."""
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(["apt-get", "download", *PACKAGES], cwd=tmp, check=True, capture_output=True)
-        for deb in pathlib.Path(tmp).glob("*.deb"):
-            subprocess.run(["dpkg-deb", "-x", str(deb), f"{tmp}/x"], check=True)
-        root = pathlib.Path(tmp, "x", "usr")
+        root = debian_packages.unpack(debian_packages.fetch(PACKAGES, tmp), pathlib.Path(tmp, "x")) / "usr"
         env = dict(os.environ, LD_LIBRARY_PATH=str(root / "lib" / "x86_64-linux-gnu"))
         config = root / "share" / "opencc" / f"{config}.json"
         out = subprocess.run(

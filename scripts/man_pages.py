@@ -25,17 +25,10 @@ import subprocess
 import sys
 import tempfile
 
+import debian_packages
+
 SECTIONS = ("1", "5", "8")
 DEFAULT_LOCALE = {"zh": "zh_CN"}
-
-
-def fetch(packages, into):
-    """Downloads the `.deb` files of `packages` into `into` with apt-get."""
-    subprocess.run(["apt-get", "download", "-q", *packages], cwd=into, check=True)
-
-
-def unpack(deb, into):
-    subprocess.run(["dpkg-deb", "-x", deb, into], check=True)
 
 
 def render(mandoc, source):
@@ -94,12 +87,13 @@ def main():
     with tempfile.TemporaryDirectory() as scratch:
         debs = args[2] if len(args) == 3 else scratch
         if len(args) == 2:
-            fetch([f"manpages-{lang}", "mandoc"], scratch)
+            debian_packages.fetch([f"manpages-{lang}", "mandoc"], scratch)
         tree = os.path.join(scratch, "tree")
-        for deb in sorted(glob.glob(os.path.join(debs, f"manpages-{lang}_*.deb"))) + sorted(
-            glob.glob(os.path.join(debs, "mandoc_*.deb"))
-        ):
-            unpack(deb, tree)
+        debian_packages.unpack(
+            sorted(glob.glob(os.path.join(debs, f"manpages-{lang}_*.deb")))
+            + sorted(glob.glob(os.path.join(debs, "mandoc_*.deb"))),
+            tree,
+        )
         mandoc = os.path.join(tree, "usr/bin/mandoc")
         if out_dir.exists():
             shutil.rmtree(out_dir)
