@@ -389,6 +389,35 @@ fn chinese_words_are_found_in_either_script() {
 }
 
 #[test]
+fn japanese_words_are_found_in_half_width_and_full_width_kana() {
+    let (_f, engine) = indexed_with(&[
+        // Full-width katakana, as almost all Japanese text writes them.
+        ("ja/install.md", "# インストール\n\nディスクを選んでから、パスワードを設定してください。\n"),
+        // Half-width katakana, as older systems and some forms write them.
+        ("ja/legacy.md", "# 旧システム\n\nﾊﾞｯｸｱｯﾌﾟは毎晩ｻｰﾊﾞｰに保存されます。\n"),
+        // A voicing mark written apart from its letter, as macOS stores file names.
+        ("ja/mac.md", "# 入口\n\nト\u{3099}アの横から入ります。\n"),
+    ]);
+    // Each word typed in the other form than its note's: these queries found nothing.
+    each_finds_its_note(
+        &engine,
+        &[
+            ("ﾃﾞｨｽｸ", "ja/install.md"),
+            ("ﾊﾟｽﾜｰﾄﾞ", "ja/install.md"),
+            ("バックアップ", "ja/legacy.md"),
+            ("サーバー", "ja/legacy.md"),
+            ("ドア", "ja/mac.md"),
+        ],
+    );
+    // As the notes write them, as before.
+    all_find(&engine, &["ディスク", "パスワード"], "ja/install.md");
+    all_find(&engine, &["ﾊﾞｯｸｱｯﾌﾟ"], "ja/legacy.md");
+    // The preview marks the word as the note writes it.
+    let marked = first_preview(&engine, "バックアップ");
+    assert!(marked.contains("[ﾊﾞｯｸｱｯﾌﾟ]"), "{marked}");
+}
+
+#[test]
 fn e5_reads_notes_and_queries_of_either_script_alike() {
     if situate::providers::builtin_model().is_none() {
         eprintln!("skipped: this build has no built-in e5 model (build.rs could not fetch it)");
@@ -407,6 +436,8 @@ fn e5_reads_notes_and_queries_of_either_script_alike() {
         // In Traditional characters.
         ("printer.md", "# 印表機設定\n\n新增印表機時，請先確認驅動程式已經安裝，再列印測試頁檢查連線。\n"),
         ("update.md", "# 軟體更新\n\n更新軟體之前，請先關閉所有程式並儲存檔案。\n"),
+        // Japanese in half-width katakana.
+        ("legacy.md", "# 旧システム\n\nﾊﾞｯｸｱｯﾌﾟは毎晩ｻｰﾊﾞｰに保存されます。\n"),
     ] {
         f.write(path, text);
     }
@@ -418,20 +449,23 @@ fn e5_reads_notes_and_queries_of_either_script_alike() {
         let request = SearchRequest { mode: SearchMode::Vector, ..request(query) };
         engine.search(&request).unwrap().into_iter().map(|h| (h.chunk.path, h.vector_similarity)).collect()
     };
-    // e5 reads notes and queries with their Chinese in one script, so a query typed in
-    // either finds notes written in either with the same similarities. Read as written, a
-    // query typed in Simplified characters was further from a note in Traditional ones than
-    // its Traditional twin (the update note 0.870 against 0.892; now 0.923 for both).
-    for (traditional, simplified, note) in [
+    // e5 reads notes and queries with their Chinese in one script and their kana in full
+    // width, so a query typed in either form finds notes written in either with the same
+    // similarities. Read as written, a query typed in Simplified characters was further from
+    // a note in Traditional ones than its Traditional twin (the update note 0.870 against
+    // 0.892; now 0.923 for both).
+    for (typed, twin, note) in [
         ("網絡設置 證書驗證", "网络设置 证书验证", "network.md"),
         ("數據庫備份", "数据库备份", "backup.md"),
         ("印表機 驅動程式", "印表机 驱动程式", "printer.md"),
         ("更新軟體前關閉程式", "更新软体前关闭程式", "update.md"),
+        // Kana in half and full width alike.
+        ("ｻｰﾊﾞｰのﾊﾞｯｸｱｯﾌﾟ", "サーバーのバックアップ", "legacy.md"),
     ] {
-        let hits = nearest(traditional);
-        assert_eq!(hits, nearest(simplified), "{traditional}");
-        assert_eq!(hits.len(), 4);
-        assert_eq!(hits[0].0, note, "{traditional}");
+        let hits = nearest(typed);
+        assert_eq!(hits, nearest(twin), "{typed}");
+        assert_eq!(hits.len(), 5);
+        assert_eq!(hits[0].0, note, "{typed}");
     }
 }
 

@@ -62,9 +62,10 @@ pub(super) fn word_runs(text: &str) -> impl Iterator<Item = (&str, usize)> {
         .filter(|&(_, pairs)| pairs > 1)
 }
 
-/// The kana voicing marks, which combine with the letter before them.
+/// The kana voicing marks, which combine with the letter before them: the combining ones,
+/// and the half-width ones that follow a half-width letter (`ｶﾞ`, `ﾊﾟ`).
 fn is_combining_mark(c: char) -> bool {
-    matches!(c, '\u{3099}'..='\u{309A}')
+    matches!(c, '\u{3099}'..='\u{309A}' | '\u{FF9E}'..='\u{FF9F}')
 }
 
 /// Whether `c` is a hiragana or katakana letter or mark: Chinese text has none, Japanese
@@ -86,7 +87,7 @@ fn next_char_end(text: &str, at: usize, end: usize) -> usize {
         return at;
     }
     for (offset, c) in chars {
-        if is_cjk(c) {
+        if is_cjk(c) && !is_combining_mark(c) {
             return at + offset;
         }
     }
@@ -185,6 +186,13 @@ mod tests {
         assert_eq!(pairs("所有权"), ["所有", "有权"]);
         assert_eq!(pairs("検索"), ["検索"]);
         assert_eq!(pairs("벡터를"), ["벡터", "터를"]);
+    }
+
+    #[test]
+    fn a_voicing_mark_stays_with_its_letter() {
+        assert_eq!(pairs("ﾃﾞｨｽｸ"), ["ﾃﾞｨ", "ｨｽ", "ｽｸ"]);
+        assert_eq!(pairs("テ\u{3099}ィスク"), ["テ\u{3099}ィ", "ィス", "スク"]);
+        assert_eq!(word_runs("ﾊﾟｽﾜｰﾄﾞ").map(|(_, pairs)| pairs).collect::<Vec<_>>(), [4]);
     }
 
     #[test]

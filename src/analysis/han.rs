@@ -90,20 +90,13 @@ fn simplify(term: &mut String) {
     }
 }
 
-/// `text` as the embedders read it, chunks and queries alike: its Chinese in Simplified
-/// characters, so that e5 meets a note and a query in either script as the words' arm does.
-/// Text with kana is Japanese, whose kanji keep their own forms.
-///
-/// e5 reads a query best in the script its notes are written in, and neither side can tell
-/// which that is; read in one script, a query typed in Simplified characters ranks Traditional
-/// notes as the same query typed in Traditional ones (docs/languages.md, "Traditional and
-/// Simplified characters").
-pub fn embedded_text(mut text: String) -> String {
+/// `text` with its Traditional Chinese characters in their Simplified forms, unless it holds
+/// kana: Japanese keeps its kanji as written (see [`super::embedded_text`]).
+pub(super) fn simplified_unless_japanese(text: &mut String) {
     // Most text has no letter outside ASCII, and no Han character to fold.
     if !text.is_ascii() && !text.chars().any(super::cjk::is_kana) {
-        simplify(&mut text);
+        simplify(text);
     }
-    text
 }
 
 /// The rewrite of each term into Simplified characters ([`super::rewrite::EachTerm`]).
@@ -141,21 +134,6 @@ mod tests {
         // Two Traditional characters that share one Simplified form become one.
         assert_eq!(simplified("頭髮"), simplified("头发"));
         assert_eq!(simplified("發送"), "发送");
-    }
-
-    #[test]
-    fn embedders_read_chinese_in_one_script_and_japanese_as_written() {
-        assert_eq!(embedded_text("如何設定 HTTPS 代理？".into()), "如何设定 HTTPS 代理？");
-        assert_eq!(embedded_text("如何设定 HTTPS 代理？".into()), "如何设定 HTTPS 代理？");
-        assert_eq!(
-            embedded_text("Document: 備份.md > 設定\n\n備份設定".into()),
-            "Document: 备份.md > 设定\n\n备份设定"
-        );
-        // Kana anywhere make the text Japanese: `機能` (function) keeps its kanji.
-        for japanese in ["機能の設定", "設定ファイル", "ｶﾀｶﾅ 機能"] {
-            assert_eq!(embedded_text(japanese.into()), japanese);
-        }
-        assert_eq!(embedded_text("backup, sauvegardé".into()), "backup, sauvegardé");
     }
 
     #[test]

@@ -49,7 +49,7 @@ mod code;
 mod drop;
 mod fold;
 mod han;
-pub use han::embedded_text;
+mod kana;
 mod language;
 mod light;
 mod rewrite;
@@ -72,7 +72,7 @@ pub use language::Language;
 /// pipeline fingerprint that every commit records, so an index analysed the old way is
 /// analysed again (its vectors are kept: their texts did not change) rather than searched
 /// with terms it does not hold.
-pub const VERSION: u32 = 22;
+pub const VERSION: u32 = 23;
 
 /// The name under which [`register`] puts the analyzer in an index's tokenizer manager; text
 /// fields name it in their indexing options.
@@ -141,8 +141,11 @@ fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> T
         .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
         // Before the stop words and the stemmer, which then see a word in the Arabic script
         // however it was typed; Chinese characters in one script, whichever the text or the
-        // query was written in.
-        .filter(rewrite::EachTerm((arabic::AsTyped(arabic::Stage::BeforeStemming), han::Simplified)))
+        // query was written in; Japanese kana in full width, their voicing marks joined.
+        .filter(rewrite::EachTerm((
+            arabic::AsTyped(arabic::Stage::BeforeStemming),
+            (han::Simplified, kana::FullWidth),
+        )))
         .filter(stop_words.clone())
         .filter(drop::DropWhere(if query { fold::hides_a_stop_word } else { drop::never }));
     let stemming = match language.stems() {
@@ -361,6 +364,21 @@ pub fn without_question_grammar(query: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(query.split_whitespace().filter(|w| !is_grammar(w)).collect::<Vec<_>>().join(" "))
 }
 
+/// `text` as the embedders read it, chunks and queries alike: its kana in full width with
+/// their voicing marks joined ([`kana::full_width`]), and its Chinese in Simplified
+/// characters unless it holds kana (Japanese keeps its kanji as written). So e5 meets a note
+/// and a query written in either form, as the words' arm does.
+///
+/// e5 reads a query best in the form its notes are written in, and neither side can tell
+/// which that is; read in one script, a query typed in Simplified characters ranks Traditional
+/// notes as the same query typed in Traditional ones (docs/languages.md, "Traditional and
+/// Simplified characters").
+pub fn embedded_text(mut text: String) -> String {
+    kana::full_width(&mut text);
+    han::simplified_unless_japanese(&mut text);
+    text
+}
+
 /// Whether `text` holds a Chinese, Japanese or Korean letter.
 pub fn has_cjk(text: &str) -> bool {
     !text.is_ascii() && text.chars().any(cjk::is_cjk)
@@ -436,6 +454,23 @@ mod tests {
     /// The full analyzer's terms, duplicates kept, in order.
     fn analyzed(text: &str) -> Vec<String> {
         texts(text_analyzer().token_stream(text))
+    }
+
+    #[test]
+    fn embedders_read_chinese_in_one_script_and_kana_in_full_width() {
+        assert_eq!(embedded_text("如何設定 HTTPS 代理？".into()), "如何设定 HTTPS 代理？");
+        assert_eq!(embedded_text("如何设定 HTTPS 代理？".into()), "如何设定 HTTPS 代理？");
+        assert_eq!(
+            embedded_text("Document: 備份.md > 設定\n\n備份設定".into()),
+            "Document: 备份.md > 设定\n\n备份设定"
+        );
+        // Kana anywhere make the text Japanese: `機能` (function) keeps its kanji.
+        for japanese in ["機能の設定", "設定ファイル"] {
+            assert_eq!(embedded_text(japanese.into()), japanese);
+        }
+        assert_eq!(embedded_text("backup, sauvegardé".into()), "backup, sauvegardé");
+        // Half-width katakana in full width: Japanese, so its kanji stay.
+        assert_eq!(embedded_text("ﾊﾞｯｸｱｯﾌﾟの設定".into()), "バックアップの設定");
     }
 
     #[test]

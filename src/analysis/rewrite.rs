@@ -1,6 +1,7 @@
 //! A filter that rewrites each term in place, for the project's own rewrites: the cuts of
-//! the light stemmers (`light.rs`), the Arabic script as readers type it (`arabic.rs`) and
-//! Traditional Chinese characters in their Simplified forms (`han.rs`).
+//! the light stemmers (`light.rs`), the Arabic script as readers type it (`arabic.rs`),
+//! Traditional Chinese characters in their Simplified forms (`han.rs`) and Japanese kana in
+//! full width (`kana.rs`).
 
 use tantivy::tokenizer::{Token, TokenFilter, TokenStream, Tokenizer};
 
