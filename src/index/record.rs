@@ -40,8 +40,8 @@ pub struct ChunkRecord {
 }
 
 /// The text embedded for a chunk: its header, snippet and text ([`context::embedding_text`])
-/// as the embedders read text ([`analysis::embedded_text`]: Chinese in one script). Its
-/// hash is the chunk's `embed_hash`, which finds a vector to reuse.
+/// as the embedders read text ([`analysis::embedded_text`]: Chinese in one script, kana in
+/// full width). Its hash is the chunk's `embed_hash`, which finds a vector to reuse.
 pub fn embedding_text(header: &str, snippet: &str, text: &str) -> String {
     analysis::embedded_text(context::embedding_text(header, snippet, text))
 }

@@ -292,8 +292,8 @@ pub fn search(
 
 /// The two vector arms: the chunks nearest to the query by the index's own model and, among
 /// those whose vectors are pending, by the quick model. The query is embedded as chunks are
-/// ([`analysis::embedded_text`]): a query typed in either Chinese script meets notes in
-/// either.
+/// ([`analysis::embedded_text`]): a query typed in either Chinese script, or with kana of
+/// either width, meets notes written either way.
 fn vector_arms(
     index: &Snapshot,
     embedder: &dyn Embedder,
