@@ -64,7 +64,7 @@ pub(super) fn word_runs(text: &str) -> impl Iterator<Item = (&str, usize)> {
 
 /// The kana voicing marks, which combine with the letter before them: the combining ones,
 /// and the half-width ones that follow a half-width letter (`ｶﾞ`, `ﾊﾟ`).
-fn is_combining_mark(c: char) -> bool {
+pub(super) fn is_combining_mark(c: char) -> bool {
     matches!(c, '\u{3099}'..='\u{309A}' | '\u{FF9E}'..='\u{FF9F}')
 }
 

@@ -19,9 +19,10 @@
 
 use unicode_normalization::UnicodeNormalization;
 
-/// Whether `c` is a half-width katakana letter or mark, or a combining kana voicing mark.
+/// Whether `c` is a half-width katakana letter or mark, or a voicing mark written apart
+/// ([`super::cjk::is_combining_mark`]).
 fn is_width_or_voicing_form(c: char) -> bool {
-    matches!(c, '\u{3099}'..='\u{309A}' | '\u{FF66}'..='\u{FF9F}')
+    matches!(c, '\u{FF66}'..='\u{FF9D}') || super::cjk::is_combining_mark(c)
 }
 
 /// Rewrites each run of kana in `text` that holds a half-width letter or a voicing mark
