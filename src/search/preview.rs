@@ -323,6 +323,50 @@ mod tests {
         );
     }
 
+    /// A fast embedder that reads letters: a text's vector counts its letters, so two texts
+    /// are alike as far as they share letters.
+    struct Letters;
+
+    impl Embedder for Letters {
+        fn identity(&self) -> crate::providers::EmbedderIdentity {
+            crate::providers::EmbedderIdentity {
+                provider: "letters".into(),
+                model: "letters".into(),
+                dimensions: 64,
+            }
+        }
+
+        fn embeds_fast(&self) -> bool {
+            true
+        }
+
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, crate::providers::EmbedError> {
+            let vector = |text: &str| {
+                let mut v = vec![0.0f32; 64];
+                text.chars().filter(|c| !c.is_ascii()).for_each(|c| v[c as usize % 64] += 1.0);
+                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1.0);
+                v.iter().map(|x| x / norm).collect()
+            };
+            Ok(texts.iter().map(|t| vector(t)).collect())
+        }
+    }
+
+    #[test]
+    fn without_a_matching_term_the_line_closest_in_meaning_is_shown() {
+        let body = "完全无关的一行。\n先验与体温。\n";
+        // No term of the query is in the chunk; the second line shares its letters.
+        let lines = Previewer::new("体验", Some(&Letters)).preview(&chunk(body, 1));
+        assert_eq!((lines[0].line, lines[0].marks.is_empty()), (2, true));
+        // The query and the lines are read as chunks are embedded, in one script: the same
+        // letters in Traditional characters find the same line.
+        let lines = Previewer::new("體驗", Some(&Letters)).preview(&chunk(body, 1));
+        assert_eq!((lines[0].line, lines[0].marks.is_empty()), (2, true));
+        // And in Japanese, half-width katakana as their full-width letters.
+        let body = "関係のない行。\nクスデの話。\n";
+        let lines = Previewer::new("ﾃﾞｽｸ", Some(&Letters)).preview(&chunk(body, 1));
+        assert_eq!((lines[0].line, lines[0].marks.is_empty()), (2, true));
+    }
+
     #[test]
     fn long_lines_are_cut_around_the_first_mark() {
         let line = format!("{} the needle is here {}", "word ".repeat(100), "tail ".repeat(100));
