@@ -119,6 +119,40 @@ fn path_filters_restrict_hits() {
 }
 
 #[test]
+fn a_path_filter_finds_matches_that_many_better_ones_elsewhere_would_push_out() {
+    // Far more chunks than a search's candidates match the query better outside the folder:
+    // a filter applied after the arms had picked their candidates would find nothing.
+    let f = Fixture::empty();
+    for n in 0..400 {
+        f.write(&format!("notes/n{n}.md"), format!("# Meeting {n}\n\nThe budget meeting {n} went well.\n"));
+    }
+    f.write("garden/tomatoes.md", "# Tomatoes\n\nWater the tomatoes before the budget meeting.\n");
+    f.write("garden/deep/beans.md", "# Beans\n\nThe beans need a meeting with the budget.\n");
+    f.write("gardening.md", "# Gardening\n\nA budget meeting about the garden.\n");
+    let mut config = f.config();
+    config.search.candidates = 50;
+    let mut engine = f.engine_with(config, Counting::new());
+    reconcile(&mut engine);
+    for mode in [SearchMode::Bm25, SearchMode::Vector, SearchMode::Hybrid] {
+        let mut req = request("budget meeting", mode);
+        req.paths = vec!["garden".into()];
+        let mut found = top_paths(&engine.search(&req).unwrap());
+        found.sort();
+        assert_eq!(found, ["garden/deep/beans.md:1", "garden/tomatoes.md:1"], "{mode}");
+        // Files, and a folder with its slash.
+        req.paths = vec!["garden/tomatoes.md".into(), "gardening.md".into()];
+        let mut found = top_paths(&engine.search(&req).unwrap());
+        found.sort();
+        assert_eq!(found, ["garden/tomatoes.md:1", "gardening.md:1"], "{mode}");
+        req.paths = vec!["garden/deep/".into()];
+        assert_eq!(top_paths(&engine.search(&req).unwrap()), ["garden/deep/beans.md:1"], "{mode}");
+        // The whole workspace.
+        req.paths = vec![String::new()];
+        assert_eq!(engine.search(&req).unwrap().len(), 5, "{mode}");
+    }
+}
+
+#[test]
 fn a_changed_file_is_rechunked_alone_and_unchanged_vectors_are_reused() {
     let f = Fixture::standard();
     let embedder = Counting::new();

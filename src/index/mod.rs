@@ -45,7 +45,7 @@ pub use open::Index;
 pub use record::{
     ApplyStats, ChunkRecord, FileChange, PreparedChunk, PreparedFile, SnippetUpdate, VectorTiming,
 };
-pub use snapshot::Snapshot;
+pub use snapshot::{Scope, Snapshot};
 pub use vector_file::{EXACT_VECTOR_LIMIT, VectorSearch};
 pub use vectors::{VectorError, VectorIndex};
 pub use write::embed_texts;

@@ -1,11 +1,12 @@
 //! [`Snapshot`]: one commit of the index, read from any thread while the writer goes on.
 
 use std::collections::{HashMap, HashSet};
+use std::ops::Bound;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tantivy::collector::{DocSetCollector, TopDocs};
-use tantivy::query::{Bm25StatisticsProvider, BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::query::{Bm25StatisticsProvider, BooleanQuery, BoostQuery, Occur, Query, RangeQuery, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocAddress, DocSet, Searcher, TERMINATED, TantivyDocument, Term};
 
@@ -17,6 +18,62 @@ use super::{IndexError, TextField, VectorSearch, WeightedTerm, store_err};
 
 /// Chunk ids with their scores, best first.
 pub type ScoredIds = Vec<(u64, f32)>;
+
+/// Which chunks a search may return: those of documents that have every one of the front
+/// matter filter terms `metadata` (see [`super::metadata`]), under one of `paths` (folders
+/// or files, relative to the workspace; none means anywhere). Searches apply it inside each
+/// arm, so that a filter never passes over matches that the unfiltered ranking would have
+/// pushed out of the candidates.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Scope<'a> {
+    pub metadata: &'a [String],
+    pub paths: &'a [String],
+}
+
+impl Scope<'_> {
+    /// Whether the scope is the whole index.
+    pub fn is_everything(&self) -> bool {
+        self.metadata.is_empty() && !self.limits_paths()
+    }
+
+    /// Whether some path is asked for, and none is the whole workspace (`""` or `/`).
+    fn limits_paths(&self) -> bool {
+        !self.paths.is_empty() && self.paths.iter().all(|p| !p.trim_end_matches('/').is_empty())
+    }
+
+    /// The query matching the chunks in the scope, or `None` for the whole index.
+    fn query(&self, fields: &Fields) -> Option<Box<dyn Query>> {
+        if self.is_everything() {
+            return None;
+        }
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = self
+            .metadata
+            .iter()
+            .map(|t| {
+                let term = Term::from_field_text(fields.metadata_terms, t);
+                (Occur::Must, Box::new(TermQuery::new(term, IndexRecordOption::Basic)) as Box<dyn Query>)
+            })
+            .collect();
+        if self.limits_paths() {
+            let mut under: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+            for path in self.paths {
+                let path = path.trim_end_matches('/');
+                // The file itself, and every path that starts with the folder and a slash
+                // (`0` is the character after `/`).
+                let file = Term::from_field_text(fields.path, path);
+                under.push((Occur::Should, Box::new(TermQuery::new(file, IndexRecordOption::Basic))));
+                let from = Term::from_field_text(fields.path, &format!("{path}/"));
+                let to = Term::from_field_text(fields.path, &format!("{path}0"));
+                under.push((
+                    Occur::Should,
+                    Box::new(RangeQuery::new(Bound::Included(from), Bound::Excluded(to))),
+                ));
+            }
+            clauses.push((Occur::Must, Box::new(BooleanQuery::new(under))));
+        }
+        Some(Box::new(BooleanQuery::new(clauses)))
+    }
+}
 
 /// One commit of the index, readable from any thread while the writer goes on: the chunk
 /// store as of that commit, its manifest, and its vectors.
@@ -67,26 +124,29 @@ impl Snapshot {
         LiveStats { searcher: &self.searcher, tokens: &self.tokens }
     }
 
-    /// The chunks whose documents have every one of these front matter filter terms (see
-    /// [`super::metadata::term`]).
-    pub fn ids_with_metadata(&self, terms: &[String]) -> Result<HashSet<u64>, IndexError> {
-        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
-            .iter()
-            .map(|t| {
-                let term = Term::from_field_text(self.fields.metadata_terms, t);
-                (Occur::Must, Box::new(TermQuery::new(term, IndexRecordOption::Basic)) as Box<dyn Query>)
-            })
-            .collect();
-        let addresses = self
-            .searcher
-            .search(&BooleanQuery::new(clauses), &DocSetCollector)
-            .map_err(store_err(&self.store_dir))?;
-        Ok(addresses.into_iter().filter_map(|a| self.id_at(a)).collect())
+    /// The chunks a search in `scope` may return.
+    pub fn ids_in(&self, scope: &Scope) -> Result<HashSet<u64>, IndexError> {
+        let Some(query) = scope.query(&self.fields) else {
+            return Ok(self.manifest.chunk_ids().collect());
+        };
+        let addresses = self.searcher.search(&query, &DocSetCollector).map_err(store_err(&self.store_dir))?;
+        // A folder can hold most of the index: each segment's ids are opened once.
+        let mut by_segment: HashMap<u32, Vec<u32>> = HashMap::new();
+        for a in addresses {
+            by_segment.entry(a.segment_ord).or_default().push(a.doc_id);
+        }
+        let mut ids = HashSet::new();
+        for (segment, docs) in by_segment {
+            let reader = self.searcher.segment_reader(segment);
+            let column = reader.fast_fields().u64("id").map_err(store_err(&self.store_dir))?;
+            ids.extend(docs.into_iter().filter_map(|doc| column.first(doc)));
+        }
+        Ok(ids)
     }
 
-    /// The stored vectors of `ids` (or the quick vectors standing in for them) ranked by
-    /// their cosine similarity to `query`: an exact search within a filtered set. Returns
-    /// the best `limit` from each kind, the chunk's own vectors first.
+    /// The vectors of `ids` (or the quick vectors standing in for them) nearest to `query`:
+    /// a search within a filtered set (see [`VectorSet::nearest_among`]). Returns the best
+    /// `limit` from each kind, the chunk's own vectors first.
     pub fn nearest_among(
         &self,
         query: &[f32],
@@ -94,34 +154,25 @@ impl Snapshot {
         ids: &HashSet<u64>,
         limit: usize,
     ) -> Result<(ScoredIds, ScoredIds), IndexError> {
-        let mut own = Vec::new();
-        let mut quick = Vec::new();
-        for &id in ids {
-            if self.model.contains(id) {
-                if let Some(score) = self.model.similarity(id, query)? {
-                    own.push((id, score));
-                }
-            } else if let Some(q) = quick_query
-                && let Some(score) = self.quick.similarity(id, q)?
-            {
-                quick.push((id, score));
+        let own = self.model.nearest_among(query, limit, ids)?;
+        let quick = match quick_query {
+            Some(q) if !self.quick.is_empty() => {
+                let pending: HashSet<u64> =
+                    ids.iter().copied().filter(|id| !self.model.contains(*id)).collect();
+                self.quick.nearest_among(q, limit, &pending)?
             }
-        }
-        for list in [&mut own, &mut quick] {
-            list.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            list.truncate(limit);
-        }
+            _ => Vec::new(),
+        };
         Ok((own, quick))
     }
 
     /// Runs a disjunction of weighted term queries (BM25 per field, each scaled by its
-    /// weight) and returns the ids and scores of the best `limit` chunks. With `within`,
-    /// only chunks whose documents have all those front matter filter terms count.
+    /// weight) and returns the ids and scores of the best `limit` chunks in `scope`.
     pub fn search_terms(
         &self,
         terms: &[WeightedTerm],
         limit: usize,
-        within: &[String],
+        scope: &Scope,
     ) -> Result<Vec<(u64, f32)>, IndexError> {
         if terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
@@ -135,15 +186,12 @@ impl Snapshot {
             })
             .collect();
         let mut query = BooleanQuery::new(clauses);
-        if !within.is_empty() {
+        if let Some(filter) = scope.query(&self.fields) {
             // The filter must match and adds nothing to the score.
-            let mut both: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, Box::new(query))];
-            for t in within {
-                let term = Term::from_field_text(self.fields.metadata_terms, t);
-                let filter = BoostQuery::new(Box::new(TermQuery::new(term, IndexRecordOption::Basic)), 0.0);
-                both.push((Occur::Must, Box::new(filter)));
-            }
-            query = BooleanQuery::new(both);
+            query = BooleanQuery::new(vec![
+                (Occur::Must, Box::new(query)),
+                (Occur::Must, Box::new(BoostQuery::new(filter, 0.0))),
+            ]);
         }
         let top = self
             .searcher

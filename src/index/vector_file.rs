@@ -24,6 +24,7 @@
 //! [`EXACT_VECTOR_LIMIT`] rows a search compares every row exactly, above it the sign bits
 //! preselect a few hundred candidates and only their rows are read and compared.
 
+use std::collections::HashSet;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -53,6 +54,9 @@ pub const EXACT_VECTOR_LIMIT: usize = 100_000;
 /// million rows (`benches/vectors.rs`, docs/performance.md).
 const PRESELECT_PER_RESULT: usize = 40;
 const PRESELECT_MIN: usize = 4_000;
+/// A search among some rows reads them one by one when they are fewer than one in this
+/// many of the rows they span, and a block at a time otherwise.
+const SPARSE_ROWS: usize = 8;
 /// Candidates compared on one thread; more are split over the rayon pool.
 const COMPARE_ROWS: usize = 1_024;
 
@@ -413,6 +417,7 @@ impl VectorSet {
     }
 
     /// The cosine similarity of a chunk's quick vector to `query` (unit length).
+    #[cfg(test)]
     pub fn similarity(&self, id: u64, query: &[f32]) -> Result<Option<f32>, IndexError> {
         if query.len() != self.dims {
             return Ok(None);
@@ -439,22 +444,54 @@ impl VectorSet {
         limit: usize,
         how: VectorSearch,
     ) -> Result<Vec<(u64, f32)>, IndexError> {
-        if query.len() != self.dims || limit == 0 || self.is_empty() {
+        self.nearest_in_rows(query, limit, how, &self.live)
+    }
+
+    /// The `limit` vectors of `ids` nearest to `query`, best first, searched as
+    /// [`VectorSet::nearest`] searches the whole set: a filtered search (a folder, front
+    /// matter) reads only the rows it may return, exactly up to [`EXACT_VECTOR_LIMIT`] of
+    /// them and by their sign bits above. Ids without a row here are passed over.
+    pub fn nearest_among(
+        &self,
+        query: &[f32],
+        limit: usize,
+        ids: &HashSet<u64>,
+    ) -> Result<Vec<(u64, f32)>, IndexError> {
+        let mut rows: Vec<u32> = ids.iter().filter_map(|id| self.row_of(*id)).collect();
+        rows.sort_unstable();
+        self.nearest_in_rows(query, limit, VectorSearch::for_size(rows.len(), limit), &rows)
+    }
+
+    /// The search of [`VectorSet::nearest_with`] over `live`, some of the live rows,
+    /// ascending.
+    fn nearest_in_rows(
+        &self,
+        query: &[f32],
+        limit: usize,
+        how: VectorSearch,
+        live: &[u32],
+    ) -> Result<Vec<(u64, f32)>, IndexError> {
+        if query.len() != self.dims || limit == 0 || live.is_empty() {
             return Ok(Vec::new());
         }
         let (qscale, q) = quantize(query);
         let mut all = match how {
-            VectorSearch::Preselect(count) if count.max(limit) < self.live.len() => {
+            VectorSearch::Preselect(count) if count.max(limit) < live.len() => {
                 let planes = QueryPlanes::new(&q);
                 // The guard goes before the rows are read: each takes its own, and a read
                 // lock taken twice on one thread could wait behind a writer's.
                 let candidates = {
                     let facts = self.facts.read();
-                    sign_bits::preselect(&facts.signs, &self.live, &planes, count.max(limit), PARALLEL_ROWS)
+                    sign_bits::preselect(&facts.signs, live, &planes, count.max(limit), PARALLEL_ROWS)
                 };
                 self.compare_rows(&candidates, &q, limit)?
             }
-            _ => self.scan(&q, limit)?,
+            // Rows far apart (a small folder of a large set) are read one by one: a scan
+            // reads every row between them.
+            _ if live.len() < (live[live.len() - 1] - live[0]) as usize / SPARSE_ROWS => {
+                self.compare_rows(live, &q, limit)?
+            }
+            _ => self.scan(&q, limit, live)?,
         };
         for hit in &mut all {
             hit.1 *= qscale;
@@ -493,9 +530,9 @@ impl VectorSet {
         Ok(top.into_sorted())
     }
 
-    /// Every live row compared: read a block at a time, split over the rayon pool when the
-    /// set is large.
-    fn scan(&self, q: &[i8], limit: usize) -> Result<Vec<(u64, f32)>, IndexError> {
+    /// Every row of `live` (live rows, ascending) compared: read a block at a time, split
+    /// over the rayon pool when there are many.
+    fn scan(&self, q: &[i8], limit: usize, live: &[u32]) -> Result<Vec<(u64, f32)>, IndexError> {
         let scan = Scan::detect();
         let len = row_len(self.dims);
         let best_of = |live: &[u32]| -> io::Result<Vec<(u64, f32)>> {
@@ -512,10 +549,10 @@ impl VectorSet {
             }
             Ok(out)
         };
-        let lists: Vec<io::Result<Vec<(u64, f32)>>> = if self.live.len() > PARALLEL_ROWS {
-            self.live.par_chunks(PARALLEL_ROWS).map(best_of).collect()
+        let lists: Vec<io::Result<Vec<(u64, f32)>>> = if live.len() > PARALLEL_ROWS {
+            live.par_chunks(PARALLEL_ROWS).map(best_of).collect()
         } else {
-            vec![best_of(&self.live)]
+            vec![best_of(live)]
         };
         let mut top = TopK::new(limit);
         for list in lists {
@@ -638,7 +675,39 @@ mod tests {
         assert_eq!(portable, brute);
         assert_eq!(Scan::detect().best_of(&block, &set.live, &q, 25), portable);
         // The scan a block at a time, over the pool, agrees too.
-        assert_eq!(set.scan(&q, 25).unwrap(), portable);
+        assert_eq!(set.scan(&q, 25, &set.live).unwrap(), portable);
+    }
+
+    #[test]
+    fn a_search_among_some_ids_finds_their_nearest_whether_they_are_close_or_far_apart() {
+        let dims = 64;
+        let mut next = sequence(5);
+        let vectors: Vec<(u64, Vec<f32>)> =
+            (0..6_000u64).map(|id| (id * 3, unit(&(0..dims).map(|_| next()).collect::<Vec<_>>()))).collect();
+        let set = VectorSet::in_memory(dims, &vectors);
+        let query = unit(&(0..dims).map(|_| next()).collect::<Vec<_>>());
+        // A folder's rows together (read a block at a time), rows far apart (read one by
+        // one), and ids the set does not hold, which are passed over.
+        let together: HashSet<u64> = (3_000..4_500u64).map(|n| n * 3).collect();
+        let apart: HashSet<u64> = (0..6_000u64).step_by(97).map(|n| n * 3).chain([1, 2, 99_999]).collect();
+        for ids in [&together, &apart] {
+            let mut truth: Vec<(u64, f32)> =
+                ids.iter().filter_map(|id| Some((*id, set.similarity(*id, &query).unwrap()?))).collect();
+            truth.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            truth.truncate(20);
+            let got = set.nearest_among(&query, 20, ids).unwrap();
+            assert_eq!(got.len(), 20);
+            for ((id, score), (want, truth)) in got.iter().zip(&truth) {
+                assert_eq!(id, want);
+                assert!((score - truth).abs() < 1e-6);
+            }
+        }
+        // Beyond the exact limit the sign bits choose among the same rows only.
+        let mut rows: Vec<u32> = together.iter().filter_map(|id| set.row_of(*id)).collect();
+        rows.sort_unstable();
+        let preselected = set.nearest_in_rows(&query, 20, VectorSearch::Preselect(400), &rows).unwrap();
+        assert!(preselected.iter().all(|(id, _)| together.contains(id)));
+        assert!(set.nearest_among(&query, 20, &HashSet::new()).unwrap().is_empty());
     }
 
     #[test]

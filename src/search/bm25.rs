@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use crate::index::{IndexError, Snapshot, TextField, WeightedTerm};
+use crate::index::{IndexError, Scope, Snapshot, TextField, WeightedTerm};
 
 /// BM25 field weights (the text field weighs 1).
 #[derive(Debug, Clone, Copy)]
@@ -18,13 +18,13 @@ pub struct FieldBoosts {
 
 /// The ids and BM25 scores of the best `limit` chunks for analysed `terms` with their
 /// weights in the query (see [`crate::analysis::weighted_query_terms_in`]), among the chunks
-/// that have every front matter filter term in `within`.
+/// in `scope`.
 pub fn bm25(
     snapshot: &Snapshot,
     terms: &[(String, f32)],
     boosts: FieldBoosts,
     limit: usize,
-    within: &[String],
+    scope: &Scope,
 ) -> Result<Vec<(u64, f32)>, IndexError> {
     if terms.is_empty() || limit == 0 {
         return Ok(Vec::new());
@@ -46,7 +46,7 @@ pub fn bm25(
             query.push(WeightedTerm { field, term: term.clone(), weight });
         }
     }
-    snapshot.search_terms(&query, limit, within)
+    snapshot.search_terms(&query, limit, scope)
 }
 
 /// The searched fields with their boosts, those boosted above 0 only, and the document

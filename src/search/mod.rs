@@ -17,7 +17,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis;
-use crate::index::{ChunkRecord, IndexError, Snapshot};
+use crate::index::{ChunkRecord, IndexError, Scope, Snapshot};
 use crate::providers::Embedder;
 
 /// Chunk ids with their scores, best first.
@@ -233,16 +233,14 @@ pub fn search(
     request: &SearchRequest,
 ) -> Result<Vec<Hit>, SearchError> {
     let limit = request.limit.clamp(1, MAX_LIMIT);
-    // With a path filter, take more candidates so that enough survive it.
-    let candidates = if request.paths.is_empty() { config.candidates } else { config.candidates * 4 }
-        .max(limit)
-        .min(MAX_CANDIDATES);
+    let candidates = config.candidates.max(limit).min(MAX_CANDIDATES);
     let use_bm25 = request.mode != SearchMode::Vector;
     let use_vector = request.mode != SearchMode::Bm25 && !request.query.trim().is_empty();
-    // Front matter filters are applied inside each arm: the chunks they allow are looked
-    // up first, BM25 scores only those, and their vectors are compared exactly.
-    let within: Vec<String> = request.filters.iter().map(Filter::term).collect();
-    let allowed = if within.is_empty() { None } else { Some(index.ids_with_metadata(&within)?) };
+    // Front matter and path filters are applied inside each arm: the chunks they allow are
+    // looked up first, BM25 scores only those, and only their vectors are compared.
+    let metadata: Vec<String> = request.filters.iter().map(Filter::term).collect();
+    let scope = Scope { metadata: &metadata, paths: &request.paths };
+    let allowed = if scope.is_everything() { None } else { Some(index.ids_in(&scope)?) };
     if allowed.as_ref().is_some_and(|ids| ids.is_empty()) {
         return Ok(Vec::new());
     }
@@ -258,7 +256,7 @@ pub fn search(
         }
         let query = words_of(index, &request.query);
         let terms = analysis::weighted_query_terms_in(&query, &languages_held(index));
-        let ids = bm25(index, &terms, config.boosts(), candidates, &within)?;
+        let ids = bm25(index, &terms, config.boosts(), candidates, &scope)?;
         let share = if use_vector && arms.coverage_power > 0.0 {
             Some(best_coverage(index, &query, config.boosts(), &ids)?)
         } else {
@@ -390,7 +388,7 @@ pub fn similar(
     let candidates = config.candidates.max(limit).min(MAX_CANDIDATES) + 8;
     let terms = analysis::weighted_query_terms_in(&of.embedding_text(), &languages_held(index));
     let mut arms = Arms::new(config, index);
-    arms.words.ids = bm25(index, &terms, config.boosts(), candidates, &[])?;
+    arms.words.ids = bm25(index, &terms, config.boosts(), candidates, &Scope::default())?;
     if let Some(v) = index.vector_of(of.id)? {
         arms.vector.ids = index.nearest(&v, candidates)?;
     } else if let Some(v) = index.quick_vector_of(of.id)? {
