@@ -350,6 +350,36 @@ fn a_second_server_on_the_same_folder_reads_the_shared_index_and_takes_over_when
 }
 
 #[test]
+fn a_server_that_starts_while_another_creates_the_index_waits_for_it_instead_of_failing() {
+    // Two editors opening a folder never indexed at the same moment: one takes the writer
+    // lock and creates the index, and the other finds the lock held and no index yet. The
+    // test holds the lock itself, as the first server would.
+    let f = Fixture::standard();
+    let index_dir = f.index.path().join("shared-index");
+    f.write("situate.toml", format!("index_dir = {:?}\n", index_dir.to_str().unwrap()));
+    std::fs::create_dir_all(&index_dir).unwrap();
+    let held = situate::index::lock::WriterLock::try_acquire(&index_dir.join("writer.lock")).unwrap();
+    assert!(held.is_some());
+
+    let mut client = LspClient::start(f.index.path());
+    client.initialize(f.root(), json!({}), json!({}));
+    let s = client.eventually(|c| {
+        let s = status(c);
+        (s["phase"] != "opening").then_some(s)
+    });
+    assert_eq!(s["phase"], "read-only", "{s}");
+    assert!(s["errors"].as_array().is_none_or(|e| e.is_empty()), "{s}");
+
+    // The other process stops before its first commit: this server creates the index.
+    drop(held);
+    client.eventually(|c| {
+        paths(&search(c, "backup retention")).first().filter(|p| *p == "ops/backup.md").cloned()
+    });
+    assert_eq!(status(&mut client)["phase"], "ready");
+    assert!(client.shutdown().success());
+}
+
+#[test]
 fn logs_go_to_the_log_file_and_never_to_stdout() {
     let f = Fixture::standard();
     let log = f.index.path().join("server.log");

@@ -61,9 +61,11 @@ pub enum EngineError {
 }
 
 impl EngineError {
-    /// The index has never been written (a read-only open before any writer committed).
+    /// The index has never been committed: a read-only open while another process creates
+    /// it, or after that process stopped before its first commit. Opening again later
+    /// finds the index, or the writer lock free.
     pub fn is_missing_index(&self) -> bool {
-        matches!(self, EngineError::Index(IndexError::Missing { .. }))
+        matches!(self, EngineError::Index(IndexError::Missing { .. } | IndexError::BeingCreated { .. }))
     }
 
     /// The index's own files could not be read as they were written: cut short, rewritten
