@@ -252,3 +252,104 @@ fn an_mcp_client_lists_and_calls_every_tool_and_a_second_server_reads_then_takes
     }
     assert_eq!(ok(&t, "search_rebuilt")["results"][0]["path"], "kitchen/coffee.md");
 }
+
+/// A line-delimited JSON-RPC session with `situate mcp`, without the SDK.
+struct RawSession {
+    child: std::process::Child,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+    next_id: u64,
+}
+
+impl RawSession {
+    fn start(fixture: &Fixture, args: &[&str]) -> RawSession {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_situate"))
+            .args(["mcp", "--dir", fixture.root().to_str().unwrap()])
+            .args(args)
+            .env("XDG_CACHE_HOME", fixture.index.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("situate mcp starts");
+        let lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+        let mut session = RawSession { child, lines, next_id: 1 };
+        session.request(
+            "initialize",
+            serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
+        );
+        session.send(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        session
+    }
+
+    fn send(&mut self, message: &Value) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let line = self.lines.next().expect("an answer").expect("a line");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    /// The paths of a search's results.
+    fn search(&mut self, query: &str) -> Vec<String> {
+        let answer =
+            self.request("tools/call", serde_json::json!({"name": "search", "arguments": {"query": query}}));
+        let results =
+            answer["result"]["structuredContent"]["results"].as_array().cloned().unwrap_or_default();
+        results.iter().map(|r| r["path"].as_str().unwrap_or("").to_string()).collect()
+    }
+}
+
+impl Drop for RawSession {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn an_idle_server_lets_go_of_the_index_so_that_others_can_write_it() {
+    // An agent's session lasts hours, mostly idle: meanwhile `situate index` (or an editor)
+    // must be able to write the index, and the server's next call sees what it wrote.
+    let fixture = Fixture::standard();
+    fixture.write("situate.toml", "[embedding]\nprovider = \"static\"\n");
+    let mut server = RawSession::start(&fixture, &["--idle", "0"]);
+    assert!(server.search("how long are backups kept?").contains(&"ops/backup.md".to_string()));
+
+    fixture.write("ops/pager.md", "# Pager\n\nThe narwhal rota changes every Tuesday.\n");
+    let cli = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_situate"))
+            .args(args)
+            .args(["--dir", fixture.root().to_str().unwrap()])
+            .env("XDG_CACHE_HOME", fixture.index.path())
+            .output()
+            .expect("situate runs")
+    };
+    let started = Instant::now();
+    let out = loop {
+        let out = cli(&["search", "narwhal rota"]);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        if !stderr.contains("another process") || started.elapsed() > DEADLINE {
+            break out;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !stderr.contains("another process"), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ops/pager.md"), "{stderr}");
+    // The server, still running, takes the index again and answers from it.
+    std::fs::remove_file(fixture.root().join("kitchen/bread.md")).unwrap();
+    assert_eq!(server.search("narwhal rota").first().map(String::as_str), Some("ops/pager.md"));
+    assert!(!server.search("sourdough starter").contains(&"kitchen/bread.md".to_string()));
+}

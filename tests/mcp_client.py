@@ -45,7 +45,9 @@ class Server:
         # The SDK passes only a few variables on by default; the index lives under
         # XDG_CACHE_HOME.
         self.params = StdioServerParameters(
-            command=binary, args=["mcp", "--dir", workspace], env=dict(os.environ)
+            # Neither server lets go of the index while idle (`--idle`): the scenario checks
+            # that a server reads while another writes, and takes over when that one exits.
+            command=binary, args=["mcp", "--dir", workspace, "--idle", "3600"], env=dict(os.environ)
         )
         self.session = None
         self.init = None

@@ -10,8 +10,14 @@ pub struct McpArgs {
     /// The workspace folder.
     #[arg(long, default_value = ".")]
     pub dir: PathBuf,
+    /// Seconds without a tool call (and with no vectors left to fill) after which the server
+    /// lets go of the index's writer lock, so that an editor or `situate index` can write
+    /// the index; the next call takes it again when it is free.
+    #[arg(long, value_name = "SECONDS", default_value_t = 2, value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub idle: u64,
 }
 
 pub fn run(args: McpArgs, config: Option<&Path>) -> Result<()> {
-    crate::mcp::serve_stdio(&args.dir, config).context("cannot serve MCP")
+    crate::mcp::serve_stdio(&args.dir, config, std::time::Duration::from_secs(args.idle))
+        .context("cannot serve MCP")
 }

@@ -5,10 +5,14 @@
 //! the other writer lets go. A slow model's vectors never hold back an answer: the texts are
 //! committed first and searched through the built-in model's vectors, and the slow model's
 //! are filled in the background a few at a time ([`Folder::fill_some`]), between tool calls.
+//! A server left idle lets go of the writer lock ([`Folder::let_go_if_idle`]): an agent's
+//! session lasts hours, and an editor's language server or `situate index` must be able to
+//! write the index meanwhile.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, TryLockError};
+use std::time::{Duration, Instant};
 
 use crate::engine::{CommitStamp, Engine, OpenMode, PendingVectors, View};
 
@@ -22,6 +26,10 @@ pub struct Folder {
     interrupt: Mutex<Option<Arc<AtomicBool>>>,
     /// Set when the server stops.
     stopping: AtomicBool,
+    /// When the last tool call ended (or the server started).
+    last_call: Mutex<Instant>,
+    /// How long without a call before a writing server lets go of the writer lock.
+    idle: Duration,
 }
 
 #[derive(Default)]
@@ -42,14 +50,42 @@ pub struct Fresh {
 }
 
 impl Folder {
-    pub fn new(dir: &Path, config: Option<&Path>) -> Folder {
+    pub fn new(dir: &Path, config: Option<&Path>, idle: Duration) -> Folder {
         Folder {
             dir: dir.to_path_buf(),
             config: config.map(Path::to_path_buf),
             slot: Mutex::default(),
             interrupt: Mutex::default(),
             stopping: AtomicBool::new(false),
+            last_call: Mutex::new(Instant::now()),
+            idle,
         }
+    }
+
+    /// Closes the engine when this server writes the index, no call came for `idle`, and no
+    /// vector is left to fill: the writer lock is then free for an editor or `situate index`.
+    /// The next call opens the index again, writing it when the lock is free and reading
+    /// the other writer's commits when not. Returns whether it let go.
+    pub fn let_go_if_idle(&self) -> bool {
+        if self.last_call.lock().unwrap_or_else(PoisonError::into_inner).elapsed() < self.idle {
+            return false;
+        }
+        // A call under way holds the slot: the server is not idle.
+        let mut slot = match self.slot.try_lock() {
+            Ok(slot) => slot,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(TryLockError::WouldBlock) => return false,
+        };
+        if !slot.engine.as_ref().is_some_and(|e| !e.is_read_only() && e.pending_vectors() == 0) {
+            return false;
+        }
+        slot.engine = None;
+        *self.interrupt.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        tracing::info!(
+            "no call for {} s: the index is left to other processes until the next one",
+            self.idle.as_secs()
+        );
+        true
     }
 
     /// Brings the index up to date and returns a view of it. Blocks on disk and index work,
@@ -114,6 +150,7 @@ impl Folder {
             ));
         }
         let notice = (!notices.is_empty()).then(|| notices.join("; "));
+        *self.last_call.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
         Ok(Fresh { view, writer: !engine.is_read_only(), notice })
     }
 

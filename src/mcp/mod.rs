@@ -45,13 +45,15 @@ pub enum McpError {
 
 /// Serves the workspace at `dir` (with `config` instead of its `situate.toml`, if given) on
 /// stdin/stdout until the client closes the stream. The index is brought up to date in the
-/// background from the start, so that the first tool call finds it ready.
-pub fn serve_stdio(dir: &Path, config: Option<&Path>) -> Result<(), McpError> {
+/// background from the start, so that the first tool call finds it ready. After `idle`
+/// without a call, with no vectors left to fill, the server lets go of the index's writer
+/// lock ([`folder::Folder::let_go_if_idle`]).
+pub fn serve_stdio(dir: &Path, config: Option<&Path>, idle: Duration) -> Result<(), McpError> {
     if !dir.is_dir() {
         return Err(McpError::NotAFolder { path: dir.display().to_string() });
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let folder = Arc::new(folder::Folder::new(dir, config));
+    let folder = Arc::new(folder::Folder::new(dir, config, idle));
     let filler = Arc::clone(&folder);
     std::thread::spawn(move || fill_in_background(&filler));
     let result = runtime.block_on(async {
@@ -93,7 +95,10 @@ fn fill_in_background(folder: &folder::Folder) {
         match result {
             // The lock is not fair: a pause lets a waiting tool call take it.
             Ok(left) if left > 0 => std::thread::sleep(Duration::from_millis(2)),
-            Ok(_) => std::thread::sleep(FILL_IDLE),
+            Ok(_) => {
+                folder.let_go_if_idle();
+                std::thread::sleep(FILL_IDLE);
+            }
             Err(e) => {
                 if !failing {
                     tracing::warn!("{e}; trying again in {} s", FILL_BACKOFF.as_secs());
