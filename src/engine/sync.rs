@@ -15,6 +15,22 @@ use crate::index::{FileChange, Index, IndexError, PreparedChunk, PreparedFile, V
 use crate::snippets::prompt::ChunkInput;
 use crate::workspace::{self, SkipReason, Skipped, SourceFile};
 
+/// About how long one step of a fill between other work takes ([`Engine::fill_step_size`]).
+pub const FILL_STEP_TIME: Duration = Duration::from_millis(400);
+/// The most chunks one step of such a fill embeds.
+pub const FILL_STEP_MAX: usize = 64;
+
+/// The chunks of a fill's step at `rate` chunks a second ([`Engine::fill_step_size`]).
+fn fill_step_for(rate: Option<f32>) -> usize {
+    match rate {
+        Some(rate) if rate.is_finite() && rate > 0.0 => {
+            ((rate * FILL_STEP_TIME.as_secs_f32()) as usize).clamp(1, FILL_STEP_MAX)
+        }
+        // Not measured yet: a step short on any model.
+        _ => 4,
+    }
+}
+
 /// Files read and chunked (in parallel) before their changes are applied.
 const READ_BATCH: usize = 128;
 
@@ -75,6 +91,15 @@ impl Engine {
     /// Chunks committed without a vector, waiting for [`Engine::fill_pending_vectors`].
     pub fn pending_vectors(&self) -> usize {
         self.index.pending_vector_count()
+    }
+
+    /// How many pending vectors a step of a fill between other work should embed: as many
+    /// as the model makes in about [`FILL_STEP_TIME`] at its last measured rate, 1 to
+    /// [`FILL_STEP_MAX`]. Whatever waits for the step to end (a save in an editor, an
+    /// agent's call) waits about that long; a fixed count would make it wait seconds on a
+    /// slow model and commit too often on a fast one.
+    pub fn fill_step_size(&self) -> usize {
+        fill_step_for(self.index.manifest().fill_rate)
     }
 
     /// Stores up to about `max` of the vectors of chunks committed without one (computed
@@ -417,5 +442,20 @@ fn stage(
             }
             skipped.push(skip);
         }
+    }
+}
+
+#[cfg(test)]
+mod fill_step_tests {
+    use super::*;
+
+    #[test]
+    fn a_fill_step_takes_about_as_long_on_a_slow_model_as_on_a_fast_one() {
+        // e5 on two cores, a remote model, the static one; no rate yet; a rate gone wrong.
+        assert_eq!(fill_step_for(Some(20.0)), 8);
+        assert_eq!(fill_step_for(Some(900.0)), FILL_STEP_MAX);
+        assert_eq!(fill_step_for(Some(0.3)), 1);
+        assert_eq!(fill_step_for(None), 4);
+        assert_eq!(fill_step_for(Some(f32::NAN)), 4);
     }
 }

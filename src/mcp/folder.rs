@@ -154,15 +154,19 @@ impl Folder {
         Ok(Fresh { view, writer: !engine.is_read_only(), notice })
     }
 
-    /// Embeds up to `max` of the chunks whose vectors a slow model still owes, when this
-    /// server writes the index, and commits them. Returns how many are still owed.
-    pub fn fill_some(&self, max: usize) -> Result<usize, String> {
+    /// Embeds a step of the chunks whose vectors a slow model still owes, when this server
+    /// writes the index, and commits them: as many as take a few hundred milliseconds
+    /// ([`Engine::fill_step_size`]), which is as long as a tool call waits for it. Returns
+    /// how many are still owed.
+    pub fn fill_some(&self) -> Result<usize, String> {
         let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(engine) = slot.engine.as_mut().filter(|e| !e.is_read_only()) else { return Ok(0) };
         if engine.pending_vectors() == 0 || self.stopping.load(Ordering::Relaxed) {
             return Ok(0);
         }
-        engine.fill_pending_vectors(max).map_err(|e| format!("cannot fill in the model's vectors: {e}"))?;
+        engine
+            .fill_pending_vectors(engine.fill_step_size())
+            .map_err(|e| format!("cannot fill in the model's vectors: {e}"))?;
         Ok(engine.pending_vectors())
     }
 

@@ -23,11 +23,6 @@ use rmcp::ServiceExt;
 
 /// How long a stopping server waits for a reconcile under way to commit what it has done.
 const STOP_GRACE: Duration = Duration::from_secs(10);
-/// How long one step of the background fill may hold the index: a tool call waits at most
-/// about this long for it. The number of chunks a step embeds follows the model's speed.
-const FILL_STEP_TIME: Duration = Duration::from_millis(500);
-/// The most chunks one step embeds.
-const FILL_STEP_MAX: usize = 64;
 /// How long the background fill rests when there is nothing to fill, and after a failure.
 const FILL_IDLE: Duration = Duration::from_millis(500);
 const FILL_BACKOFF: Duration = Duration::from_secs(30);
@@ -82,17 +77,8 @@ pub fn serve_stdio(dir: &Path, config: Option<&Path>, idle: Duration) -> Result<
 /// index to tool calls in between.
 fn fill_in_background(folder: &folder::Folder) {
     let mut failing = false;
-    let mut step = 1;
     while !folder.is_stopping() {
-        let started = std::time::Instant::now();
-        let result = folder.fill_some(step);
-        let took = started.elapsed();
-        if took < FILL_STEP_TIME / 2 {
-            step = (step * 2).min(FILL_STEP_MAX);
-        } else if took > FILL_STEP_TIME {
-            step = (step / 2).max(1);
-        }
-        match result {
+        match folder.fill_some() {
             // The lock is not fair: a pause lets a waiting tool call take it.
             Ok(left) if left > 0 => std::thread::sleep(Duration::from_millis(2)),
             Ok(_) => {

@@ -20,8 +20,6 @@ use crate::snippets::generator::{Outcome, RunEnd};
 
 /// Changes in a burst become one commit: a quiet time after each, and a cap in all.
 const CHANGES: Debounce = Debounce { quiet: Duration::from_millis(50), max_wait: Duration::from_secs(1) };
-/// Chunks embedded at a time when vectors are filled in between other work.
-const FILL_SLICE: usize = 64;
 /// How often a folder that cannot write checks whether it may now, or whether the other
 /// writer has committed; also the pause after a failed fill.
 pub(super) const POLL: Duration = Duration::from_secs(2);
@@ -502,7 +500,7 @@ impl Worker {
             (token, left_before)
         });
         let (token, total) = (token.clone(), *total);
-        let result = engine.fill_pending_vectors(FILL_SLICE);
+        let result = engine.fill_pending_vectors(engine.fill_step_size());
         let left = engine.pending_vectors();
         self.folder.publish_with(engine, |state| state.vectors_pending = left);
         if let Err(e) = result {
