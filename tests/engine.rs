@@ -563,6 +563,41 @@ fn a_second_writer_gets_a_read_only_engine_that_still_searches() {
 }
 
 #[test]
+fn a_reader_opening_during_another_process_commit_reads_that_commit_whole() {
+    // The writer has committed the chunk store and not yet its manifest: a reader opening
+    // then reads both again, rather than taking the manifest for damaged and rebuilding it.
+    let f = Fixture::standard();
+    let mut writer = f.engine(Counting::new());
+    reconcile(&mut writer);
+    let dir = f.index_dir();
+    let manifest_files = ["manifest.bin", "manifest.log"];
+    let read = |names: &[&str]| names.iter().map(|n| std::fs::read(dir.join(n)).ok()).collect::<Vec<_>>();
+    let put = |contents: &[Option<Vec<u8>>]| {
+        for (name, bytes) in manifest_files.iter().zip(contents) {
+            match bytes {
+                Some(bytes) => std::fs::write(dir.join(name), bytes).unwrap(),
+                None => drop(std::fs::remove_file(dir.join(name))),
+            }
+        }
+    };
+    let before = read(&manifest_files);
+    f.write("ops/pager.md", "# Pager\n\nThe narwhal rota changes every Tuesday.\n");
+    reconcile(&mut writer);
+    let after = read(&manifest_files);
+    put(&before);
+    // The commit ends while the reader opens.
+    let opening = std::thread::scope(|scope| {
+        let reader = scope.spawn(|| f.engine(Counting::new()));
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        put(&after);
+        reader.join().unwrap()
+    });
+    assert!(opening.is_read_only());
+    assert!(opening.notes().is_empty(), "{:?}", opening.notes());
+    assert_eq!(opening.index().manifest().files.len(), 5);
+}
+
+#[test]
 fn bad_config_values_are_reported_by_key_and_defaults_used() {
     let f = Fixture::standard();
     f.write(

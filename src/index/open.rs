@@ -168,8 +168,16 @@ impl Index {
         if let Err(e) = writer.garbage_collect_files().wait() {
             tracing::warn!(index = %tantivy_dir.display(), "leftover files of an unfinished write not removed: {e}");
         }
-        let (mut index, payload) =
-            Index::assemble(layout, &store, fields, embedder, pipeline, Some((writer, lock)), Vectors::Load)?;
+        let (mut index, payload) = Index::assemble(
+            layout,
+            &store,
+            fields,
+            embedder,
+            pipeline,
+            Some((writer, lock)),
+            Vectors::Load,
+            false,
+        )?;
         index.notes.splice(0..0, notes);
         if !payload.pipeline.is_empty() && payload.pipeline != pipeline {
             index.notes.push("chunking or context settings changed: files are re-chunked".to_string());
@@ -208,7 +216,10 @@ impl Index {
             let opened = open_store(&layout, false).and_then(|(store, fields)| {
                 checked::check_store(&store, &layout)?;
                 let vectors = if with_vectors { Vectors::Load } else { Vectors::Skip };
-                Index::assemble(layout.clone(), &store, fields, embedder, pipeline, None, vectors)
+                // Until the last attempt, a manifest of another commit than the store's is
+                // the other writer's commit under way: read both again.
+                let strict = other_writer && attempt < READ_RETRIES;
+                Index::assemble(layout.clone(), &store, fields, embedder, pipeline, None, vectors, strict)
             });
             match opened {
                 Ok((mut index, _)) => {
@@ -227,6 +238,9 @@ impl Index {
 
     /// Builds the index around an open chunk store and loads (or repairs) the manifest and
     /// the vectors. With a writer and its lock, repairs may write; without, nothing does.
+    /// `strict`: a manifest of another commit than the store's is an error rather than
+    /// rebuilt from the store (a reader racing another process's commit).
+    #[allow(clippy::too_many_arguments)]
     fn assemble(
         layout: IndexLayout,
         store: &tantivy::Index,
@@ -235,6 +249,7 @@ impl Index {
         pipeline: &str,
         writer: Option<(IndexWriter, WriterLock)>,
         vectors: Vectors,
+        strict: bool,
     ) -> Result<(Index, CommitPayload), IndexError> {
         let payload = read_payload(store);
         let reader = store
@@ -271,7 +286,7 @@ impl Index {
             words_only: vectors == Vectors::Skip,
             _lock: lock,
         };
-        index.load_manifest(&payload)?;
+        index.load_manifest(&payload, strict)?;
         if vectors == Vectors::Load {
             index.load_vectors(writable)?;
         }
@@ -282,9 +297,18 @@ impl Index {
         Ok((index, payload))
     }
 
-    fn load_manifest(&mut self, payload: &CommitPayload) -> Result<(), IndexError> {
+    fn load_manifest(&mut self, payload: &CommitPayload, strict: bool) -> Result<(), IndexError> {
         let loaded = match self.read_manifest() {
             Ok(Some(m)) if m.generation == payload.generation => Some(m),
+            Ok(Some(m)) if strict => {
+                return Err(IndexError::Io {
+                    path: self.layout.manifest().display().to_string(),
+                    source: std::io::Error::other(format!(
+                        "manifest of commit {} beside the chunk store's {}",
+                        m.generation, payload.generation
+                    )),
+                });
+            }
             Ok(Some(m)) => {
                 self.notes.push(format!(
                     "manifest is from commit {} but the chunk store from {}: rebuilt from the chunk store",
