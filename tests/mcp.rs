@@ -232,7 +232,9 @@ fn an_mcp_client_lists_and_calls_every_tool_and_a_second_server_reads_then_takes
     // A second server on the same folder reads the first one's index, and says so.
     let second = ok(&t, "second_status");
     assert_eq!(second["writer"], false, "{second:#}");
-    assert!(second["note"].as_str().unwrap().contains("another process"), "{second:#}");
+    // It names the writer: the first server.
+    let note = second["note"].as_str().unwrap();
+    assert!(note.contains("(`situate mcp`, process") && note.contains("is writing this index"), "{second:#}");
     let second_search = ok(&t, "second_search");
     assert!(located(&second_search["results"]).contains(&"ops/backup.md:10-13".to_string()));
     assert_eq!(ok(&t, "first_sees_tea")["results"][0]["path"], "kitchen/tea.md");

@@ -312,6 +312,13 @@ impl Engine {
         self.index.notes()
     }
 
+    /// Who writes the index when this engine only reads it, in words for a message:
+    /// "an editor's language server (`situate lsp`, process 1234)", or "another situate
+    /// process" when the holder did not say.
+    pub fn other_writer(&self) -> String {
+        self.index.writer_holder().map_or_else(|| "another situate process".to_string(), |h| h.describe())
+    }
+
     /// Whether no process holds the index's writer lock now: a read-only engine may be
     /// reopened to write.
     pub fn writer_free(&self) -> bool {

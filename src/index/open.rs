@@ -104,7 +104,13 @@ impl Index {
                 std::fs::create_dir_all(dir).map_err(io_err(dir))?;
                 let lock_path = layout.lock();
                 match WriterLock::try_acquire(&lock_path).map_err(io_err(&lock_path))? {
-                    Some(lock) => Index::open_writable(layout, lock, embedder, pipeline).map(Some),
+                    Some(lock) => {
+                        // Only for the messages of other processes: a failure changes nothing.
+                        if let Err(e) = lock.name_holder() {
+                            tracing::debug!("cannot write the lock's holder: {e}");
+                        }
+                        Index::open_writable(layout, lock, embedder, pipeline).map(Some)
+                    }
                     None => Ok(None),
                 }
             }
@@ -451,6 +457,11 @@ impl Index {
     /// Some chunks may lack vectors until [`Index::embed_vectorless`] runs.
     pub fn vectors_unchecked(&self) -> bool {
         self.vectors_unchecked
+    }
+
+    /// The process that holds the writer lock, when it named itself.
+    pub fn writer_holder(&self) -> Option<super::lock::Holder> {
+        WriterLock::holder(&self.layout.lock())
     }
 
     /// Whether no process holds the writer lock right now (asked, not kept): a read-only

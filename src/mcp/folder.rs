@@ -115,11 +115,11 @@ impl Folder {
         let engine = slot.engine.insert(engine);
         let mut notices = Vec::new();
         if engine.is_read_only() {
-            notices.push(
-                "another process (an editor or a second server) is writing this index: answers come \
-                 from its last commit, which may miss the latest changes to files"
-                    .to_string(),
-            );
+            notices.push(format!(
+                "{} is writing this index: answers come from its last commit, which may miss the latest \
+                 changes to files",
+                engine.other_writer()
+            ));
         } else {
             match engine.reconcile(&mut |_| {}) {
                 Ok(report) if report.files_indexed + report.files_removed > 0 => tracing::info!(
