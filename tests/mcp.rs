@@ -355,3 +355,38 @@ fn an_idle_server_lets_go_of_the_index_so_that_others_can_write_it() {
     assert_eq!(server.search("narwhal rota").first().map(String::as_str), Some("ops/pager.md"));
     assert!(!server.search("sourdough starter").contains(&"kitchen/bread.md".to_string()));
 }
+
+#[test]
+fn a_command_turned_away_by_a_busy_server_says_which_process_writes_the_index() {
+    let fixture = Fixture::standard();
+    fixture.write("situate.toml", "[embedding]\nprovider = \"static\"\n");
+    let mut server = RawSession::start(&fixture, &["--idle", "3600"]);
+    assert!(!server.search("backup").is_empty());
+    let cli = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_situate"))
+            .args(args)
+            .env("XDG_CACHE_HOME", fixture.index.path())
+            .output()
+            .expect("situate runs")
+    };
+    let root = fixture.root().to_str().unwrap();
+    let pid = server.child.id();
+    let out = cli(&["index", root]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(&format!(
+            "an AI agent's MCP server (`situate mcp`, process {pid}) is writing the index"
+        )) && stderr.contains("lets go of the index a few seconds after its last call"),
+        "{stderr}"
+    );
+    let out = cli(&["search", "backup", "--dir", root]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success());
+    assert!(
+        stderr.contains(&format!(
+            "(`situate mcp`, process {pid}) writes this index; searching its last commit"
+        )),
+        "{stderr}"
+    );
+}

@@ -36,8 +36,10 @@ pub fn run(args: IndexArgs, config: Option<&Path>, out: &mut impl Write) -> Resu
     let mut engine = open(&args.dir, config, OpenMode::Write)?;
     if engine.is_read_only() {
         bail!(
-            "another situate process is writing the index of {}; try again when it is done",
-            args.dir.display()
+            "{} is writing the index of {}; {}",
+            engine.other_writer(),
+            args.dir.display(),
+            engine.while_other_writes()
         );
     }
     if args.snippets && !engine.snippets_on() {

@@ -66,7 +66,7 @@ pub fn run(args: SearchArgs, config: Option<&Path>, out: &mut impl Write) -> Res
     let mut engine = open(&args.dir, config, mode)?;
     if !args.no_update {
         if engine.is_read_only() {
-            eprintln!("situate: another process is updating the index; searching it as it is");
+            eprintln!("situate: {} writes this index; searching its last commit", engine.other_writer());
         } else {
             // A search never waits for a slow model's vectors: the texts are committed and
             // searched at once, with the built-in static model standing in.

@@ -319,6 +319,12 @@ impl Engine {
         self.index.writer_holder().map_or_else(|| "another situate process".to_string(), |h| h.describe())
     }
 
+    /// What a process that may not write the index can do meanwhile, by what the writer is
+    /// ("try again when it is done").
+    pub fn while_other_writes(&self) -> &'static str {
+        self.index.writer_holder().map_or("try again when it is done", |h| h.meanwhile())
+    }
+
     /// Whether no process holds the index's writer lock now: a read-only engine may be
     /// reopened to write.
     pub fn writer_free(&self) -> bool {

@@ -65,6 +65,15 @@ impl Holder {
         };
         format!("{what} (`{}`, process {})", self.command, self.pid)
     }
+
+    /// What a process it turns away from writing can do meanwhile.
+    pub fn meanwhile(&self) -> &'static str {
+        match self.command.as_str() {
+            "situate lsp" => "it indexes files as they change, and `situate search` reads its commits",
+            "situate mcp" => "it lets go of the index a few seconds after its last call: try again then",
+            _ => "try again when it is done",
+        }
+    }
 }
 
 #[cfg(test)]
