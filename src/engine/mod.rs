@@ -129,6 +129,8 @@ pub struct Engine {
     snippets_in_flight: HashSet<u64>,
     /// Where a fill with the team cache is (writers with a team cache and a slow model).
     team_fill: Option<team::TeamFill>,
+    /// How long the last commit of a fill's step took ([`Engine::fill_step_size`]).
+    fill_commit_cost: std::time::Duration,
 }
 
 impl std::fmt::Debug for Engine {
@@ -269,6 +271,7 @@ impl Engine {
             snippet_cache,
             snippets_in_flight: HashSet::new(),
             team_fill,
+            fill_commit_cost: std::time::Duration::ZERO,
         })
     }
 

@@ -20,11 +20,14 @@ pub const FILL_STEP_TIME: Duration = Duration::from_millis(400);
 /// The most chunks one step of such a fill embeds.
 pub const FILL_STEP_MAX: usize = 64;
 
-/// The chunks of a fill's step at `rate` chunks a second ([`Engine::fill_step_size`]).
-fn fill_step_for(rate: Option<f32>) -> usize {
+/// The chunks of a fill's step at `rate` chunks a second, whose commit took `commit`
+/// ([`Engine::fill_step_size`]): a step lasts [`FILL_STEP_TIME`], or longer where commits
+/// are slow (a large index), so that they take at most a tenth of the time.
+fn fill_step_for(rate: Option<f32>, commit: Duration) -> usize {
+    let time = FILL_STEP_TIME.max(commit * CHECKPOINT_SHARE);
     match rate {
         Some(rate) if rate.is_finite() && rate > 0.0 => {
-            ((rate * FILL_STEP_TIME.as_secs_f32()) as usize).clamp(1, FILL_STEP_MAX)
+            ((rate * time.as_secs_f32()) as usize).clamp(1, FILL_STEP_MAX)
         }
         // Not measured yet: a step short on any model.
         _ => 4,
@@ -99,7 +102,7 @@ impl Engine {
     /// agent's call) waits about that long; a fixed count would make it wait seconds on a
     /// slow model and commit too often on a fast one.
     pub fn fill_step_size(&self) -> usize {
-        fill_step_for(self.index.manifest().fill_rate)
+        fill_step_for(self.index.manifest().fill_rate, self.fill_commit_cost)
     }
 
     /// Stores up to about `max` of the vectors of chunks committed without one (computed
@@ -452,10 +455,13 @@ mod fill_step_tests {
     #[test]
     fn a_fill_step_takes_about_as_long_on_a_slow_model_as_on_a_fast_one() {
         // e5 on two cores, a remote model, the static one; no rate yet; a rate gone wrong.
-        assert_eq!(fill_step_for(Some(20.0)), 8);
-        assert_eq!(fill_step_for(Some(900.0)), FILL_STEP_MAX);
-        assert_eq!(fill_step_for(Some(0.3)), 1);
-        assert_eq!(fill_step_for(None), 4);
-        assert_eq!(fill_step_for(Some(f32::NAN)), 4);
+        let quick = Duration::from_millis(5);
+        assert_eq!(fill_step_for(Some(20.0), quick), 8);
+        assert_eq!(fill_step_for(Some(900.0), quick), FILL_STEP_MAX);
+        assert_eq!(fill_step_for(Some(0.3), quick), 1);
+        assert_eq!(fill_step_for(None, quick), 4);
+        assert_eq!(fill_step_for(Some(f32::NAN), quick), 4);
+        // A commit of 80 ms (a million chunks): steps of 0.8 s, the commit a tenth of it.
+        assert_eq!(fill_step_for(Some(20.0), Duration::from_millis(80)), 16);
     }
 }

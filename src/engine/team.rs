@@ -72,7 +72,9 @@ impl Engine {
     /// and commits them.
     pub fn fill_pending_step(&mut self, max: usize) -> Result<Filled, EngineError> {
         let filled = self.fill_step(max)?;
+        let started = Instant::now();
         self.index.commit()?;
+        self.fill_commit_cost = started.elapsed();
         Ok(filled)
     }
 
