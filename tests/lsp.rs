@@ -507,3 +507,44 @@ fn chunk_store_files_cut_short_under_a_running_server_are_rebuilt_in_the_backgro
     assert_eq!(shown, 1, "the damage is reported once");
     assert!(client.shutdown().success());
 }
+
+#[test]
+fn files_that_cannot_be_read_have_no_hover_and_a_named_pipe_never_holds_the_server_up() {
+    let f = Fixture::standard();
+    std::fs::create_dir_all(f.root().join("folder.md")).unwrap();
+    let pipe = f.root().join("pipe.md");
+    let made = std::process::Command::new("mkfifo").arg(&pipe).status().expect("mkfifo");
+    assert!(made.success());
+    let mut client = LspClient::start(f.index.path());
+    client.initialize(f.root(), json!({}), json!({}));
+    client.wait_indexed();
+
+    // Gone, a folder, a named pipe: no hover, not an error.
+    for name in ["gone.md", "folder.md", "pipe.md"] {
+        let uri = file_uri(&f.root().join(name));
+        assert_eq!(hover(&mut client, &uri, 0, 0), Ok(Value::Null), "{name}");
+    }
+    // More hovers on the pipe than the server runs requests at once, then a save and a
+    // reindex of it: each is answered, and so is what comes after.
+    let pipe_uri = file_uri(&pipe);
+    let ids: Vec<i64> = (0..6)
+        .map(|_| {
+            client.send_request(
+                "textDocument/hover",
+                json!({ "textDocument": { "uri": pipe_uri }, "position": { "line": 0, "character": 0 } }),
+            )
+        })
+        .collect();
+    for id in ids {
+        assert_eq!(client.response(id), Ok(Value::Null));
+    }
+    client.notify("textDocument/didSave", json!({ "textDocument": { "uri": pipe_uri } }));
+    let r = client.command("situate.reindex", json!({ "uri": pipe_uri })).unwrap();
+    assert_eq!(r["report"]["files_indexed"], 0, "{r}");
+    let e = client
+        .command("situate.similar", json!({ "uri": pipe_uri, "position": { "line": 0, "character": 0 } }))
+        .unwrap_err();
+    assert!(e["message"].as_str().unwrap().contains("not a regular file"), "{e}");
+    assert_eq!(status(&mut client)["phase"], "ready");
+    assert!(client.shutdown().success());
+}
