@@ -91,6 +91,10 @@ fn a_session_indexes_searches_hovers_follows_saves_and_deletions_and_survives_ba
     let symbols = client.request("workspace/symbol", json!({ "query": "backup retention" })).unwrap();
     assert_eq!(symbols[0]["location"]["uri"], top["uri"]);
     assert!(symbols[0]["name"].as_str().unwrap().starts_with("Retention"), "{symbols}");
+    assert_eq!(symbols[0]["containerName"], "ops/backup.md · Backups › Retention");
+    // A file without headings: its path alone.
+    let symbols = client.request("workspace/symbol", json!({ "query": "herons canal" })).unwrap();
+    assert_eq!(symbols[0]["containerName"], "journal/2026-03-02.txt", "{symbols}");
 
     // Hover shows the heading path and the context the chunk was indexed with.
     let backup = file_uri(&f.root().join("ops/backup.md"));
