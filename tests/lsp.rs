@@ -167,6 +167,16 @@ fn a_session_indexes_searches_hovers_follows_saves_and_deletions_and_survives_ba
     client.send_raw(b"{ this is not json");
     let garbage = client.response_to_null();
     assert_eq!(garbage["code"], -32700, "{garbage}");
+    // A request for a `$/` method is not one the server knows; a body that is not UTF-8, or
+    // holds a lone surrogate, is not JSON.
+    let id = client.send_request("$/situate/unknown", json!({}));
+    assert_eq!(client.response(id).unwrap_err()["code"], -32601);
+    client.send_raw(
+        b"{\"jsonrpc\":\"2.0\",\"id\":90,\"method\":\"workspace/symbol\",\"params\":{\"query\":\"\xff\"}}",
+    );
+    assert_eq!(client.response_to_null()["code"], -32700);
+    client.send_raw(br#"{"jsonrpc":"2.0","id":91,"method":"workspace/symbol","params":{"query":"\ud800"}}"#);
+    assert_eq!(client.response_to_null()["code"], -32700);
 
     // Related chunks leave out the chunk itself and its neighbours.
     let related = client

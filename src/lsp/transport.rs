@@ -1,5 +1,6 @@
 //! The stdio transport around the protocol library: it frames messages itself and answers
-//! malformed ones (bad headers, bodies that are not JSON or not JSON-RPC) with an error,
+//! malformed ones (bad headers, bodies that are not JSON or not JSON-RPC, requests for
+//! `$/` methods, which the library would drop without an answer) with an error,
 //! so that one bad message never ends the session. Well-formed messages pass through
 //! unchanged, in order; the library's output is copied out whole, message by message,
 //! with those error answers slotted in between.
@@ -84,8 +85,16 @@ pub fn check(body: &[u8]) -> Option<Value> {
     // request or notification names its method (the library's parser defaults it to "").
     let object = text.trim_start().starts_with('{');
     // The common case costs one parse: a request or notification.
-    if object && serde_json::from_str::<jsonrpc::Request>(text).is_ok_and(|r| !r.method().is_empty()) {
-        return None;
+    if object && let Ok(request) = serde_json::from_str::<jsonrpc::Request>(text) {
+        // The library drops requests for `$/` methods it does not know without an answer;
+        // the protocol asks for MethodNotFound (it knows none that is a request).
+        if let Some(id) = request.id().filter(|_| request.method().starts_with("$/")) {
+            let id = serde_json::to_value(id).unwrap_or(Value::Null);
+            return Some(error(id, -32601, format!("Method not found: {}", request.method())));
+        }
+        if !request.method().is_empty() {
+            return None;
+        }
     }
     let value: Value = match serde_json::from_str(text) {
         Ok(v) => v,
@@ -242,6 +251,10 @@ mod tests {
         let e = check(br#"{"id":7,"method":"x"}"#).unwrap();
         assert_eq!((e["id"].clone(), e["error"]["code"].clone()), (json!(7), json!(-32600)));
         assert_eq!(check(br#"[1,2]"#).unwrap()["id"], Value::Null);
+        // A request for a `$/` method is answered; a notification is the library's.
+        let e = check(br#"{"jsonrpc":"2.0","id":"d1","method":"$/foo","params":{}}"#).unwrap();
+        assert_eq!((e["id"].clone(), e["error"]["code"].clone()), (json!("d1"), json!(-32601)));
+        assert!(check(br#"{"jsonrpc":"2.0","method":"$/setTrace","params":{"value":"off"}}"#).is_none());
     }
 
     #[test]
