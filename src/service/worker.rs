@@ -299,6 +299,25 @@ impl Worker {
         self.publish_snippets();
     }
 
+    /// Tells the user (once per message) of files read with replacement characters, as the
+    /// command line warns of them; `situate.status` lists them all.
+    fn warn_lossy(&self, lossy: &[String]) {
+        let message = match lossy {
+            [] => return,
+            [one] => format!(
+                "{}: {one} is not valid UTF-8; decoded with replacement characters",
+                self.folder.name()
+            ),
+            [first, rest @ ..] => format!(
+                "{}: {first} and {} more files are not valid UTF-8; decoded with replacement characters",
+                self.folder.name(),
+                rest.len()
+            ),
+        };
+        tracing::warn!("{message}");
+        let _ = self.notices.send(Notice::Problem(message));
+    }
+
     fn error(&self, message: String) {
         tracing::warn!(folder = %self.folder.root.display(), "{message}");
         {
@@ -404,12 +423,22 @@ impl Worker {
             }
         });
         let end = match &result {
+            Ok(r) if !r.lossy.is_empty() => format!(
+                "{} files, {} chunks ({} indexed; {} not valid UTF-8)",
+                status.files,
+                status.chunks,
+                r.files_indexed,
+                r.lossy.len()
+            ),
             Ok(r) => {
                 format!("{} files, {} chunks ({} indexed)", status.files, status.chunks, r.files_indexed)
             }
             Err(e) => format!("failed: {e}"),
         };
         let _ = self.notices.send(Notice::ProgressEnd { token, message: end });
+        if let Ok(r) = &result {
+            self.warn_lossy(&r.lossy);
+        }
         match result {
             Ok(report) => {
                 tracing::info!(
@@ -475,6 +504,7 @@ impl Worker {
                 for s in &report.skipped {
                     tracing::info!(path = %s.path, "skipped: {}", s.reason);
                 }
+                self.warn_lossy(&report.lossy);
                 for reply in replies {
                     answer(Some(reply), Ok(report.clone()));
                 }
