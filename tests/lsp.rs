@@ -135,6 +135,10 @@ fn a_session_indexes_searches_hovers_follows_saves_and_deletions_and_survives_ba
     // Bad requests get clear errors and the server keeps serving.
     let e = client.command("situate.nope", json!({})).unwrap_err();
     assert!(e["message"].as_str().unwrap().contains("unknown command `situate.nope`"), "{e}");
+    let e = client.command("situate.status", json!({ "x": 1 })).unwrap_err();
+    assert_eq!(e["code"], -32602, "{e}");
+    assert!(e["message"].as_str().unwrap().contains("unknown field `x`"), "{e}");
+    client.command("situate.status", json!({})).expect("an empty object is no argument");
     let e = client.command("situate.search", json!({ "limit": 3 })).unwrap_err();
     assert!(e["message"].as_str().unwrap().contains("query"), "{e}");
     let e = client.command("situate.search", json!({ "query": "x", "mode": "psychic" })).unwrap_err();
