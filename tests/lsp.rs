@@ -458,6 +458,7 @@ fn an_index_folder_that_cannot_be_created_is_reported_and_the_server_keeps_answe
     client.initialize(f.root(), json!({ "index_dir": "blocker/index" }), json!({}));
     let shown = client.wait_for(|m| m["method"] == "window/showMessage");
     assert!(shown["params"]["message"].as_str().unwrap().contains("cannot open the index"), "{shown}");
+    assert_eq!(shown["params"]["type"], 1, "an error, not a warning: {shown}");
     let s = client.eventually(|c| {
         let s = status(c);
         (s["phase"] == "failed").then_some(s)

@@ -292,6 +292,11 @@ async fn report(client: Client, mut notices: UnboundedReceiver<Notice>, progress
                     client.show_message(MessageType::WARNING, format!("situate: {message}")).await;
                 }
             }
+            Notice::Failure(message) => {
+                if shown.insert(message.clone()) {
+                    client.show_message(MessageType::ERROR, format!("situate: {message}")).await;
+                }
+            }
             Notice::ProgressBegin { .. } => {}
         }
     }

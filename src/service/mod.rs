@@ -83,8 +83,11 @@ pub enum Notice {
         token: String,
         message: String,
     },
-    /// A problem the user must fix; shown once.
+    /// A problem the user must fix while work goes on; shown once, as a warning.
     Problem(String),
+    /// Something that failed (the index cannot be opened, a run failed); shown once, as an
+    /// error.
+    Failure(String),
 }
 
 /// What the writer is doing.

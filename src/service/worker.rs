@@ -318,16 +318,28 @@ impl Worker {
         let _ = self.notices.send(Notice::Problem(message));
     }
 
+    /// A problem the user may act on while work goes on (a bad setting, a stopped snippet
+    /// queue): listed in the folder's errors and shown once as a warning.
     fn error(&self, message: String) {
         tracing::warn!(folder = %self.folder.root.display(), "{message}");
-        {
-            let mut state = self.state();
-            // A problem that repeats (a server that stays down) is listed once in a row.
-            if state.errors.last() != Some(&message) {
-                state.errors.push(message.clone());
-            }
-        }
+        self.record(&message);
         let _ = self.notices.send(Notice::Problem(message));
+    }
+
+    /// Something that failed (the index cannot be opened, a run failed): listed in the
+    /// folder's errors and shown once as an error.
+    fn failure(&self, message: String) {
+        tracing::error!(folder = %self.folder.root.display(), "{message}");
+        self.record(&message);
+        let _ = self.notices.send(Notice::Failure(message));
+    }
+
+    fn record(&self, message: &str) {
+        let mut state = self.state();
+        // A problem that repeats (a server that stays down) is listed once in a row.
+        if state.errors.last().is_none_or(|last| last != message) {
+            state.errors.push(message.to_string());
+        }
     }
 
     /// Opens the engine with the current settings (read-only when another process writes)
@@ -341,7 +353,7 @@ impl Worker {
         let embedder = match self.embedders.get(&loaded.config.embedding) {
             Ok(e) => e,
             Err(e) => {
-                self.error(format!("{}: {e}", self.folder.name()));
+                self.failure(format!("{}: {e}", self.folder.name()));
                 self.set_phase(Phase::Failed);
                 return;
             }
@@ -372,7 +384,7 @@ impl Worker {
                     tracing::info!("{message}");
                     self.set_phase(Phase::ReadOnly);
                 } else {
-                    self.error(message);
+                    self.failure(message);
                     self.set_phase(Phase::Failed);
                 }
             }
@@ -453,7 +465,7 @@ impl Worker {
             }
             Err(e) => {
                 let message = format!("{}: indexing failed: {e}", self.folder.name());
-                self.error(message.clone());
+                self.failure(message.clone());
                 answer(reply, Err(message));
             }
         }
@@ -511,7 +523,7 @@ impl Worker {
             }
             Err(e) => {
                 let message = format!("{}: reindexing {} files failed: {e}", self.folder.name(), paths.len());
-                self.error(message.clone());
+                self.failure(message.clone());
                 for reply in replies {
                     answer(Some(reply), Err(message.clone()));
                 }
