@@ -590,3 +590,37 @@ fn files_that_are_not_utf8_are_reported_at_the_first_index_and_in_status() {
     assert_eq!(status(&mut client)["index"]["lossy"], json!(["notes/latin1.md"]));
     assert!(client.shutdown().success());
 }
+
+#[test]
+fn file_watchers_follow_the_extensions_of_changed_settings() {
+    let f = Fixture::standard();
+    let mut client = LspClient::start(f.index.path());
+    client.initialize(f.root(), json!({}), json!({}));
+    client.wait_indexed();
+    let registered = |m: &Value, glob: &str| {
+        m["method"] == "client/registerCapability"
+            && m["params"]["registrations"][0]["registerOptions"]["watchers"][0]["globPattern"] == glob
+    };
+    let first = client.wait_for(|m| registered(m, "**/*.{md,markdown,txt}"));
+    let first_id = first["params"]["registrations"][0]["id"].clone();
+
+    // The settings file changes the extensions: new watchers, and the old ones dropped.
+    f.write("situate.toml", "extensions = [\"md\", \"org\"]\n");
+    client.notify(
+        "workspace/didChangeWatchedFiles",
+        json!({ "changes": [{ "uri": file_uri(&f.root().join("situate.toml")), "type": 1 }] }),
+    );
+    let second = client.wait_for(|m| registered(m, "**/*.{md,org}"));
+    let second_id = second["params"]["registrations"][0]["id"].clone();
+    assert_ne!(second_id, first_id);
+    let dropped = client.wait_for(|m| m["method"] == "client/unregisterCapability");
+    assert_eq!(dropped["params"]["unregisterations"][0]["id"], first_id, "{dropped}");
+
+    // So do the editor's settings.
+    client.notify("workspace/didChangeConfiguration", json!({ "settings": { "extensions": ["rst"] } }));
+    client.wait_for(|m| registered(m, "**/*.{rst}"));
+    client.wait_for(|m| {
+        m["method"] == "client/unregisterCapability" && m["params"]["unregisterations"][0]["id"] == second_id
+    });
+    assert!(client.shutdown().success());
+}
