@@ -624,3 +624,41 @@ fn file_watchers_follow_the_extensions_of_changed_settings() {
     });
     assert!(client.shutdown().success());
 }
+
+#[test]
+fn a_buffer_is_unsaved_only_while_it_differs_from_the_saved_file() {
+    let f = Fixture::standard();
+    let mut client = LspClient::start(f.index.path());
+    client.initialize(f.root(), json!({}), json!({}));
+    client.wait_indexed();
+    let path = f.root().join("ops/backup.md");
+    let uri = file_uri(&path);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let unsaved = |client: &mut LspClient| {
+        let h = hover(client, &uri, 11, 0).unwrap();
+        h["contents"]["value"].as_str().unwrap().contains("unsaved changes")
+    };
+    let at = |line: u32, from: u32, to: u32| json!({ "start": { "line": line, "character": from }, "end": { "line": line, "character": to } });
+    client.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": uri, "languageId": "markdown", "version": 1, "text": text } }),
+    );
+    assert!(!unsaved(&mut client));
+    // Typed, then undone: the buffer is the saved text again.
+    let typed = json!({ "textDocument": { "uri": uri, "version": 2 }, "contentChanges": [{ "range": at(11, 0, 0), "text": "Typed. " }] });
+    client.notify("textDocument/didChange", typed);
+    assert!(unsaved(&mut client));
+    let undone = json!({ "textDocument": { "uri": uri, "version": 3 }, "contentChanges": [{ "range": at(11, 0, 7), "text": "" }] });
+    client.notify("textDocument/didChange", undone);
+    assert!(!unsaved(&mut client));
+
+    // A buffer opened with edits that were never saved (restored by the editor) is unsaved.
+    client.notify("textDocument/didClose", json!({ "textDocument": { "uri": uri } }));
+    let restored = format!("{text}\nA line never saved.\n");
+    client.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": uri, "languageId": "markdown", "version": 1, "text": restored } }),
+    );
+    assert!(unsaved(&mut client));
+    assert!(client.shutdown().success());
+}

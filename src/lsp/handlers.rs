@@ -112,21 +112,25 @@ impl Backend {
         let p = params.text_document_position_params;
         // Hovering anywhere outside indexed files is normal: no answer, no error.
         let Ok((folder, path)) = self.file_in_workspace(&p.text_document.uri) else { return Ok(None) };
+        let buffer = self.buffer(&p.text_document.uri);
+        let saved = self.saved_file(&path).await?;
         // A file that is gone, unreadable or not a file at all has nothing indexed to show.
-        let text = match self.document_text(&p.text_document.uri, &path).await? {
-            Ok(text) => text,
-            Err(e) => {
+        let text = match (&buffer, &saved) {
+            (Some(text), _) | (None, Ok(text)) => text,
+            (None, Err(e)) => {
                 tracing::debug!("hover: {e}");
                 return Ok(None);
             }
         };
-        check_position(&text, p.position, self.state.encoding())?;
+        check_position(text, p.position, self.state.encoding())?;
+        // Edits undone back to the saved text leave nothing unsaved.
+        let unsaved = buffer.as_ref().is_some_and(|b| saved.as_ref() != Ok(b));
         let Some(rel) = folder.relative(&path) else { return Ok(None) };
         let line = p.position.line + 1;
         let Some(passage) = blocking(move || Ok(folder.passage_at(&rel, line))).await? else {
             return Ok(None);
         };
-        let stale = Staleness::of(&passage, self.unsaved(&p.text_document.uri));
+        let stale = Staleness::of(&passage, unsaved);
         let markdown = to_proto::hover_markdown(&passage.chunk, passage.chunks_in_file, stale);
         Ok(Some(Hover {
             contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value: markdown }),
@@ -162,22 +166,23 @@ impl Backend {
         Ok((folder, path))
     }
 
-    /// Whether the buffer of `uri` has edits not saved yet.
-    fn unsaved(&self, uri: &Uri) -> bool {
-        let docs = self.state.documents.read().unwrap_or_else(PoisonError::into_inner);
-        docs.get(uri).is_some_and(|d| d.dirty)
-    }
-
     /// The text of `uri` as the user sees it: its open buffer, else the file on disk; the
     /// inner error says why the file cannot be read.
     async fn document_text(&self, uri: &Uri, path: &Path) -> Result<std::result::Result<String, String>> {
-        let buffer = {
-            let docs = self.state.documents.read().unwrap_or_else(PoisonError::into_inner);
-            docs.get(uri).map(|doc| doc.text.clone())
-        };
-        if let Some(text) = buffer {
-            return Ok(Ok(text));
+        match self.buffer(uri) {
+            Some(text) => Ok(Ok(text)),
+            None => self.saved_file(path).await,
         }
+    }
+
+    /// The text of the open buffer of `uri`.
+    fn buffer(&self, uri: &Uri) -> Option<String> {
+        let docs = self.state.documents.read().unwrap_or_else(PoisonError::into_inner);
+        docs.get(uri).map(|doc| doc.text.clone())
+    }
+
+    /// The text of the file at `path` on disk; the inner error says why it cannot be read.
+    async fn saved_file(&self, path: &Path) -> Result<std::result::Result<String, String>> {
         let path = path.to_path_buf();
         blocking(move || {
             Ok(service::saved_text(&path).map_err(|e| format!("cannot read {}: {e}", path.display())))
