@@ -662,3 +662,63 @@ fn a_buffer_is_unsaved_only_while_it_differs_from_the_saved_file() {
     assert!(unsaved(&mut client));
     assert!(client.shutdown().success());
 }
+
+#[test]
+fn a_folder_inside_another_open_folder_is_served_by_the_outer_index() {
+    let f = Fixture::standard();
+    let mut client = LspClient::start(f.index.path());
+    let (outer, inner) = (file_uri(f.root()), file_uri(&f.root().join("ops")));
+    client
+        .request(
+            "initialize",
+            json!({
+                "processId": null,
+                "capabilities": {},
+                "workspaceFolders": [{ "uri": outer, "name": "ws" }, { "uri": inner, "name": "ops" }],
+            }),
+        )
+        .unwrap();
+    client.notify("initialized", json!({}));
+    let folders = client.eventually(|c| {
+        let s = c.command("situate.status", Value::Null).unwrap();
+        let folders = s["folders"].as_array().cloned().unwrap_or_default();
+        folders.iter().all(|f| f["phase"] == "ready").then_some(folders)
+    });
+    assert_eq!(folders.len(), 1, "{folders:?}");
+    assert_eq!(folders[0]["root"], f.root().canonicalize().unwrap().display().to_string());
+
+    // Each chunk of the nested folder is listed once.
+    let symbols = client.request("workspace/symbol", json!({ "query": "backup retention" })).unwrap();
+    let mut locations: Vec<String> =
+        symbols.as_array().unwrap().iter().map(|s| s["location"].to_string()).collect();
+    let listed = locations.len();
+    locations.sort();
+    locations.dedup();
+    assert_eq!(locations.len(), listed, "{symbols}");
+
+    // A save in the nested folder updates the index that serves it.
+    let backup = f.root().join("ops/backup.md");
+    std::fs::write(&backup, "# Backups\n\nThe wombat archive rotates every fortnight.\n").unwrap();
+    client.notify("textDocument/didSave", json!({ "textDocument": { "uri": file_uri(&backup) } }));
+    let saved = client.eventually(|c| {
+        let hits = search(c, "wombat archive fortnight");
+        hits.first().filter(|h| h["preview"].as_str().unwrap_or("").contains("wombat")).cloned()
+    });
+    assert_eq!(saved["path"], "ops/backup.md");
+
+    // Closing the outer folder leaves the nested one with an index of its own.
+    client.notify(
+        "workspace/didChangeWorkspaceFolders",
+        json!({ "event": { "added": [], "removed": [{ "uri": outer, "name": "ws" }] } }),
+    );
+    let folders = client.eventually(|c| {
+        let s = c.command("situate.status", Value::Null).unwrap();
+        let folders = s["folders"].as_array().cloned().unwrap_or_default();
+        (folders.len() == 1
+            && folders[0]["root"].as_str().unwrap().ends_with("/ops")
+            && folders[0]["phase"] == "ready")
+            .then_some(folders)
+    });
+    assert_eq!(folders[0]["index"]["files"], 2, "{folders:?}");
+    assert!(client.shutdown().success());
+}

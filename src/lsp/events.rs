@@ -76,6 +76,9 @@ pub struct EventTask {
     watching: Option<Watchers>,
     /// Registrations made so far, which number their ids.
     registrations: u32,
+    /// The workspace folders the client has open (canonical paths); those inside another
+    /// are served by its index.
+    opened: Vec<PathBuf>,
 }
 
 /// One registration of file watchers: its id and its glob patterns.
@@ -94,6 +97,7 @@ impl EventTask {
             notices: None,
             watching: None,
             registrations: 0,
+            opened: Vec::new(),
         }
     }
 
@@ -147,17 +151,14 @@ impl EventTask {
                 self.watch_files().await;
             }
             Event::Folders { added, removed } => {
-                let gone: Vec<Arc<Folder>> =
-                    self.state.folders().into_iter().filter(|f| removed.contains(&f.root)).collect();
-                self.state
-                    .folders
-                    .write()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .retain(|f| !removed.contains(&f.root));
-                stop_all(gone).await;
-                for root in added {
-                    self.add_folder(root);
+                let removed: Vec<PathBuf> = removed.into_iter().map(canonical).collect();
+                self.opened.retain(|root| !removed.contains(root));
+                for root in added.into_iter().map(canonical) {
+                    if !self.opened.contains(&root) {
+                        self.opened.push(root);
+                    }
                 }
+                self.serve_opened().await;
                 self.watch_files().await;
             }
             Event::Barrier(done) => {
@@ -191,15 +192,38 @@ impl EventTask {
                 )
                 .await;
         }
-        for root in folders {
+        for root in folders.into_iter().map(canonical) {
+            if !self.opened.contains(&root) {
+                self.opened.push(root);
+            }
+        }
+        self.serve_opened().await;
+        self.watch_files().await;
+    }
+
+    /// Serves each open folder that no other open folder holds, and stops serving the rest:
+    /// a nested folder's files are in the outer folder's index, so that each file is
+    /// searched and updated once. A nested folder gets its own index when the outer closes.
+    async fn serve_opened(&mut self) {
+        let served = outermost(&self.opened);
+        for root in self.opened.iter().filter(|r| !served.contains(r)) {
+            tracing::info!("{} is inside another workspace folder, whose index serves it", root.display());
+        }
+        let gone: Vec<Arc<Folder>> =
+            self.state.folders().into_iter().filter(|f| !served.contains(&f.root)).collect();
+        self.state
+            .folders
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|f| served.contains(&f.root));
+        stop_all(gone).await;
+        for root in served {
             self.add_folder(root);
         }
-        self.watch_files().await;
     }
 
     fn add_folder(&mut self, root: PathBuf) {
         let (Some(setup), Some(notices)) = (&self.setup, &self.notices) else { return };
-        let root = root.canonicalize().unwrap_or(root);
         if self.state.folders().iter().any(|f| f.root == root) {
             return;
         }
@@ -297,6 +321,15 @@ impl EventTask {
     }
 }
 
+fn canonical(path: PathBuf) -> PathBuf {
+    path.canonicalize().unwrap_or(path)
+}
+
+/// The folders of `roots` that no other of them holds.
+fn outermost(roots: &[PathBuf]) -> Vec<PathBuf> {
+    roots.iter().filter(|r| !roots.iter().any(|o| o != *r && r.starts_with(o))).cloned().collect()
+}
+
 async fn stop_all(folders: Vec<Arc<Folder>>) {
     if folders.is_empty() {
         return;
@@ -345,5 +378,17 @@ async fn report(client: Client, mut notices: UnboundedReceiver<Notice>, progress
             }
             Notice::ProgressBegin { .. } => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folder_inside_another_is_served_by_the_outer_one() {
+        let roots: Vec<PathBuf> =
+            ["/w/notes/ops", "/w/notes", "/w/notes-old", "/w/book"].map(PathBuf::from).into();
+        assert_eq!(outermost(&roots), ["/w/notes", "/w/notes-old", "/w/book"].map(PathBuf::from));
     }
 }
