@@ -63,11 +63,15 @@ pub fn check(line: &[u8]) -> Verdict {
     let Ok(text) = std::str::from_utf8(line) else {
         return Verdict::Answer(error(Value::Null, -32700, "Parse error: the message is not UTF-8".into()));
     };
+    if may_hold_surrogate(text)
+        && let Err(e) = serde_json::from_str::<Value>(text)
+    {
+        return Verdict::Answer(error(Value::Null, -32700, format!("Parse error: {e}")));
+    }
     // The common case costs one parse.
     if serde_json::from_str::<ClientJsonRpcMessage>(text).is_ok() {
         return Verdict::Pass;
     }
-    // serde_json refuses lone surrogate escapes (`\ud800`) here too: JSON text is Unicode.
     let value: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => return Verdict::Answer(error(Value::Null, -32700, format!("Parse error: {e}"))),
@@ -116,6 +120,18 @@ fn params_error(text: &str) -> Option<String> {
 
 fn truncate(s: &str, max: usize) -> String {
     s.chars().take(max).collect()
+}
+
+/// Whether `text` may hold an escape of a UTF-16 surrogate (`\uD800` to `\uDFFF`). Parsers
+/// skip the strings of keys they do not know unchecked, so a text that may hold one is
+/// parsed whole, where a lone surrogate is an error.
+fn may_hold_surrogate(text: &str) -> bool {
+    text.as_bytes().windows(4).any(|w| {
+        w[0] == b'\\'
+            && w[1] == b'u'
+            && w[2] | 0x20 == b'd'
+            && matches!(w[3] | 0x20, b'8'..=b'9' | b'a'..=b'f')
+    })
 }
 
 fn error(id: Value, code: i64, message: String) -> Value {
@@ -244,6 +260,13 @@ mod tests {
         assert!(matches!(e, Verdict::Answer(a) if a["error"]["code"] == -32700));
         let e = answer(r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"q":"\ud800"}}"#);
         assert_eq!(e["error"]["code"], -32700, "{e}");
+        let e = answer(r#"{"jsonrpc":"2.0","id":1,"method":"ping","extra":"\uDC00"}"#);
+        assert_eq!(e["error"]["code"], -32700, "{e}");
+        // A pair is a character.
+        assert_eq!(
+            check(br#"{"jsonrpc":"2.0","id":1,"method":"ping","extra":"\ud83d\ude80"}"#),
+            Verdict::Pass
+        );
         // A malformed notification gets no answer.
         assert_eq!(
             check(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":"x"}"#),
