@@ -315,12 +315,34 @@ pub fn read(file: &SourceFile, max_bytes: u64) -> Result<FileText, SkipReason> {
     if file.size > max_bytes {
         return Err(SkipReason::TooLarge { size: file.size, limit: max_bytes });
     }
-    let bytes = std::fs::read(&file.abs_path).map_err(|e| SkipReason::Unreadable { error: e.to_string() })?;
+    let bytes = read_regular(&file.abs_path).map_err(|e| SkipReason::Unreadable { error: e.to_string() })?;
     // The file may have grown between the walk and the read.
     if bytes.len() as u64 > max_bytes {
         return Err(SkipReason::TooLarge { size: bytes.len() as u64, limit: max_bytes });
     }
     decode(&bytes)
+}
+
+/// The bytes of the regular file at `path`. Anything else (a folder, a named pipe, a device)
+/// is an error of kind `InvalidInput`, found without waiting: the file is opened without
+/// blocking (a named pipe would otherwise wait for a writer) and checked before it is read.
+pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut options = std::fs::File::options();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let mut file = options.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// Checks and decodes file contents.

@@ -91,6 +91,10 @@ fn a_session_indexes_searches_hovers_follows_saves_and_deletions_and_survives_ba
     let symbols = client.request("workspace/symbol", json!({ "query": "backup retention" })).unwrap();
     assert_eq!(symbols[0]["location"]["uri"], top["uri"]);
     assert!(symbols[0]["name"].as_str().unwrap().starts_with("Retention"), "{symbols}");
+    assert_eq!(symbols[0]["containerName"], "ops/backup.md · Backups › Retention");
+    // A file without headings: its path alone.
+    let symbols = client.request("workspace/symbol", json!({ "query": "herons canal" })).unwrap();
+    assert_eq!(symbols[0]["containerName"], "journal/2026-03-02.txt", "{symbols}");
 
     // Hover shows the heading path and the context the chunk was indexed with.
     let backup = file_uri(&f.root().join("ops/backup.md"));
@@ -131,6 +135,10 @@ fn a_session_indexes_searches_hovers_follows_saves_and_deletions_and_survives_ba
     // Bad requests get clear errors and the server keeps serving.
     let e = client.command("situate.nope", json!({})).unwrap_err();
     assert!(e["message"].as_str().unwrap().contains("unknown command `situate.nope`"), "{e}");
+    let e = client.command("situate.status", json!({ "x": 1 })).unwrap_err();
+    assert_eq!(e["code"], -32602, "{e}");
+    assert!(e["message"].as_str().unwrap().contains("unknown field `x`"), "{e}");
+    client.command("situate.status", json!({})).expect("an empty object is no argument");
     let e = client.command("situate.search", json!({ "limit": 3 })).unwrap_err();
     assert!(e["message"].as_str().unwrap().contains("query"), "{e}");
     let e = client.command("situate.search", json!({ "query": "x", "mode": "psychic" })).unwrap_err();
@@ -163,6 +171,16 @@ fn a_session_indexes_searches_hovers_follows_saves_and_deletions_and_survives_ba
     client.send_raw(b"{ this is not json");
     let garbage = client.response_to_null();
     assert_eq!(garbage["code"], -32700, "{garbage}");
+    // A request for a `$/` method is not one the server knows; a body that is not UTF-8, or
+    // holds a lone surrogate, is not JSON.
+    let id = client.send_request("$/situate/unknown", json!({}));
+    assert_eq!(client.response(id).unwrap_err()["code"], -32601);
+    client.send_raw(
+        b"{\"jsonrpc\":\"2.0\",\"id\":90,\"method\":\"workspace/symbol\",\"params\":{\"query\":\"\xff\"}}",
+    );
+    assert_eq!(client.response_to_null()["code"], -32700);
+    client.send_raw(br#"{"jsonrpc":"2.0","id":91,"method":"workspace/symbol","params":{"query":"\ud800"}}"#);
+    assert_eq!(client.response_to_null()["code"], -32700);
 
     // Related chunks leave out the chunk itself and its neighbours.
     let related = client
@@ -470,6 +488,7 @@ fn an_index_folder_that_cannot_be_created_is_reported_and_the_server_keeps_answe
     client.initialize(f.root(), json!({ "index_dir": "blocker/index" }), json!({}));
     let shown = client.wait_for(|m| m["method"] == "window/showMessage");
     assert!(shown["params"]["message"].as_str().unwrap().contains("cannot open the index"), "{shown}");
+    assert_eq!(shown["params"]["type"], 1, "an error, not a warning: {shown}");
     let s = client.eventually(|c| {
         let s = status(c);
         (s["phase"] == "failed").then_some(s)
@@ -535,5 +554,201 @@ fn chunk_store_files_cut_short_under_a_running_server_are_rebuilt_in_the_backgro
     assert_eq!(paths(&hits)[0], "kitchen/bread.md");
     let shown = client.received.iter().filter(|m| m["method"] == "window/showMessage").count();
     assert_eq!(shown, 1, "the damage is reported once");
+    assert!(client.shutdown().success());
+}
+
+#[test]
+fn files_that_cannot_be_read_have_no_hover_and_a_named_pipe_never_holds_the_server_up() {
+    let f = Fixture::standard();
+    std::fs::create_dir_all(f.root().join("folder.md")).unwrap();
+    let pipe = f.root().join("pipe.md");
+    let made = std::process::Command::new("mkfifo").arg(&pipe).status().expect("mkfifo");
+    assert!(made.success());
+    let mut client = LspClient::start(f.index.path());
+    client.initialize(f.root(), json!({}), json!({}));
+    client.wait_indexed();
+
+    // Gone, a folder, a named pipe: no hover, not an error.
+    for name in ["gone.md", "folder.md", "pipe.md"] {
+        let uri = file_uri(&f.root().join(name));
+        assert_eq!(hover(&mut client, &uri, 0, 0), Ok(Value::Null), "{name}");
+    }
+    // More hovers on the pipe than the server runs requests at once, then a save and a
+    // reindex of it: each is answered, and so is what comes after.
+    let pipe_uri = file_uri(&pipe);
+    let ids: Vec<i64> = (0..6)
+        .map(|_| {
+            client.send_request(
+                "textDocument/hover",
+                json!({ "textDocument": { "uri": pipe_uri }, "position": { "line": 0, "character": 0 } }),
+            )
+        })
+        .collect();
+    for id in ids {
+        assert_eq!(client.response(id), Ok(Value::Null));
+    }
+    client.notify("textDocument/didSave", json!({ "textDocument": { "uri": pipe_uri } }));
+    let r = client.command("situate.reindex", json!({ "uri": pipe_uri })).unwrap();
+    assert_eq!(r["report"]["files_indexed"], 0, "{r}");
+    let e = client
+        .command("situate.similar", json!({ "uri": pipe_uri, "position": { "line": 0, "character": 0 } }))
+        .unwrap_err();
+    assert!(e["message"].as_str().unwrap().contains("not a regular file"), "{e}");
+    assert_eq!(status(&mut client)["phase"], "ready");
+    assert!(client.shutdown().success());
+}
+
+#[test]
+fn files_that_are_not_utf8_are_reported_at_the_first_index_and_in_status() {
+    let f = Fixture::standard();
+    f.write("notes/latin1.md", b"# Caf\xe9\n\nThe cr\xe8me br\xfbl\xe9e recipe.\n");
+    let mut client = LspClient::start(f.index.path());
+    client.initialize(f.root(), json!({}), json!({}));
+    let end = client.wait_indexed();
+    assert!(end["params"]["value"]["message"].as_str().unwrap().contains("1 not valid UTF-8"), "{end}");
+    let shown = client.wait_for(|m| m["method"] == "window/showMessage");
+    let text = shown["params"]["message"].as_str().unwrap();
+    assert!(text.contains("notes/latin1.md is not valid UTF-8"), "{shown}");
+    let s = status(&mut client);
+    assert_eq!(s["index"]["lossy"], json!(["notes/latin1.md"]), "{s}");
+    assert!(client.shutdown().success());
+
+    // A server started later, which reads nothing again, still lists it.
+    let mut client = LspClient::start(f.index.path());
+    client.initialize(f.root(), json!({}), json!({}));
+    client.wait_indexed();
+    assert_eq!(status(&mut client)["index"]["lossy"], json!(["notes/latin1.md"]));
+    assert!(client.shutdown().success());
+}
+
+#[test]
+fn file_watchers_follow_the_extensions_of_changed_settings() {
+    let f = Fixture::standard();
+    let mut client = LspClient::start(f.index.path());
+    client.initialize(f.root(), json!({}), json!({}));
+    client.wait_indexed();
+    let registered = |m: &Value, glob: &str| {
+        m["method"] == "client/registerCapability"
+            && m["params"]["registrations"][0]["registerOptions"]["watchers"][0]["globPattern"] == glob
+    };
+    let first = client.wait_for(|m| registered(m, "**/*.{md,markdown,txt}"));
+    let first_id = first["params"]["registrations"][0]["id"].clone();
+
+    // The settings file changes the extensions: new watchers, and the old ones dropped.
+    f.write("situate.toml", "extensions = [\"md\", \"org\"]\n");
+    client.notify(
+        "workspace/didChangeWatchedFiles",
+        json!({ "changes": [{ "uri": file_uri(&f.root().join("situate.toml")), "type": 1 }] }),
+    );
+    let second = client.wait_for(|m| registered(m, "**/*.{md,org}"));
+    let second_id = second["params"]["registrations"][0]["id"].clone();
+    assert_ne!(second_id, first_id);
+    let dropped = client.wait_for(|m| m["method"] == "client/unregisterCapability");
+    assert_eq!(dropped["params"]["unregisterations"][0]["id"], first_id, "{dropped}");
+
+    // So do the editor's settings.
+    client.notify("workspace/didChangeConfiguration", json!({ "settings": { "extensions": ["rst"] } }));
+    client.wait_for(|m| registered(m, "**/*.{rst}"));
+    client.wait_for(|m| {
+        m["method"] == "client/unregisterCapability" && m["params"]["unregisterations"][0]["id"] == second_id
+    });
+    assert!(client.shutdown().success());
+}
+
+#[test]
+fn a_buffer_is_unsaved_only_while_it_differs_from_the_saved_file() {
+    let f = Fixture::standard();
+    let mut client = LspClient::start(f.index.path());
+    client.initialize(f.root(), json!({}), json!({}));
+    client.wait_indexed();
+    let path = f.root().join("ops/backup.md");
+    let uri = file_uri(&path);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let unsaved = |client: &mut LspClient| {
+        let h = hover(client, &uri, 11, 0).unwrap();
+        h["contents"]["value"].as_str().unwrap().contains("unsaved changes")
+    };
+    let at = |line: u32, from: u32, to: u32| json!({ "start": { "line": line, "character": from }, "end": { "line": line, "character": to } });
+    client.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": uri, "languageId": "markdown", "version": 1, "text": text } }),
+    );
+    assert!(!unsaved(&mut client));
+    // Typed, then undone: the buffer is the saved text again.
+    let typed = json!({ "textDocument": { "uri": uri, "version": 2 }, "contentChanges": [{ "range": at(11, 0, 0), "text": "Typed. " }] });
+    client.notify("textDocument/didChange", typed);
+    assert!(unsaved(&mut client));
+    let undone = json!({ "textDocument": { "uri": uri, "version": 3 }, "contentChanges": [{ "range": at(11, 0, 7), "text": "" }] });
+    client.notify("textDocument/didChange", undone);
+    assert!(!unsaved(&mut client));
+
+    // A buffer opened with edits that were never saved (restored by the editor) is unsaved.
+    client.notify("textDocument/didClose", json!({ "textDocument": { "uri": uri } }));
+    let restored = format!("{text}\nA line never saved.\n");
+    client.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": uri, "languageId": "markdown", "version": 1, "text": restored } }),
+    );
+    assert!(unsaved(&mut client));
+    assert!(client.shutdown().success());
+}
+
+#[test]
+fn a_folder_inside_another_open_folder_is_served_by_the_outer_index() {
+    let f = Fixture::standard();
+    let mut client = LspClient::start(f.index.path());
+    let (outer, inner) = (file_uri(f.root()), file_uri(&f.root().join("ops")));
+    client
+        .request(
+            "initialize",
+            json!({
+                "processId": null,
+                "capabilities": {},
+                "workspaceFolders": [{ "uri": outer, "name": "ws" }, { "uri": inner, "name": "ops" }],
+            }),
+        )
+        .unwrap();
+    client.notify("initialized", json!({}));
+    let folders = client.eventually(|c| {
+        let s = c.command("situate.status", Value::Null).unwrap();
+        let folders = s["folders"].as_array().cloned().unwrap_or_default();
+        folders.iter().all(|f| f["phase"] == "ready").then_some(folders)
+    });
+    assert_eq!(folders.len(), 1, "{folders:?}");
+    assert_eq!(folders[0]["root"], f.root().canonicalize().unwrap().display().to_string());
+
+    // Each chunk of the nested folder is listed once.
+    let symbols = client.request("workspace/symbol", json!({ "query": "backup retention" })).unwrap();
+    let mut locations: Vec<String> =
+        symbols.as_array().unwrap().iter().map(|s| s["location"].to_string()).collect();
+    let listed = locations.len();
+    locations.sort();
+    locations.dedup();
+    assert_eq!(locations.len(), listed, "{symbols}");
+
+    // A save in the nested folder updates the index that serves it.
+    let backup = f.root().join("ops/backup.md");
+    std::fs::write(&backup, "# Backups\n\nThe wombat archive rotates every fortnight.\n").unwrap();
+    client.notify("textDocument/didSave", json!({ "textDocument": { "uri": file_uri(&backup) } }));
+    let saved = client.eventually(|c| {
+        let hits = search(c, "wombat archive fortnight");
+        hits.first().filter(|h| h["preview"].as_str().unwrap_or("").contains("wombat")).cloned()
+    });
+    assert_eq!(saved["path"], "ops/backup.md");
+
+    // Closing the outer folder leaves the nested one with an index of its own.
+    client.notify(
+        "workspace/didChangeWorkspaceFolders",
+        json!({ "event": { "added": [], "removed": [{ "uri": outer, "name": "ws" }] } }),
+    );
+    let folders = client.eventually(|c| {
+        let s = c.command("situate.status", Value::Null).unwrap();
+        let folders = s["folders"].as_array().cloned().unwrap_or_default();
+        (folders.len() == 1
+            && folders[0]["root"].as_str().unwrap().ends_with("/ops")
+            && folders[0]["phase"] == "ready")
+            .then_some(folders)
+    });
+    assert_eq!(folders[0]["index"]["files"], 2, "{folders:?}");
     assert!(client.shutdown().success());
 }

@@ -390,3 +390,62 @@ fn a_command_turned_away_by_a_busy_server_says_which_process_writes_the_index() 
         "{stderr}"
     );
 }
+
+/// Malformed lines get JSON-RPC errors (with the request's id when it can be read), and the
+/// server goes on serving. Spoken line by line, without the SDK, which never sends such lines.
+#[test]
+fn malformed_messages_are_answered_with_errors_and_the_server_keeps_serving() {
+    use std::io::{BufRead, BufReader, Write};
+    let f = Fixture::standard();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_situate"))
+        .args(["mcp", "--dir"])
+        .arg(f.root())
+        .env("XDG_CACHE_HOME", f.index.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("situate mcp starts");
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(serde_json::from_str(&line).expect("every line is JSON")).is_err() {
+                break;
+            }
+        }
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    let mut send = |line: &[u8]| {
+        stdin.write_all(line).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    };
+    let next = || rx.recv_timeout(Duration::from_secs(60)).expect("an answer");
+    send(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"0"}}}"#);
+    assert_eq!(next()["id"], 1);
+    send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+
+    let cases: [(&[u8], Value, i64); 5] = [
+        (b"{not json", Value::Null, -32700),
+        (br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":"oops"}"#, 7.into(), -32600),
+        (
+            b"{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\",\"params\":{\"q\":\"\xff\"}}",
+            Value::Null,
+            -32700,
+        ),
+        (br#"{"jsonrpc":"2.0","id":9,"method":"ping","params":{"q":"\ud800"}}"#, Value::Null, -32700),
+        (br#"[{"jsonrpc":"2.0","id":10,"method":"ping"}]"#, Value::Null, -32600),
+    ];
+    for (line, id, code) in cases {
+        send(line);
+        let answer = next();
+        assert_eq!((&answer["id"], &answer["error"]["code"]), (&id, &code.into()), "{answer}");
+    }
+    send(br#"{"jsonrpc":"2.0","id":11,"method":"ping"}"#);
+    let pong = next();
+    assert_eq!((&pong["id"], &pong["result"]), (&11.into(), &serde_json::json!({})), "{pong}");
+    drop(stdin);
+    let _ = child.wait();
+}

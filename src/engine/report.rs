@@ -81,6 +81,8 @@ pub struct Status {
     pub generation: u64,
     pub disk_bytes: u64,
     pub skipped: Vec<Skipped>,
+    /// Files that are not valid UTF-8, indexed with replacement characters.
+    pub lossy: Vec<String>,
     pub config_problems: Vec<String>,
     /// Why parts of the index were rebuilt when it was opened.
     pub notes: Vec<String>,

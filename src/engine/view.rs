@@ -178,6 +178,7 @@ impl View {
             generation: manifest.generation,
             disk_bytes: crate::index::dir_bytes(&self.index_dir),
             skipped: manifest.skipped.clone(),
+            lossy: manifest.files.iter().filter(|(_, f)| f.lossy).map(|(path, _)| path.clone()).collect(),
             config_problems: self.setup.config_problems.iter().map(ToString::to_string).collect(),
             notes: self.notes.clone(),
             snippets: self.setup.snippets.as_ref().map(|setup| {

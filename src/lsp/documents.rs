@@ -27,8 +27,6 @@ impl Encoding {
 pub struct Document {
     pub text: String,
     pub version: i32,
-    /// Edited since it was opened or last saved.
-    pub dirty: bool,
 }
 
 /// A position that is not in the document.
@@ -86,7 +84,7 @@ impl Documents {
     }
 
     pub fn open(&mut self, uri: Uri, text: String, version: i32) {
-        self.open.insert(uri, Document { text, version, dirty: false });
+        self.open.insert(uri, Document { text, version });
     }
 
     pub fn close(&mut self, uri: &Uri) {
@@ -94,11 +92,10 @@ impl Documents {
     }
 
     pub fn saved(&mut self, uri: &Uri, text: Option<String>) {
-        if let Some(doc) = self.open.get_mut(uri) {
-            if let Some(text) = text {
-                doc.text = text;
-            }
-            doc.dirty = false;
+        if let Some(doc) = self.open.get_mut(uri)
+            && let Some(text) = text
+        {
+            doc.text = text;
         }
     }
 
@@ -115,7 +112,6 @@ impl Documents {
             return Err(format!("{} is not open", uri.as_str()));
         };
         doc.version = version;
-        doc.dirty = true;
         for change in changes {
             match change.range {
                 None => doc.text = change.text,
@@ -179,10 +175,9 @@ mod tests {
             .unwrap();
         let doc = docs.get(&uri).unwrap();
         assert_eq!(doc.text, "# Heading\r\n\r\nsecond line\r\n");
-        assert!(doc.dirty);
         assert_eq!(doc.version, 2);
         assert!(docs.change(&uri, 3, vec![edit(9, 0, 9, 0, "x")], Encoding::Utf16).is_err());
-        docs.saved(&uri, None);
-        assert!(!docs.get(&uri).unwrap().dirty);
+        docs.saved(&uri, Some("saved\n".to_string()));
+        assert_eq!(docs.get(&uri).unwrap().text, "saved\n");
     }
 }

@@ -19,6 +19,9 @@ use super::state::State;
 use crate::config::{CONFIG_FILE, Config};
 use crate::service::{Embedders, Folder, Job, Notice};
 
+/// The method whose watchers situate registers.
+const WATCHED_FILES: &str = "workspace/didChangeWatchedFiles";
+
 /// What `initialize` learned, for the event task.
 #[derive(Debug)]
 pub struct Setup {
@@ -69,11 +72,33 @@ pub struct EventTask {
     setup: Option<Setup>,
     embedders: Arc<Embedders>,
     notices: Option<UnboundedSender<Notice>>,
+    /// The file watchers the client has registered, if any.
+    watching: Option<Watchers>,
+    /// Registrations made so far, which number their ids.
+    registrations: u32,
+    /// The workspace folders the client has open (canonical paths); those inside another
+    /// are served by its index.
+    opened: Vec<PathBuf>,
+}
+
+/// One registration of file watchers: its id and its glob patterns.
+struct Watchers {
+    id: String,
+    globs: Vec<String>,
 }
 
 impl EventTask {
     pub fn new(client: Client, state: Arc<State>) -> EventTask {
-        EventTask { client, state, setup: None, embedders: Arc::default(), notices: None }
+        EventTask {
+            client,
+            state,
+            setup: None,
+            embedders: Arc::default(),
+            notices: None,
+            watching: None,
+            registrations: 0,
+            opened: Vec::new(),
+        }
     }
 
     pub async fn run(mut self, mut events: UnboundedReceiver<Event>) {
@@ -105,7 +130,11 @@ impl EventTask {
                 }
             }
             Event::Close { uri } => self.documents().close(&uri),
-            Event::Watched(changes) => self.watched(changes),
+            Event::Watched(changes) => {
+                if self.watched(changes) {
+                    self.watch_files().await;
+                }
+            }
             Event::Configure(settings) => {
                 // Clients send either the section itself or an object holding it.
                 let settings = match settings {
@@ -119,19 +148,18 @@ impl EventTask {
                 for folder in self.state.folders() {
                     folder.send(Job::Configure { settings: settings.clone() });
                 }
+                self.watch_files().await;
             }
             Event::Folders { added, removed } => {
-                let gone: Vec<Arc<Folder>> =
-                    self.state.folders().into_iter().filter(|f| removed.contains(&f.root)).collect();
-                self.state
-                    .folders
-                    .write()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .retain(|f| !removed.contains(&f.root));
-                stop_all(gone).await;
-                for root in added {
-                    self.add_folder(root);
+                let removed: Vec<PathBuf> = removed.into_iter().map(canonical).collect();
+                self.opened.retain(|root| !removed.contains(root));
+                for root in added.into_iter().map(canonical) {
+                    if !self.opened.contains(&root) {
+                        self.opened.push(root);
+                    }
                 }
+                self.serve_opened().await;
+                self.watch_files().await;
             }
             Event::Barrier(done) => {
                 let _ = done.send(());
@@ -154,7 +182,7 @@ impl EventTask {
         let Some(setup) = self.setup.as_ref() else { return };
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         tokio::spawn(report(self.client.clone(), rx, setup.progress));
-        let (folders, watch_files) = (setup.folders.clone(), setup.watch_files);
+        let folders = setup.folders.clone();
         self.notices = Some(tx);
         if folders.is_empty() {
             self.client
@@ -164,17 +192,38 @@ impl EventTask {
                 )
                 .await;
         }
-        for root in folders {
-            self.add_folder(root);
+        for root in folders.into_iter().map(canonical) {
+            if !self.opened.contains(&root) {
+                self.opened.push(root);
+            }
         }
-        if watch_files {
-            self.watch_files().await;
+        self.serve_opened().await;
+        self.watch_files().await;
+    }
+
+    /// Serves each open folder that no other open folder holds, and stops serving the rest:
+    /// a nested folder's files are in the outer folder's index, so that each file is
+    /// searched and updated once. A nested folder gets its own index when the outer closes.
+    async fn serve_opened(&mut self) {
+        let served = outermost(&self.opened);
+        for root in self.opened.iter().filter(|r| !served.contains(r)) {
+            tracing::info!("{} is inside another workspace folder, whose index serves it", root.display());
+        }
+        let gone: Vec<Arc<Folder>> =
+            self.state.folders().into_iter().filter(|f| !served.contains(&f.root)).collect();
+        self.state
+            .folders
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|f| served.contains(&f.root));
+        stop_all(gone).await;
+        for root in served {
+            self.add_folder(root);
         }
     }
 
     fn add_folder(&mut self, root: PathBuf) {
         let (Some(setup), Some(notices)) = (&self.setup, &self.notices) else { return };
-        let root = root.canonicalize().unwrap_or(root);
         if self.state.folders().iter().any(|f| f.root == root) {
             return;
         }
@@ -184,8 +233,43 @@ impl EventTask {
     }
 
     /// Asks the client to report changes to the files situate indexes, and to its
-    /// settings file.
-    async fn watch_files(&self) {
+    /// settings file, when it can register watchers. When the extensions change with the
+    /// settings, the new watchers are registered under a new id and the old ones dropped.
+    async fn watch_files(&mut self) {
+        // Watchers are registered once the client is initialized, and only when it can.
+        if self.notices.is_none() || !self.setup.as_ref().is_some_and(|s| s.watch_files) {
+            return;
+        }
+        let globs = self.watched_globs();
+        if self.watching.as_ref().is_some_and(|w| w.globs == globs) {
+            return;
+        }
+        let watchers = globs
+            .iter()
+            .map(|glob| FileSystemWatcher { glob_pattern: GlobPattern::String(glob.clone()), kind: None })
+            .collect();
+        let options = DidChangeWatchedFilesRegistrationOptions { watchers };
+        self.registrations += 1;
+        let registration = Registration {
+            id: format!("situate-watched-files-{}", self.registrations),
+            method: WATCHED_FILES.to_string(),
+            register_options: serde_json::to_value(options).ok(),
+        };
+        let id = registration.id.clone();
+        if let Err(e) = self.client.register_capability(vec![registration]).await {
+            tracing::warn!("the client refused file watching: {e}");
+            return;
+        }
+        if let Some(old) = self.watching.replace(Watchers { id, globs }) {
+            let unregistration = Unregistration { id: old.id, method: WATCHED_FILES.to_string() };
+            if let Err(e) = self.client.unregister_capability(vec![unregistration]).await {
+                tracing::warn!("the client kept the old file watchers: {e}");
+            }
+        }
+    }
+
+    /// The glob patterns of the files the folders index, and of the settings file.
+    fn watched_globs(&self) -> Vec<String> {
         let mut extensions: Vec<String> = Vec::new();
         for folder in self.state.folders() {
             let config = Config::load_layered(
@@ -203,28 +287,12 @@ impl EventTask {
         if extensions.is_empty() {
             extensions = Config::default().walk.extensions;
         }
-        let mut watchers = vec![FileSystemWatcher {
-            glob_pattern: GlobPattern::String(format!("**/*.{{{}}}", extensions.join(","))),
-            kind: None,
-        }];
-        watchers.push(FileSystemWatcher {
-            glob_pattern: GlobPattern::String(format!("**/{}", CONFIG_FILE)),
-            kind: None,
-        });
-        let options = DidChangeWatchedFilesRegistrationOptions { watchers };
-        let registration = Registration {
-            id: "situate-watched-files".to_string(),
-            method: "workspace/didChangeWatchedFiles".to_string(),
-            register_options: serde_json::to_value(options).ok(),
-        };
-        if let Err(e) = self.client.register_capability(vec![registration]).await {
-            tracing::warn!("the client refused file watching: {e}");
-        }
+        vec![format!("**/*.{{{}}}", extensions.join(",")), format!("**/{CONFIG_FILE}")]
     }
 
     /// Files changed outside the editor: one batch per folder. A changed settings file
-    /// reopens its folder with the new settings.
-    fn watched(&self, changes: Vec<FileEvent>) {
+    /// reopens its folder with the new settings; then `true`.
+    fn watched(&self, changes: Vec<FileEvent>) -> bool {
         let mut batches: Vec<(Arc<Folder>, Vec<PathBuf>)> = Vec::new();
         let mut reconfigure: Vec<Arc<Folder>> = Vec::new();
         for change in changes {
@@ -245,10 +313,21 @@ impl EventTask {
             folder.update(paths, None);
         }
         let settings = self.setup.as_ref().and_then(|s| s.settings.clone());
+        let reconfigured = !reconfigure.is_empty();
         for folder in reconfigure {
             folder.send(Job::Configure { settings: settings.clone() });
         }
+        reconfigured
     }
+}
+
+fn canonical(path: PathBuf) -> PathBuf {
+    path.canonicalize().unwrap_or(path)
+}
+
+/// The folders of `roots` that no other of them holds.
+fn outermost(roots: &[PathBuf]) -> Vec<PathBuf> {
+    roots.iter().filter(|r| !roots.iter().any(|o| o != *r && r.starts_with(o))).cloned().collect()
 }
 
 async fn stop_all(folders: Vec<Arc<Folder>>) {
@@ -292,7 +371,24 @@ async fn report(client: Client, mut notices: UnboundedReceiver<Notice>, progress
                     client.show_message(MessageType::WARNING, format!("situate: {message}")).await;
                 }
             }
+            Notice::Failure(message) => {
+                if shown.insert(message.clone()) {
+                    client.show_message(MessageType::ERROR, format!("situate: {message}")).await;
+                }
+            }
             Notice::ProgressBegin { .. } => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folder_inside_another_is_served_by_the_outer_one() {
+        let roots: Vec<PathBuf> =
+            ["/w/notes/ops", "/w/notes", "/w/notes-old", "/w/book"].map(PathBuf::from).into();
+        assert_eq!(outermost(&roots), ["/w/notes", "/w/notes-old", "/w/book"].map(PathBuf::from));
     }
 }

@@ -49,6 +49,11 @@ pub struct ReindexParams {
     pub uri: Option<Uri>,
 }
 
+/// `situate.status`: no keys (`null` also reads as none).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatusParams {}
+
 /// The answer to `situate.search` and `situate.similar`.
 #[derive(Debug, Serialize)]
 pub struct SearchAnswer {

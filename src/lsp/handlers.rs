@@ -58,7 +58,8 @@ impl Backend {
         check_limit(params.limit)?;
         self.barrier().await;
         let (folder, path) = self.file_in_workspace(&params.uri)?;
-        self.check_position(&params.uri, &path, params.position).await?;
+        let text = self.document_text(&params.uri, &path).await?.map_err(Error::invalid_params)?;
+        check_position(&text, params.position, self.state.encoding())?;
         let rel = folder.relative(&path).unwrap_or_default();
         let (line, encoding, root) = (params.position.line + 1, self.state.encoding(), folder.root.clone());
         let related = blocking(move || folder.related(&rel, line, params.limit).map_err(internal)).await?;
@@ -111,13 +112,25 @@ impl Backend {
         let p = params.text_document_position_params;
         // Hovering anywhere outside indexed files is normal: no answer, no error.
         let Ok((folder, path)) = self.file_in_workspace(&p.text_document.uri) else { return Ok(None) };
-        self.check_position(&p.text_document.uri, &path, p.position).await?;
+        let buffer = self.buffer(&p.text_document.uri);
+        let saved = self.saved_file(&path).await?;
+        // A file that is gone, unreadable or not a file at all has nothing indexed to show.
+        let text = match (&buffer, &saved) {
+            (Some(text), _) | (None, Ok(text)) => text,
+            (None, Err(e)) => {
+                tracing::debug!("hover: {e}");
+                return Ok(None);
+            }
+        };
+        check_position(text, p.position, self.state.encoding())?;
+        // Edits undone back to the saved text leave nothing unsaved.
+        let unsaved = buffer.as_ref().is_some_and(|b| saved.as_ref() != Ok(b));
         let Some(rel) = folder.relative(&path) else { return Ok(None) };
         let line = p.position.line + 1;
         let Some(passage) = blocking(move || Ok(folder.passage_at(&rel, line))).await? else {
             return Ok(None);
         };
-        let stale = Staleness::of(&passage, self.unsaved(&p.text_document.uri));
+        let stale = Staleness::of(&passage, unsaved);
         let markdown = to_proto::hover_markdown(&passage.chunk, passage.chunks_in_file, stale);
         Ok(Some(Hover {
             contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value: markdown }),
@@ -153,34 +166,34 @@ impl Backend {
         Ok((folder, path))
     }
 
-    /// Whether the buffer of `uri` has edits not saved yet.
-    fn unsaved(&self, uri: &Uri) -> bool {
-        let docs = self.state.documents.read().unwrap_or_else(PoisonError::into_inner);
-        docs.get(uri).is_some_and(|d| d.dirty)
+    /// The text of `uri` as the user sees it: its open buffer, else the file on disk; the
+    /// inner error says why the file cannot be read.
+    async fn document_text(&self, uri: &Uri, path: &Path) -> Result<std::result::Result<String, String>> {
+        match self.buffer(uri) {
+            Some(text) => Ok(Ok(text)),
+            None => self.saved_file(path).await,
+        }
     }
 
-    /// An error when `position` is past the end of the document (the open buffer, or the
-    /// file on disk).
-    async fn check_position(&self, uri: &Uri, path: &Path, position: Position) -> Result<()> {
-        let buffer = {
-            let docs = self.state.documents.read().unwrap_or_else(PoisonError::into_inner);
-            docs.get(uri).map(|doc| doc.text.clone())
-        };
-        let (path, encoding) = (path.to_path_buf(), self.state.encoding());
+    /// The text of the open buffer of `uri`.
+    fn buffer(&self, uri: &Uri) -> Option<String> {
+        let docs = self.state.documents.read().unwrap_or_else(PoisonError::into_inner);
+        docs.get(uri).map(|doc| doc.text.clone())
+    }
+
+    /// The text of the file at `path` on disk; the inner error says why it cannot be read.
+    async fn saved_file(&self, path: &Path) -> Result<std::result::Result<String, String>> {
+        let path = path.to_path_buf();
         blocking(move || {
-            let text = match buffer {
-                Some(text) => text,
-                None => match std::fs::read(&path) {
-                    Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-                    Err(e) => {
-                        return Err(Error::invalid_params(format!("cannot read {}: {e}", path.display())));
-                    }
-                },
-            };
-            offset_of(&text, position, encoding).map(|_| ()).map_err(|e| Error::invalid_params(e.to_string()))
+            Ok(service::saved_text(&path).map_err(|e| format!("cannot read {}: {e}", path.display())))
         })
         .await
     }
+}
+
+/// An error when `position` is past the end of `text`.
+fn check_position(text: &str, position: Position, encoding: Encoding) -> Result<()> {
+    offset_of(text, position, encoding).map(|_| ()).map_err(|e| Error::invalid_params(e.to_string()))
 }
 
 /// A `limit` of hits within the bounds of one search.

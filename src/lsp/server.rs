@@ -14,7 +14,7 @@ use tower_lsp_server::{Client, LanguageServer};
 
 use super::capabilities::{initialize_result, negotiate_encoding, workspace_roots};
 use super::events::{Event, EventTask, Setup};
-use super::ext::COMMANDS;
+use super::ext::{COMMANDS, StatusParams};
 use super::from_proto::{argument, file_path};
 use super::state::State;
 use super::to_proto::internal;
@@ -128,7 +128,7 @@ impl LanguageServer for Backend {
             "situate.similar" => to_value(self.handle_similar(argument(command, args)?).await?),
             "situate.reindex" => to_value(self.handle_reindex(argument(command, args)?).await?),
             "situate.status" => {
-                let _: serde::de::IgnoredAny = argument(command, args)?;
+                let _: Option<StatusParams> = argument(command, args)?;
                 to_value(self.handle_status().await?)
             }
             other => {

@@ -172,7 +172,10 @@ pub fn workspace_symbol(h: HitInfo) -> WorkspaceSymbol {
         },
         kind: SymbolKind::STRING,
         tags: None,
-        container_name: Some(format!("{} · {}", h.path, h.heading_path.join(" › "))),
+        container_name: Some(match h.heading_path.is_empty() {
+            true => h.path,
+            false => format!("{} · {}", h.path, h.heading_path.join(" › ")),
+        }),
         location: OneOf::Left(Location { uri: h.uri, range: h.range }),
         data: None,
     }

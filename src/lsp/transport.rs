@@ -1,5 +1,6 @@
 //! The stdio transport around the protocol library: it frames messages itself and answers
-//! malformed ones (bad headers, bodies that are not JSON or not JSON-RPC) with an error,
+//! malformed ones (bad headers, bodies that are not JSON or not JSON-RPC, requests for
+//! `$/` methods, which the library would drop without an answer) with an error,
 //! so that one bad message never ends the session. Well-formed messages pass through
 //! unchanged, in order; the library's output is copied out whole, message by message,
 //! with those error answers slotted in between.
@@ -80,12 +81,25 @@ pub fn check(body: &[u8]) -> Option<Value> {
     let Ok(text) = std::str::from_utf8(body) else {
         return Some(error(Value::Null, -32700, "Parse error: the message is not UTF-8".into()));
     };
+    if may_hold_surrogate(text)
+        && let Err(e) = serde_json::from_str::<Value>(text)
+    {
+        return Some(error(Value::Null, -32700, format!("Parse error: {e}")));
+    }
     // A message is an object (the derived parsers would also take a JSON array), and a
     // request or notification names its method (the library's parser defaults it to "").
     let object = text.trim_start().starts_with('{');
     // The common case costs one parse: a request or notification.
-    if object && serde_json::from_str::<jsonrpc::Request>(text).is_ok_and(|r| !r.method().is_empty()) {
-        return None;
+    if object && let Ok(request) = serde_json::from_str::<jsonrpc::Request>(text) {
+        // The library drops requests for `$/` methods it does not know without an answer;
+        // the protocol asks for MethodNotFound (it knows none that is a request).
+        if let Some(id) = request.id().filter(|_| request.method().starts_with("$/")) {
+            let id = serde_json::to_value(id).unwrap_or(Value::Null);
+            return Some(error(id, -32601, format!("Method not found: {}", request.method())));
+        }
+        if !request.method().is_empty() {
+            return None;
+        }
     }
     let value: Value = match serde_json::from_str(text) {
         Ok(v) => v,
@@ -99,6 +113,18 @@ pub fn check(body: &[u8]) -> Option<Value> {
         return None;
     }
     Some(error(id, -32600, "Invalid request: not a JSON-RPC 2.0 request, notification or response".into()))
+}
+
+/// Whether `text` may hold an escape of a UTF-16 surrogate (`\uD800` to `\uDFFF`). Parsers
+/// skip the strings of keys they do not know unchecked, so a text that may hold one is
+/// parsed whole, where a lone surrogate is an error.
+fn may_hold_surrogate(text: &str) -> bool {
+    text.as_bytes().windows(4).any(|w| {
+        w[0] == b'\\'
+            && w[1] == b'u'
+            && w[2] | 0x20 == b'd'
+            && matches!(w[3] | 0x20, b'8'..=b'9' | b'a'..=b'f')
+    })
 }
 
 fn error(id: Value, code: i64, message: String) -> Value {
@@ -242,6 +268,13 @@ mod tests {
         let e = check(br#"{"id":7,"method":"x"}"#).unwrap();
         assert_eq!((e["id"].clone(), e["error"]["code"].clone()), (json!(7), json!(-32600)));
         assert_eq!(check(br#"[1,2]"#).unwrap()["id"], Value::Null);
+        // A request for a `$/` method is answered; a notification is the library's.
+        let e = check(br#"{"jsonrpc":"2.0","id":"d1","method":"$/foo","params":{}}"#).unwrap();
+        assert_eq!((e["id"].clone(), e["error"]["code"].clone()), (json!("d1"), json!(-32601)));
+        assert!(check(br#"{"jsonrpc":"2.0","method":"$/setTrace","params":{"value":"off"}}"#).is_none());
+        // A lone surrogate escape is not Unicode text, wherever it stands.
+        let e = check(br#"{"jsonrpc":"2.0","id":2,"method":"shutdown","extra":"\ud800"}"#).unwrap();
+        assert_eq!(e["error"]["code"], -32700, "{e}");
     }
 
     #[test]

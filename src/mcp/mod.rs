@@ -6,7 +6,8 @@
 //! another process writes it, and brought up to date before each tool call ([`folder`]).
 //! [`server`] speaks the protocol through the official SDK (`rmcp`); [`tools`] does the
 //! work on the blocking pool and fits answers to a token budget ([`budget`]); [`shapes`]
-//! holds the arguments and results with their JSON schemas. Logs go to stderr (or
+//! holds the arguments and results with their JSON schemas; [`transport`] answers malformed
+//! messages before the SDK sees them. Logs go to stderr (or
 //! `SITUATE_LOG_FILE`): stdout carries protocol messages only.
 
 mod budget;
@@ -14,6 +15,7 @@ mod folder;
 mod server;
 mod shapes;
 mod tools;
+mod transport;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -23,6 +25,8 @@ use rmcp::ServiceExt;
 
 /// How long a stopping server waits for a reconcile under way to commit what it has done.
 const STOP_GRACE: Duration = Duration::from_secs(10);
+/// How long a closing server waits for its last answers to be written.
+const OUTPUT_GRACE: Duration = Duration::from_secs(2);
 /// How long the background fill rests when there is nothing to fill, and after a failure.
 const FILL_IDLE: Duration = Duration::from_millis(500);
 const FILL_BACKOFF: Duration = Duration::from_secs(30);
@@ -58,12 +62,15 @@ pub fn serve_stdio(dir: &Path, config: Option<&Path>, idle: Duration) -> Result<
                 tracing::warn!("{e}");
             }
         });
+        let (input, output, written) = transport::guard(tokio::io::stdin(), tokio::io::stdout());
         let running = server::Server::new(Arc::clone(&folder))
-            .serve(rmcp::transport::stdio())
+            .serve((input, output))
             .await
             .map_err(|e| McpError::Handshake(e.to_string()))?;
         let reason = running.waiting().await;
         tracing::debug!(?reason, "the client closed the connection");
+        // The last answers are written out before the process ends.
+        let _ = tokio::time::timeout(OUTPUT_GRACE, written).await;
         Ok(())
     });
     // A reconcile under way commits and returns; the stdin reader may be blocked in a read

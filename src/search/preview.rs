@@ -94,9 +94,10 @@ impl<'a> Previewer<'a> {
             self.terms = analysis::query_terms_in(self.query, &[language]).into_iter().collect();
             self.analyzer = analysis::analyzer_for(language);
         }
-        let mut candidates: Vec<Candidate> = chunk
-            .text
-            .lines()
+        let lines: Vec<&str> = chunk.text.lines().collect();
+        let setext = setext_heading_lines(&lines);
+        let mut candidates: Vec<Candidate> = lines
+            .iter()
             .enumerate()
             .filter_map(|(n, raw)| {
                 let text = raw.trim();
@@ -108,7 +109,7 @@ impl<'a> Previewer<'a> {
                 (!skip).then(|| Candidate {
                     line: chunk.start_line + n as u32,
                     text,
-                    heading: text.starts_with('#'),
+                    heading: text.starts_with('#') || setext[n],
                     marks: Vec::new(),
                     matched: HashSet::new(),
                 })
@@ -267,6 +268,77 @@ fn best_sentence(text: &str, marks: &[(usize, usize)]) -> (usize, usize) {
     best.map_or((0, 0), |(_, start, first)| (start, first))
 }
 
+/// Which of `lines` are the text of a setext heading: the lines of a paragraph that a line
+/// of only `=` or only `-` underlines (CommonMark's rule, without the cases of lazy
+/// continuation lines inside lists and quotes, which cannot be underlined).
+fn setext_heading_lines(lines: &[&str]) -> Vec<bool> {
+    let mut heading = vec![false; lines.len()];
+    // The first line of the paragraph running at the current line, if any.
+    let mut paragraph: Option<usize> = None;
+    // Inside a list item or a quote (until a blank line), a line is never underlined.
+    let mut in_block = false;
+    let mut in_fence = false;
+    for (n, raw) in lines.iter().enumerate() {
+        let text = raw.trim();
+        if text.starts_with("```") || text.starts_with("~~~") {
+            in_fence = !in_fence;
+            paragraph = None;
+            continue;
+        }
+        if in_fence {
+            continue;
+        }
+        if let Some(start) = paragraph
+            && is_setext_underline(raw)
+        {
+            heading[start..n].fill(true);
+            paragraph = None;
+            continue;
+        }
+        let indent = raw.len() - raw.trim_start().len();
+        if text.is_empty() || is_thematic_break(text) {
+            paragraph = None;
+            in_block = false;
+        } else if opens_block(text) {
+            paragraph = None;
+            in_block = !text.starts_with('#') && !text.starts_with('|');
+        } else if paragraph.is_none() && !in_block && indent < 4 {
+            paragraph = Some(n);
+        }
+    }
+    heading
+}
+
+/// A setext heading's underline: up to three spaces, then a run of `=` or of `-` alone.
+fn is_setext_underline(raw: &str) -> bool {
+    let indent = raw.len() - raw.trim_start().len();
+    let text = raw.trim();
+    indent < 4 && !text.is_empty() && (text.bytes().all(|b| b == b'=') || text.bytes().all(|b| b == b'-'))
+}
+
+/// A thematic break: three or more of one of `-`, `*`, `_`, spaces between them allowed.
+fn is_thematic_break(text: &str) -> bool {
+    let marks: Vec<char> = text.chars().filter(|c| *c != ' ' && *c != '\t').collect();
+    marks.len() >= 3 && ['-', '*', '_'].iter().any(|m| marks.iter().all(|c| c == m))
+}
+
+/// A line that starts a block other than a paragraph: an ATX heading, a list item, a
+/// quote or a table row.
+fn opens_block(text: &str) -> bool {
+    let ordered = text.split_once(['.', ')']).is_some_and(|(n, rest)| {
+        !n.is_empty()
+            && n.len() <= 9
+            && n.bytes().all(|b| b.is_ascii_digit())
+            && (rest.is_empty() || rest.starts_with(' '))
+    });
+    text.starts_with('#')
+        || text.starts_with('>')
+        || text.starts_with('|')
+        || ["- ", "* ", "+ "].iter().any(|m| text.starts_with(m))
+        || ["-", "*", "+"].contains(&text)
+        || ordered
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,6 +374,23 @@ mod tests {
         assert_eq!((lines[0].line, lines[0].text.as_str()), (3, "Kept a month."));
         let lines = Previewer::new("retention", None).preview(&chunk("## Retention\n### Rules\n", 1));
         assert_eq!(marked(&lines[0]), "## [Retention]");
+    }
+
+    #[test]
+    fn setext_headings_are_headings_too() {
+        let body = "Sourdough\n=========\n\nThe starter is fed twice a day.\n\nFeeding\nand care\n-------\n\nFlour and water.\n";
+        let lines = Previewer::new("sourdough", None).preview(&chunk(body, 1));
+        assert_eq!(
+            lines.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(),
+            ["The starter is fed twice a day."]
+        );
+        let lines = Previewer::new("feeding care", None).preview(&chunk(body, 1));
+        assert!(lines.iter().all(|l| !l.text.contains("Feeding") && !l.text.contains("care")), "{lines:?}");
+        // A rule after a list item, or after a blank line, underlines nothing.
+        let setext =
+            setext_heading_lines(&["- item", "lazy", "---", "", "text", "", "---", "    code", "==="]);
+        assert_eq!(setext, [false; 9]);
+        assert_eq!(setext_heading_lines(&["a", "b", "  ===  ", "c"]), [true, true, false, false]);
     }
 
     #[test]

@@ -27,7 +27,7 @@ use crate::engine::{Engine, EngineError, ReconcileReport, View};
 use crate::providers::{Embedder, EmbeddingConfig};
 use crate::snippets::generator::{Outcome, RunEnd};
 use crate::workspace;
-pub use read::{FolderHits, Passage, Related, search};
+pub use read::{FolderHits, Passage, Related, saved_text, search};
 pub use snippet_queue::{SnippetLive, SnippetState};
 use worker::Worker;
 
@@ -83,8 +83,11 @@ pub enum Notice {
         token: String,
         message: String,
     },
-    /// A problem the user must fix; shown once.
+    /// A problem the user must fix while work goes on; shown once, as a warning.
     Problem(String),
+    /// Something that failed (the index cannot be opened, a run failed); shown once, as an
+    /// error.
+    Failure(String),
 }
 
 /// What the writer is doing.

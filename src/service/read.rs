@@ -3,12 +3,13 @@
 //! stale, passages related to it, and each folder's status. Every function here may read
 //! the index or the disk; callers run them off the async threads.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{Folder, FolderState};
 use crate::engine::{ChunkRecord, EngineError, Freshness, Status, View};
 use crate::search::{self, Hit, SearchOptions, SearchRequest};
+use crate::workspace;
 
 /// Hits of one search across the folders, best first, each with its folder's root.
 #[derive(Debug, Default)]
@@ -60,6 +61,16 @@ pub fn search(
     out.hits =
         search::merge(lists, &config, limit).into_iter().map(|(n, hit)| (roots[n].clone(), hit)).collect();
     Ok(out)
+}
+
+/// The text of the file at `path` as an editor shows it (invalid UTF-8 replaced). A folder,
+/// a named pipe or a device is an error, found without waiting on it.
+pub fn saved_text(path: &Path) -> std::io::Result<String> {
+    let bytes = workspace::read_regular(path)?;
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
 }
 
 /// The passage at a line and what may make it differ from what the user sees.

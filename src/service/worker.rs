@@ -297,16 +297,47 @@ impl Worker {
         self.publish_snippets();
     }
 
+    /// Tells the user (once per message) of files read with replacement characters, as the
+    /// command line warns of them; `situate.status` lists them all.
+    fn warn_lossy(&self, lossy: &[String]) {
+        let message = match lossy {
+            [] => return,
+            [one] => format!(
+                "{}: {one} is not valid UTF-8; decoded with replacement characters",
+                self.folder.name()
+            ),
+            [first, rest @ ..] => format!(
+                "{}: {first} and {} more files are not valid UTF-8; decoded with replacement characters",
+                self.folder.name(),
+                rest.len()
+            ),
+        };
+        tracing::warn!("{message}");
+        let _ = self.notices.send(Notice::Problem(message));
+    }
+
+    /// A problem the user may act on while work goes on (a bad setting, a stopped snippet
+    /// queue): listed in the folder's errors and shown once as a warning.
     fn error(&self, message: String) {
         tracing::warn!(folder = %self.folder.root.display(), "{message}");
-        {
-            let mut state = self.state();
-            // A problem that repeats (a server that stays down) is listed once in a row.
-            if state.errors.last() != Some(&message) {
-                state.errors.push(message.clone());
-            }
-        }
+        self.record(&message);
         let _ = self.notices.send(Notice::Problem(message));
+    }
+
+    /// Something that failed (the index cannot be opened, a run failed): listed in the
+    /// folder's errors and shown once as an error.
+    fn failure(&self, message: String) {
+        tracing::error!(folder = %self.folder.root.display(), "{message}");
+        self.record(&message);
+        let _ = self.notices.send(Notice::Failure(message));
+    }
+
+    fn record(&self, message: &str) {
+        let mut state = self.state();
+        // A problem that repeats (a server that stays down) is listed once in a row.
+        if state.errors.last().is_none_or(|last| last != message) {
+            state.errors.push(message.to_string());
+        }
     }
 
     /// Opens the engine with the current settings (read-only when another process writes)
@@ -320,7 +351,7 @@ impl Worker {
         let embedder = match self.embedders.get(&loaded.config.embedding) {
             Ok(e) => e,
             Err(e) => {
-                self.error(format!("{}: {e}", self.folder.name()));
+                self.failure(format!("{}: {e}", self.folder.name()));
                 self.set_phase(Phase::Failed);
                 return;
             }
@@ -351,7 +382,7 @@ impl Worker {
                     tracing::info!("{message}");
                     self.set_phase(Phase::ReadOnly);
                 } else {
-                    self.error(message);
+                    self.failure(message);
                     self.set_phase(Phase::Failed);
                 }
             }
@@ -402,12 +433,22 @@ impl Worker {
             }
         });
         let end = match &result {
+            Ok(r) if !r.lossy.is_empty() => format!(
+                "{} files, {} chunks ({} indexed; {} not valid UTF-8)",
+                status.files,
+                status.chunks,
+                r.files_indexed,
+                r.lossy.len()
+            ),
             Ok(r) => {
                 format!("{} files, {} chunks ({} indexed)", status.files, status.chunks, r.files_indexed)
             }
             Err(e) => format!("failed: {e}"),
         };
         let _ = self.notices.send(Notice::ProgressEnd { token, message: end });
+        if let Ok(r) = &result {
+            self.warn_lossy(&r.lossy);
+        }
         match result {
             Ok(report) => {
                 tracing::info!(
@@ -422,7 +463,7 @@ impl Worker {
             }
             Err(e) => {
                 let message = format!("{}: indexing failed: {e}", self.folder.name());
-                self.error(message.clone());
+                self.failure(message.clone());
                 answer(reply, Err(message));
             }
         }
@@ -473,13 +514,14 @@ impl Worker {
                 for s in &report.skipped {
                     tracing::info!(path = %s.path, "skipped: {}", s.reason);
                 }
+                self.warn_lossy(&report.lossy);
                 for reply in replies {
                     answer(Some(reply), Ok(report.clone()));
                 }
             }
             Err(e) => {
                 let message = format!("{}: reindexing {} files failed: {e}", self.folder.name(), paths.len());
-                self.error(message.clone());
+                self.failure(message.clone());
                 for reply in replies {
                     answer(Some(reply), Err(message.clone()));
                 }

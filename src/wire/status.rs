@@ -29,6 +29,8 @@ pub struct StatusJson {
     pub generation: u64,
     pub disk_bytes: u64,
     pub skipped: Vec<SkippedJson>,
+    /// Files that are not valid UTF-8, indexed with replacement characters.
+    pub lossy: Vec<String>,
     pub config_problems: Vec<String>,
     pub notes: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -161,6 +163,7 @@ impl From<&Status> for StatusJson {
             generation: s.generation,
             disk_bytes: s.disk_bytes,
             skipped: s.skipped.iter().map(SkippedJson::from).collect(),
+            lossy: s.lossy.clone(),
             config_problems: s.config_problems.clone(),
             notes: s.notes.clone(),
             snippets: s.snippets.as_ref().map(SnippetStatusJson::from),

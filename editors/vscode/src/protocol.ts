@@ -1,6 +1,6 @@
 // The situate server's commands and the shapes of their answers (docs/lsp.md), as plain types.
 // Kept in step with src/lsp/ext.rs and src/wire/ (checked by tests/house.rs):
-// wire shapes hash: 0857734c1b292388
+// wire shapes hash: 8725794be91f80d9
 
 /** Names of the server's `workspace/executeCommand` commands. */
 export const ServerCommand = {
@@ -113,6 +113,8 @@ export interface IndexStatus {
   generation: number;
   disk_bytes: number;
   skipped: ({ path: string } & Record<string, unknown>)[];
+  /** Files that are not valid UTF-8, indexed with replacement characters (absent from older servers). */
+  lossy?: string[];
   config_problems: string[];
   notes: string[];
   /** LLM-written snippets, when they are on for the folder. */

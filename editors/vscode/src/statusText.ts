@@ -161,6 +161,7 @@ function folderReport(folder: FolderStatus): string[] {
   if (index) {
     lines.push(...section("Configuration problems", index.config_problems));
     lines.push(...section("Skipped files", index.skipped.map(describeSkipped)));
+    lines.push(...section("Not valid UTF-8 (indexed with replacement characters)", (index.lossy ?? []).map((p) => `\`${p}\``)));
     lines.push(...section("Notes", index.notes));
   }
   return lines;
