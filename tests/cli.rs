@@ -497,3 +497,35 @@ fn exit_codes_are_the_documented_ones() {
     assert_eq!(code(&["show", "no/such/file.md"]), Some(1));
     assert_eq!(code(&["search", "x", "--dir", "/no/such/folder"]), Some(1));
 }
+
+#[test]
+fn a_reader_that_stops_reading_ends_the_command_quietly() {
+    use std::process::Stdio;
+    let cli = Cli::new();
+    cli.ok(&["index", "--quick"]);
+    let commands: [&[&str]; 6] = [
+        &["search", "backup", "-k", "50"],
+        &["search", "backup", "--json"],
+        &["status"],
+        &["show", "ops/backup.md"],
+        &["man"],
+        &["completions", "bash"],
+    ];
+    for args in commands {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_situate"))
+            .args(args)
+            .current_dir(cli.fixture.root())
+            .env("XDG_CACHE_HOME", cli.fixture.index.path())
+            .env_remove("SITUATE_LOG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes before the first line is written.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(out.status.success(), "{args:?}: {err}");
+        assert!(!err.contains("Broken pipe") && !err.contains("panicked"), "{args:?}: {err}");
+    }
+}
