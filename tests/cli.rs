@@ -319,7 +319,7 @@ fn errors_are_clear_and_exit_non_zero() {
     cli.ok(&["index"]);
     let out = cli.run(&["show", "missing.md:3"]);
     assert!(!out.status.success());
-    assert!(String::from_utf8(out.stderr).unwrap().contains("missing.md is not an indexed file"));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("no file `missing.md` in the workspace"));
 }
 
 #[test]
@@ -496,6 +496,63 @@ fn exit_codes_are_the_documented_ones() {
     assert_eq!(code(&["frobnicate"]), Some(2));
     assert_eq!(code(&["show", "no/such/file.md"]), Some(1));
     assert_eq!(code(&["search", "x", "--dir", "/no/such/folder"]), Some(1));
+}
+
+impl Cli {
+    /// Exit code and stderr of a run expected to fail.
+    fn fails(&self, args: &[&str]) -> (Option<i32>, String) {
+        let out = self.run(args);
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded\nstderr: {stderr}");
+        (out.status.code(), stderr)
+    }
+}
+
+#[test]
+fn show_says_why_a_file_or_line_has_nothing_to_show() {
+    let cli = Cli::new();
+    cli.fixture.write("empty.md", "");
+    cli.fixture.write("blob.md", b"a\0b");
+    cli.ok(&["index", "--quick"]);
+    let (_, err) = cli.fails(&["show", "ops/backup.md:999"]);
+    assert!(
+        err.contains("line 999 is past the last passage of `ops/backup.md`, which ends at line 18"),
+        "{err}"
+    );
+    let (_, err) = cli.fails(&["show", "ops/backup.md:999", "--json"]);
+    assert!(err.contains("past the last passage"), "{err}");
+    let (_, err) = cli.fails(&["show", "ops/backup.md:0"]);
+    assert!(err.contains("lines are numbered from 1"), "{err}");
+    let (_, err) = cli.fails(&["show", "backup.md"]);
+    assert!(err.contains("did you mean `ops/backup.md`?"), "{err}");
+    let (_, err) = cli.fails(&["show", "blob.md"]);
+    assert!(err.contains("`blob.md` was skipped") && err.contains("binary"), "{err}");
+    let (out, err) = cli.ok(&["show", "empty.md", "--json"]);
+    assert_eq!(out.trim(), "[]");
+    assert!(err.contains("`empty.md` holds no text to index"), "{err}");
+    let (out, _) = cli.ok(&["show", "./ops/backup.md:12"]);
+    assert!(out.contains("Snapshots are kept for thirty days."), "{out}");
+}
+
+#[test]
+fn search_paths_are_read_as_workspace_relative_and_checked() {
+    let cli = Cli::new();
+    cli.ok(&["index", "--quick"]);
+    let search = ["search", "backup", "--mode", "bm25", "--no-update", "--json", "--path"];
+    let root = cli.fixture.root().canonicalize().unwrap();
+    let absolute = root.join("ops").display().to_string();
+    for path in ["ops", "./ops", "ops/", absolute.as_str()] {
+        let (out, _) = cli.ok(&[&search[..], &[path]].concat());
+        let hits: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+        assert!(!hits.is_empty(), "{path}: {out}");
+        assert!(hits.iter().all(|h| h["path"].as_str().unwrap().starts_with("ops/")), "{path}: {out}");
+    }
+    let (code, err) = cli.fails(&[&search[..], &["nosuch"]].concat());
+    assert_eq!(code, Some(1));
+    assert!(err.contains("no indexed file lies under `nosuch`") && err.contains("`kitchen`, `ops`"), "{err}");
+    let (code, err) = cli.fails(&[&search[..], &["/etc"]].concat());
+    assert_eq!(code, Some(1));
+    assert!(err.contains("`/etc` lies outside the workspace"), "{err}");
 }
 
 #[test]

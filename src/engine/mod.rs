@@ -5,6 +5,7 @@
 //! terminals.
 
 mod background;
+mod lookup;
 mod report;
 mod snippets;
 mod sync;
@@ -27,6 +28,7 @@ use crate::snippets::cache::SnippetCache;
 use crate::snippets::estimate::Estimate;
 use crate::team::Team;
 use crate::workspace;
+pub use lookup::LookupError;
 pub use report::{
     LanguageChunks, Progress, ReconcileReport, SnippetProgress, SnippetRun, SnippetStatus, SnippetsApplied,
     Stale, Status, TeamReport,
@@ -54,6 +56,8 @@ pub enum EngineError {
     Search(#[from] SearchError),
     #[error("{path} is not an indexed file")]
     NotIndexed { path: String },
+    #[error(transparent)]
+    Lookup(#[from] LookupError),
     #[error(
         "the index of {folder} was damaged ({problem}); it is being rebuilt from the files and answers again when that is done"
     )]
