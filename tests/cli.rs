@@ -586,3 +586,48 @@ fn a_reader_that_stops_reading_ends_the_command_quietly() {
         assert!(!err.contains("Broken pipe") && !err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn settings_that_cannot_be_parsed_never_let_excluded_files_in() {
+    let cli = Cli::new();
+    cli.fixture.write("situate.toml", "exclude = [\"kitchen/**\"]\n");
+    cli.ok(&["index", "--quick"]);
+    cli.fixture.write("situate.toml", "exclude = [\"kitchen/**\"]\n[search]\nmode = bm25\n");
+    for args in [&["index", "--quick"][..], &["search", "sourdough"]] {
+        let (code, err) = cli.fails(args);
+        assert_eq!(code, Some(1), "{args:?}");
+        assert!(err.contains("situate.toml:3:8: not valid TOML"), "{args:?}: {err}");
+        assert!(err.contains("nothing is indexed until the file is fixed"), "{args:?}: {err}");
+    }
+    // Reading the index as it is stays possible, and says what is wrong.
+    let (out, err) = cli.ok(&["search", "sourdough", "--no-update", "--mode", "bm25", "--json"]);
+    assert!(err.contains("situate.toml:3:8") && err.contains("none of its settings are used"), "{err}");
+    assert!(!out.contains("kitchen/"), "{out}");
+    let (out, _) = cli.ok(&["status", "--json"]);
+    let s: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(s["files"], 3, "{s}");
+    assert!(s["config_problems"][0].as_str().unwrap().contains("situate.toml:3:8"), "{s}");
+}
+
+#[test]
+fn one_bad_exclude_pattern_leaves_the_others_in_force() {
+    let cli = Cli::new();
+    cli.fixture.write("situate.toml", "exclude = [\"kitchen/**\", \"drafts/{a,b\"]\n");
+    let (out, err) = cli.ok(&["index", "--quick", "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["files_seen"], 3, "{report}");
+    assert!(err.contains("bad glob `drafts/{a,b`") && err.contains("the rest of the value applies"), "{err}");
+}
+
+#[test]
+fn a_settings_file_given_on_the_command_line_must_be_readable() {
+    let cli = Cli::new();
+    cli.ok(&["index", "--quick"]);
+    for args in [&["status"][..], &["search", "backup"], &["lsp"], &["mcp"]] {
+        let args = [&["--config", "/no/such/settings.toml"], args].concat();
+        let (code, err) = cli.fails(&args);
+        assert_eq!(code, Some(1), "{args:?}");
+        assert!(err.contains("/no/such/settings.toml: cannot read this settings file"), "{args:?}: {err}");
+        assert!(!err.contains("situate.toml"), "{args:?}: {err}");
+    }
+}

@@ -13,5 +13,6 @@ pub struct McpArgs {
 }
 
 pub fn run(args: McpArgs, config: Option<&Path>) -> Result<()> {
+    super::settings_readable(config)?;
     crate::mcp::serve_stdio(&args.dir, config).context("cannot serve MCP")
 }

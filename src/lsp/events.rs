@@ -178,8 +178,14 @@ impl EventTask {
         if self.state.folders().iter().any(|f| f.root == root) {
             return;
         }
-        let folder =
-            Folder::start(root, setup.settings.clone(), Arc::clone(&self.embedders), notices.clone());
+        let config_file = self.state.config_file.clone();
+        let folder = Folder::start(
+            root,
+            config_file,
+            setup.settings.clone(),
+            Arc::clone(&self.embedders),
+            notices.clone(),
+        );
         self.state.folders.write().unwrap_or_else(PoisonError::into_inner).push(folder);
     }
 
@@ -190,7 +196,7 @@ impl EventTask {
         for folder in self.state.folders() {
             let config = Config::load_layered(
                 &folder.root,
-                None,
+                folder.config_file.as_deref(),
                 self.setup.as_ref().and_then(|s| s.settings.as_ref()),
             )
             .config;
@@ -211,6 +217,12 @@ impl EventTask {
             glob_pattern: GlobPattern::String(format!("**/{}", CONFIG_FILE)),
             kind: None,
         });
+        if let Some(file) = &self.state.config_file {
+            watchers.push(FileSystemWatcher {
+                glob_pattern: GlobPattern::String(file.display().to_string()),
+                kind: None,
+            });
+        }
         let options = DidChangeWatchedFilesRegistrationOptions { watchers };
         let registration = Registration {
             id: "situate-watched-files".to_string(),
@@ -230,7 +242,7 @@ impl EventTask {
         for change in changes {
             let Ok(path) = file_path(&change.uri) else { continue };
             let Some(folder) = self.state.folder_of(&path) else { continue };
-            if path == folder.root.join(CONFIG_FILE) {
+            if path == folder.settings_file() {
                 if !reconfigure.iter().any(|f| Arc::ptr_eq(f, &folder)) {
                     reconfigure.push(folder);
                 }
