@@ -631,3 +631,27 @@ fn a_settings_file_given_on_the_command_line_must_be_readable() {
         assert!(!err.contains("situate.toml"), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn eval_warns_of_a_gold_path_that_names_no_indexed_file() {
+    let cli = Cli::new();
+    cli.fixture.write(
+        "queries.jsonl",
+        concat!(
+            r#"{"id": "kept", "query": "how long are backups kept", "gold": [{"path": "ops/backup.md", "start_line": 10, "end_line": 13}]}"#,
+            "\n",
+            r#"{"id": "typo", "query": "sourdough", "gold": [{"path": "kitchen/bred.md", "start_line": 1, "end_line": 5}]}"#,
+            "\n",
+            r#"{"id": "bare", "query": "deploy", "gold": [{"path": "deploy.md", "start_line": 1, "end_line": 5}]}"#,
+            "\n",
+        ),
+    );
+    let (out, err) = cli.ok(&["eval", "queries.jsonl", "--mode", "bm25", "--json"]);
+    assert!(err.contains("query `typo`: gold path `kitchen/bred.md` names no indexed file"), "{err}");
+    assert!(err.contains("query `bare`") && err.contains("did you mean `ops/deploy.md`?"), "{err}");
+    assert!(!err.contains("query `kept`"), "{err}");
+    let reports: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let queries = reports[0]["queries"].as_array().unwrap();
+    assert_eq!(queries[1]["unknown_gold"], serde_json::json!(["kitchen/bred.md"]));
+    assert!(queries[0].get("unknown_gold").is_none(), "{}", queries[0]);
+}

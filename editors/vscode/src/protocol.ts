@@ -1,6 +1,6 @@
 // The situate server's commands and the shapes of their answers (docs/lsp.md), as plain types.
 // Kept in step with src/lsp/ext.rs and src/wire/ (checked by tests/house.rs):
-// wire shapes hash: 0857734c1b292388
+// wire shapes hash: 50e0ec3c06867878
 
 /** Names of the server's `workspace/executeCommand` commands. */
 export const ServerCommand = {
