@@ -321,6 +321,15 @@ fn a_settings_file_given_with_config_is_read_for_the_folder() {
     let problems = s["index"]["config_problems"].as_array().unwrap();
     assert!(problems.iter().any(|p| p.as_str().unwrap().contains("search.limit")), "{s}");
     assert!(!paths(&search(&mut client, "sourdough starter")).iter().any(|p| p.starts_with("kitchen/")));
+
+    // A change to that file, outside the folder, reopens the folder with it.
+    std::fs::write(&settings, "exclude = [\"kitchen/**\"]\n[search]\nlimit = 2\n").unwrap();
+    let uri = file_uri(&settings);
+    client.notify("workspace/didChangeWatchedFiles", json!({ "changes": [{ "uri": uri, "type": 2 }] }));
+    client.eventually(|c| {
+        let answer = c.command("situate.search", json!({ "query": "backup" })).unwrap();
+        (answer["hits"].as_array().unwrap().len() == 2).then_some(())
+    });
     assert!(client.shutdown().success());
 }
 

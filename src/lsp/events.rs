@@ -241,6 +241,15 @@ impl EventTask {
         let mut reconfigure: Vec<Arc<Folder>> = Vec::new();
         for change in changes {
             let Ok(path) = file_path(&change.uri) else { continue };
+            // The `--config` file, wherever it lies, is every folder's settings file.
+            if self.state.config_file.as_ref() == Some(&path) {
+                for folder in self.state.folders() {
+                    if !reconfigure.iter().any(|f| Arc::ptr_eq(f, &folder)) {
+                        reconfigure.push(folder);
+                    }
+                }
+                continue;
+            }
             let Some(folder) = self.state.folder_of(&path) else { continue };
             if path == folder.settings_file() {
                 if !reconfigure.iter().any(|f| Arc::ptr_eq(f, &folder)) {
