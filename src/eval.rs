@@ -65,6 +65,9 @@ pub struct QueryOutcome {
     /// Where the hits lay (path and lines, expanded when the search expanded them), for
     /// the run file.
     pub results: Vec<(String, u32, u32)>,
+    /// Gold paths that name no indexed file (a typo, or a file the settings leave out):
+    /// no hit can ever count for them.
+    pub unknown_gold: Vec<String>,
 }
 
 /// The evaluation of one configuration.
@@ -136,6 +139,7 @@ pub fn evaluate(view: &View, search: &SearchConfig, queries: &[EvalQuery]) -> Re
                     (h.chunk.path.clone(), start, end)
                 })
                 .collect(),
+            unknown_gold: unknown_gold(view, q),
         });
     }
     let overall = metrics(outcomes.iter());
@@ -153,6 +157,17 @@ pub fn evaluate(view: &View, search: &SearchConfig, queries: &[EvalQuery]) -> Re
         by_kind,
         queries: outcomes,
     })
+}
+
+/// The gold paths of `query` that name no indexed file of `view`, each once.
+pub fn unknown_gold(view: &View, query: &EvalQuery) -> Vec<String> {
+    let mut unknown: Vec<String> = Vec::new();
+    for g in &query.gold {
+        if !view.indexed_paths().any(|p| p == g.path) && !unknown.contains(&g.path) {
+            unknown.push(g.path.clone());
+        }
+    }
+    unknown
 }
 
 /// 1-based rank of the first hit that overlaps a gold location.
@@ -231,6 +246,7 @@ mod tests {
             first_hit,
             gold_ranks: vec![first_hit],
             results: Vec::new(),
+            unknown_gold: Vec::new(),
         }
     }
 

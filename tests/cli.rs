@@ -319,7 +319,7 @@ fn errors_are_clear_and_exit_non_zero() {
     cli.ok(&["index"]);
     let out = cli.run(&["show", "missing.md:3"]);
     assert!(!out.status.success());
-    assert!(String::from_utf8(out.stderr).unwrap().contains("missing.md is not an indexed file"));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("no file `missing.md` in the workspace"));
 }
 
 #[test]
@@ -496,4 +496,162 @@ fn exit_codes_are_the_documented_ones() {
     assert_eq!(code(&["frobnicate"]), Some(2));
     assert_eq!(code(&["show", "no/such/file.md"]), Some(1));
     assert_eq!(code(&["search", "x", "--dir", "/no/such/folder"]), Some(1));
+}
+
+impl Cli {
+    /// Exit code and stderr of a run expected to fail.
+    fn fails(&self, args: &[&str]) -> (Option<i32>, String) {
+        let out = self.run(args);
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded\nstderr: {stderr}");
+        (out.status.code(), stderr)
+    }
+}
+
+#[test]
+fn show_says_why_a_file_or_line_has_nothing_to_show() {
+    let cli = Cli::new();
+    cli.fixture.write("empty.md", "");
+    cli.fixture.write("blob.md", b"a\0b");
+    cli.ok(&["index", "--quick"]);
+    let (_, err) = cli.fails(&["show", "ops/backup.md:999"]);
+    assert!(
+        err.contains("line 999 is past the last passage of `ops/backup.md`, which ends at line 18"),
+        "{err}"
+    );
+    let (_, err) = cli.fails(&["show", "ops/backup.md:999", "--json"]);
+    assert!(err.contains("past the last passage"), "{err}");
+    let (_, err) = cli.fails(&["show", "ops/backup.md:0"]);
+    assert!(err.contains("lines are numbered from 1"), "{err}");
+    let (_, err) = cli.fails(&["show", "backup.md"]);
+    assert!(err.contains("did you mean `ops/backup.md`?"), "{err}");
+    let (_, err) = cli.fails(&["show", "blob.md"]);
+    assert!(err.contains("`blob.md` was skipped") && err.contains("binary"), "{err}");
+    let (out, err) = cli.ok(&["show", "empty.md", "--json"]);
+    assert_eq!(out.trim(), "[]");
+    assert!(err.contains("`empty.md` holds no text to index"), "{err}");
+    let (out, _) = cli.ok(&["show", "./ops/backup.md:12"]);
+    assert!(out.contains("Snapshots are kept for thirty days."), "{out}");
+}
+
+#[test]
+fn search_paths_are_read_as_workspace_relative_and_checked() {
+    let cli = Cli::new();
+    cli.ok(&["index", "--quick"]);
+    let search = ["search", "backup", "--mode", "bm25", "--no-update", "--json", "--path"];
+    let root = cli.fixture.root().canonicalize().unwrap();
+    let absolute = root.join("ops").display().to_string();
+    for path in ["ops", "./ops", "ops/", absolute.as_str()] {
+        let (out, _) = cli.ok(&[&search[..], &[path]].concat());
+        let hits: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+        assert!(!hits.is_empty(), "{path}: {out}");
+        assert!(hits.iter().all(|h| h["path"].as_str().unwrap().starts_with("ops/")), "{path}: {out}");
+    }
+    let (code, err) = cli.fails(&[&search[..], &["nosuch"]].concat());
+    assert_eq!(code, Some(1));
+    assert!(err.contains("no indexed file lies under `nosuch`") && err.contains("`kitchen`, `ops`"), "{err}");
+    let (code, err) = cli.fails(&[&search[..], &["/etc"]].concat());
+    assert_eq!(code, Some(1));
+    assert!(err.contains("`/etc` lies outside the workspace"), "{err}");
+}
+
+#[test]
+fn a_reader_that_stops_reading_ends_the_command_quietly() {
+    use std::process::Stdio;
+    let cli = Cli::new();
+    cli.ok(&["index", "--quick"]);
+    let commands: [&[&str]; 6] = [
+        &["search", "backup", "-k", "50"],
+        &["search", "backup", "--json"],
+        &["status"],
+        &["show", "ops/backup.md"],
+        &["man"],
+        &["completions", "bash"],
+    ];
+    for args in commands {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_situate"))
+            .args(args)
+            .current_dir(cli.fixture.root())
+            .env("XDG_CACHE_HOME", cli.fixture.index.path())
+            .env_remove("SITUATE_LOG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes before the first line is written.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(out.status.success(), "{args:?}: {err}");
+        assert!(!err.contains("Broken pipe") && !err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn settings_that_cannot_be_parsed_never_let_excluded_files_in() {
+    let cli = Cli::new();
+    cli.fixture.write("situate.toml", "exclude = [\"kitchen/**\"]\n");
+    cli.ok(&["index", "--quick"]);
+    cli.fixture.write("situate.toml", "exclude = [\"kitchen/**\"]\n[search]\nmode = bm25\n");
+    for args in [&["index", "--quick"][..], &["search", "sourdough"]] {
+        let (code, err) = cli.fails(args);
+        assert_eq!(code, Some(1), "{args:?}");
+        assert!(err.contains("situate.toml:3:8: not valid TOML"), "{args:?}: {err}");
+        assert!(err.contains("nothing is indexed until the file is fixed"), "{args:?}: {err}");
+    }
+    // Reading the index as it is stays possible, and says what is wrong.
+    let (out, err) = cli.ok(&["search", "sourdough", "--no-update", "--mode", "bm25", "--json"]);
+    assert!(err.contains("situate.toml:3:8") && err.contains("none of its settings are used"), "{err}");
+    assert!(!out.contains("kitchen/"), "{out}");
+    let (out, _) = cli.ok(&["status", "--json"]);
+    let s: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(s["files"], 3, "{s}");
+    assert!(s["config_problems"][0].as_str().unwrap().contains("situate.toml:3:8"), "{s}");
+}
+
+#[test]
+fn one_bad_exclude_pattern_leaves_the_others_in_force() {
+    let cli = Cli::new();
+    cli.fixture.write("situate.toml", "exclude = [\"kitchen/**\", \"drafts/{a,b\"]\n");
+    let (out, err) = cli.ok(&["index", "--quick", "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["files_seen"], 3, "{report}");
+    assert!(err.contains("bad glob `drafts/{a,b`") && err.contains("the rest of the value applies"), "{err}");
+}
+
+#[test]
+fn a_settings_file_given_on_the_command_line_must_be_readable() {
+    let cli = Cli::new();
+    cli.ok(&["index", "--quick"]);
+    for args in [&["status"][..], &["search", "backup"], &["lsp"], &["mcp"]] {
+        let args = [&["--config", "/no/such/settings.toml"], args].concat();
+        let (code, err) = cli.fails(&args);
+        assert_eq!(code, Some(1), "{args:?}");
+        assert!(err.contains("/no/such/settings.toml: cannot read this settings file"), "{args:?}: {err}");
+        assert!(!err.contains("situate.toml"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn eval_warns_of_a_gold_path_that_names_no_indexed_file() {
+    let cli = Cli::new();
+    cli.fixture.write(
+        "queries.jsonl",
+        concat!(
+            r#"{"id": "kept", "query": "how long are backups kept", "gold": [{"path": "ops/backup.md", "start_line": 10, "end_line": 13}]}"#,
+            "\n",
+            r#"{"id": "typo", "query": "sourdough", "gold": [{"path": "kitchen/bred.md", "start_line": 1, "end_line": 5}]}"#,
+            "\n",
+            r#"{"id": "bare", "query": "deploy", "gold": [{"path": "deploy.md", "start_line": 1, "end_line": 5}]}"#,
+            "\n",
+        ),
+    );
+    let (out, err) = cli.ok(&["eval", "queries.jsonl", "--mode", "bm25", "--json"]);
+    assert!(err.contains("query `typo`: gold path `kitchen/bred.md` names no indexed file"), "{err}");
+    assert!(err.contains("query `bare`") && err.contains("did you mean `ops/deploy.md`?"), "{err}");
+    assert!(!err.contains("query `kept`"), "{err}");
+    let reports: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let queries = reports[0]["queries"].as_array().unwrap();
+    assert_eq!(queries[1]["unknown_gold"], serde_json::json!(["kitchen/bred.md"]));
+    assert!(queries[0].get("unknown_gold").is_none(), "{}", queries[0]);
 }

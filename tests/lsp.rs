@@ -327,6 +327,54 @@ fn bad_settings_are_shown_once_and_kept_in_status() {
 }
 
 #[test]
+fn a_settings_file_given_with_config_is_read_for_the_folder() {
+    let f = Fixture::standard();
+    let settings = f.index.path().join("elsewhere.toml");
+    std::fs::write(&settings, "exclude = [\"kitchen/**\"]\n[search]\nlimit = \"many\"\n").unwrap();
+    let mut client = LspClient::start_with(f.index.path(), &["--config", settings.to_str().unwrap()], &[]);
+    client.initialize(f.root(), Value::Null, json!({}));
+    client.wait_indexed();
+    let s = status(&mut client);
+    assert_eq!(s["index"]["files"], 3, "kitchen is excluded by the given file: {s}");
+    let problems = s["index"]["config_problems"].as_array().unwrap();
+    assert!(problems.iter().any(|p| p.as_str().unwrap().contains("search.limit")), "{s}");
+    assert!(!paths(&search(&mut client, "sourdough starter")).iter().any(|p| p.starts_with("kitchen/")));
+
+    // A change to that file, outside the folder, reopens the folder with it.
+    std::fs::write(&settings, "exclude = [\"kitchen/**\"]\n[search]\nlimit = 2\n").unwrap();
+    let uri = file_uri(&settings);
+    client.notify("workspace/didChangeWatchedFiles", json!({ "changes": [{ "uri": uri, "type": 2 }] }));
+    client.eventually(|c| {
+        let answer = c.command("situate.search", json!({ "query": "backup" })).unwrap();
+        (answer["hits"].as_array().unwrap().len() == 2).then_some(())
+    });
+    assert!(client.shutdown().success());
+}
+
+#[test]
+fn a_settings_file_that_cannot_be_parsed_keeps_the_folder_from_being_indexed_until_fixed() {
+    let f = Fixture::standard();
+    f.write("situate.toml", "exclude = [\"kitchen/**\"]\n[search]\nmode = bm25\n");
+    let mut client = LspClient::start(f.index.path());
+    client.initialize(f.root(), Value::Null, json!({}));
+    let shown = client.wait_for(|m| m["method"] == "window/showMessage");
+    let message = shown["params"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("situate.toml:3:8: not valid TOML"), "{message}");
+    assert!(message.contains("nothing is indexed"), "{message}");
+    let s = status(&mut client);
+    assert_eq!(s["phase"], "failed", "{s}");
+    assert!(search(&mut client, "sourdough starter").is_empty(), "nothing was indexed with the defaults");
+
+    // Fixed and saved: the folder opens with the file's settings.
+    f.write("situate.toml", "exclude = [\"kitchen/**\"]\n[search]\nmode = \"bm25\"\n");
+    let uri = file_uri(&f.root().join("situate.toml"));
+    client.notify("workspace/didChangeWatchedFiles", json!({ "changes": [{ "uri": uri, "type": 2 }] }));
+    client.wait_indexed();
+    client.eventually(|c| (status(c)["index"]["files"] == 3).then_some(()));
+    assert!(client.shutdown().success());
+}
+
+#[test]
 fn a_second_server_on_the_same_folder_reads_the_shared_index_and_takes_over_when_the_first_exits() {
     let f = Fixture::standard();
     let mut first = LspClient::start(f.index.path());

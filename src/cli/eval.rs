@@ -64,6 +64,22 @@ pub fn run(args: EvalArgs, config: Option<&Path>, out: &mut impl Write) -> Resul
     let settings = config.map_or_else(|| args.dir.join(CONFIG_FILE), Path::to_path_buf);
     let base_toml = std::fs::read_to_string(&settings).unwrap_or_default();
     let reports = compare::compare(&engine, &base_toml, &variants, &queries)?;
+    // Every variant reads the same files: one warning per query is enough.
+    if let Some(report) = reports.first() {
+        let view = engine.view();
+        for q in &report.queries {
+            for path in &q.unknown_gold {
+                let why = match view.indexed_file(path) {
+                    Ok(rel) => format!("write it `{rel}`, as search results name it"),
+                    Err(e) => e.to_string(),
+                };
+                eprintln!(
+                    "situate: query `{}`: gold path `{path}` names no indexed file, so it always counts as a miss ({why})",
+                    q.id
+                );
+            }
+        }
+    }
     if let Some(path) = args.run_file
         && let Some(last) = reports.last()
     {

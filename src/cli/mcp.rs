@@ -18,6 +18,7 @@ pub struct McpArgs {
 }
 
 pub fn run(args: McpArgs, config: Option<&Path>) -> Result<()> {
+    super::settings_readable(config)?;
     crate::mcp::serve_stdio(&args.dir, config, std::time::Duration::from_secs(args.idle))
         .context("cannot serve MCP")
 }

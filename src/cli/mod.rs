@@ -21,7 +21,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::engine::{Engine, OpenMode, ReconcileReport};
+use crate::engine::{Engine, EngineError, OpenMode, ReconcileReport};
 use crate::search::{Expand, SearchMode};
 
 /// Contextual semantic search over the markdown and text files of a folder.
@@ -117,9 +117,10 @@ pub fn main() -> ExitCode {
     init_logging();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Lsp { .. } => match crate::lsp::serve_stdio() {
-            Ok(code) => return code,
-            Err(e) => Err(anyhow::Error::new(e).context("cannot start the language server")),
+        Command::Lsp { .. } => match lsp_config(cli.config.as_deref()).map(crate::lsp::serve_stdio) {
+            Err(e) => Err(e),
+            Ok(Ok(code)) => return code,
+            Ok(Err(e)) => Err(anyhow::Error::new(e).context("cannot start the language server")),
         },
         // stdout carries the protocol: nothing else may write to it.
         Command::Mcp(args) => mcp::run(args, cli.config.as_deref()),
@@ -127,11 +128,45 @@ pub fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader of stdout has gone (`situate search … | head -1`): it has all it wanted,
+        // so the command ends quietly, as other Unix tools do.
+        Err(e) if closed_stdout(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("situate: {e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// The settings file `situate lsp --config` names, made absolute (the server reads it for
+/// every folder, whatever its working folder).
+fn lsp_config(config: Option<&Path>) -> Result<Option<PathBuf>> {
+    let Some(file) = config else { return Ok(None) };
+    settings_readable(Some(file))?;
+    Ok(Some(std::path::absolute(file)?))
+}
+
+/// A settings file given on the command line that cannot be read is an error, before a
+/// server starts; a problem inside it is the server's to report.
+fn settings_readable(config: Option<&Path>) -> Result<()> {
+    if let Some(file) = config
+        && let Some(problem) = crate::config::Config::load_file(file).unusable()
+        && problem.effect == crate::config::Effect::Unreadable
+    {
+        anyhow::bail!("{problem}");
+    }
+    Ok(())
+}
+
+/// Whether `e` is a write to a pipe whose reader has gone.
+fn closed_stdout(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        let kind = match cause.downcast_ref::<std::io::Error>() {
+            Some(io) => Some(io.kind()),
+            None => cause.downcast_ref::<serde_json::Error>().and_then(serde_json::Error::io_error_kind),
+        };
+        kind == Some(std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn init_logging() {
@@ -198,7 +233,9 @@ fn run(command: Command, config: Option<&Path>) -> Result<()> {
 /// Opens the engine of `dir`, telling of configuration problems and repairs on stderr.
 fn open(dir: &Path, config: Option<&Path>, mode: OpenMode) -> Result<Engine> {
     let engine = Engine::open(dir, config, mode).map_err(|e| {
-        if e.is_damage() {
+        if matches!(e, EngineError::SettingsUnreadable { .. } | EngineError::SettingsUnusable { .. }) {
+            anyhow::Error::new(e)
+        } else if e.is_damage() {
             // A writer heals the index as it opens it; a reader cannot, so it says who can.
             anyhow::anyhow!(
                 "the index of {} is damaged ({e}); `situate index {}` rebuilds it from the files, \
@@ -212,7 +249,7 @@ fn open(dir: &Path, config: Option<&Path>, mode: OpenMode) -> Result<Engine> {
         }
     })?;
     for problem in engine.config_problems() {
-        eprintln!("situate: {problem} (using the default)");
+        eprintln!("situate: {problem} ({})", problem.effect.note());
     }
     for note in engine.notes() {
         eprintln!("situate: {note}");

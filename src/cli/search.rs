@@ -78,14 +78,22 @@ pub fn run(args: SearchArgs, config: Option<&Path>, out: &mut impl Write) -> Res
     if status.vectors_pending > 0 {
         eprintln!("situate: {}; `situate index` computes them", render::pending_vectors_line(&status));
     }
+    // `./ops` and absolute paths are read as workspace-relative; a path under which nothing
+    // is indexed is a mistake to point out rather than a search that finds nothing.
+    let view = engine.view();
+    let paths = args
+        .paths
+        .iter()
+        .map(|p| view.indexed_prefix(p).map_err(|e| anyhow::anyhow!("--path: {e}")))
+        .collect::<Result<Vec<_>>>()?;
     let options = SearchOptions {
         limit: args.limit,
         mode: args.mode.map(Into::into),
         expand: args.expand.map(Into::into),
-        paths: args.paths,
+        paths,
         filters: args.filters,
     };
-    let hits = engine.search(&SearchRequest::with_defaults(args.query, options, &engine.config().search))?;
+    let hits = view.search(&SearchRequest::with_defaults(args.query, options, &engine.config().search))?;
     if args.json {
         let hits: Vec<HitJson> = hits.iter().map(HitJson::from).collect();
         serde_json::to_writer_pretty(&mut *out, &hits)?;

@@ -29,7 +29,10 @@ pub(super) fn completions(shell: Shell, out: &mut impl Write) -> Result<()> {
         Shell::Elvish => S::Elvish,
         Shell::Powershell => S::PowerShell,
     };
-    clap_complete::generate(shell, &mut Cli::command(), "situate", out);
+    // Written whole first: `generate` panics when its writer fails (a closed pipe).
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "situate", &mut script);
+    out.write_all(&script)?;
     Ok(())
 }
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use super::{open, render};
-use crate::engine::OpenMode;
+use crate::engine::{LookupError, OpenMode};
 use crate::wire::ChunkJson;
 
 /// Show how a file, or the chunk at one of its lines, was indexed.
@@ -23,8 +23,14 @@ pub struct ShowArgs {
 
 pub fn run(args: ShowArgs, config: Option<&Path>, out: &mut impl Write) -> Result<()> {
     let engine = open(&args.dir, config, OpenMode::ReadOnly)?;
+    let view = engine.view();
     let (file, line) = split_target(&args.target);
-    let chunks = engine.chunks_at(file, line)?;
+    let rel = view.indexed_file(file)?;
+    let chunks = view.passages(&rel, line)?;
+    if chunks.is_empty() {
+        // Indexed all the same: an answer, not an error; stdout stays data.
+        eprintln!("situate: {}", LookupError::NoText { path: rel });
+    }
     if args.json {
         let chunks: Vec<ChunkJson> = chunks.iter().map(ChunkJson::from).collect();
         serde_json::to_writer_pretty(&mut *out, &chunks)?;

@@ -68,17 +68,61 @@ impl Config {
     }
 }
 
-/// A problem with one configuration key; the default was used instead.
+/// A problem with one configuration key (the default was used instead), or with the
+/// settings file as a whole.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigProblem {
-    /// Dotted key, e.g. `chunk.max_tokens`.
+    /// Dotted key, e.g. `chunk.max_tokens`; for a problem with the file as a whole, the file
+    /// (`path:LINE:COLUMN` when the problem has a place in it).
     pub key: String,
     pub message: String,
+    /// What was used in place of what the key or file says.
+    pub effect: Effect,
+}
+
+/// What a configuration problem left in place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// The key's default.
+    DefaultUsed,
+    /// The value without its bad part (a glob that does not parse, in a list of globs).
+    PartLeftOut,
+    /// Nothing of the file: it could not be read (missing, a folder, no permission).
+    Unreadable,
+    /// Nothing of the file: it is not valid TOML.
+    Unparsable,
+}
+
+impl Effect {
+    /// What was done about the problem, in a few words for the end of its message.
+    pub fn note(self) -> &'static str {
+        match self {
+            Effect::DefaultUsed => "using the default",
+            Effect::PartLeftOut => "left out; the rest of the value applies",
+            Effect::Unreadable | Effect::Unparsable => "none of its settings are used",
+        }
+    }
+
+    /// Whether the settings file as a whole went unused.
+    pub fn file_unused(self) -> bool {
+        matches!(self, Effect::Unreadable | Effect::Unparsable)
+    }
+}
+
+impl ConfigProblem {
+    /// A problem with the value of `key`, whose default was used.
+    pub fn key(key: &str, message: impl Into<String>) -> ConfigProblem {
+        ConfigProblem { key: key.to_string(), message: message.into(), effect: Effect::DefaultUsed }
+    }
 }
 
 impl fmt::Display for ConfigProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "config key `{}`: {}", self.key, self.message)
+        if self.effect.file_unused() {
+            write!(f, "{}: {}", self.key, self.message)
+        } else {
+            write!(f, "config key `{}`: {}", self.key, self.message)
+        }
     }
 }
 
@@ -91,14 +135,46 @@ pub struct LoadedConfig {
     pub source: Option<PathBuf>,
 }
 
-/// A problem with the settings file as a whole.
-fn file_problem(message: String) -> ConfigProblem {
-    ConfigProblem { key: CONFIG_FILE.to_string(), message }
+impl LoadedConfig {
+    /// The problem that kept the settings file from being used at all, if any: these
+    /// settings are then the defaults (with any editor settings), not the user's file.
+    pub fn unusable(&self) -> Option<&ConfigProblem> {
+        self.problems.iter().find(|p| p.effect.file_unused())
+    }
+}
+
+/// The settings file `file` could not be read.
+fn unreadable(file: &Path, e: &std::io::Error) -> ConfigProblem {
+    ConfigProblem {
+        key: file.display().to_string(),
+        message: format!("cannot read this settings file: {e}"),
+        effect: Effect::Unreadable,
+    }
+}
+
+/// The settings file `file` (its text `text`) is not valid TOML: the problem names the line
+/// and column where the parser stopped.
+fn unparsable(file: &str, text: &str, e: &toml::de::Error) -> ConfigProblem {
+    let key = match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+            format!("{file}:{line}:{column}")
+        }
+        None => file.to_string(),
+    };
+    ConfigProblem {
+        key,
+        message: format!("not valid TOML: {}", e.message().trim_end()),
+        effect: Effect::Unparsable,
+    }
 }
 
 impl Config {
     /// Reads `situate.toml` from `root` if it exists. A missing file is not a problem; an
-    /// unreadable or unparsable one is reported and the defaults are used.
+    /// unreadable or unparsable one is reported ([`LoadedConfig::unusable`]) and the
+    /// defaults are used.
     pub fn load(root: &Path) -> LoadedConfig {
         let path = root.join(CONFIG_FILE);
         if !path.exists() {
@@ -108,31 +184,31 @@ impl Config {
         Config::load_file(&path)
     }
 
-    /// Reads a settings file; a missing or unreadable one is reported and the defaults used.
+    /// Reads a settings file; a missing or unreadable one is reported
+    /// ([`LoadedConfig::unusable`]) and the defaults used.
     pub fn load_file(path: &Path) -> LoadedConfig {
-        let path = path.to_path_buf();
-        match std::fs::read_to_string(&path) {
-            Ok(text) => {
-                let mut loaded = Config::from_toml(&text);
-                loaded.source = Some(path);
-                loaded
+        let mut loaded = match std::fs::read_to_string(path) {
+            Ok(text) => Config::from_toml_in(&path.display().to_string(), &text),
+            Err(e) => {
+                LoadedConfig { config: Config::default(), problems: vec![unreadable(path, &e)], source: None }
             }
-            Err(e) => LoadedConfig {
-                config: Config::default(),
-                problems: vec![file_problem(format!("cannot read {}: {e}", path.display()))],
-                source: Some(path),
-            },
-        }
+        };
+        loaded.source = Some(path.to_path_buf());
+        loaded
     }
 
     /// Validates a TOML document.
     pub fn from_toml(text: &str) -> LoadedConfig {
-        let deserializer = toml::Deserializer::parse(text);
-        match deserializer {
+        Config::from_toml_in(CONFIG_FILE, text)
+    }
+
+    /// Validates a TOML document read from `file` (which problems name).
+    fn from_toml_in(file: &str, text: &str) -> LoadedConfig {
+        match toml::Deserializer::parse(text) {
             Ok(de) => Config::from_deserializer(de),
             Err(e) => LoadedConfig {
                 config: Config::default(),
-                problems: vec![file_problem(format!("not valid TOML: {}", e.message()))],
+                problems: vec![unparsable(file, text, &e)],
                 source: None,
             },
         }
@@ -154,11 +230,16 @@ impl Config {
                 Config::from_toml("")
             };
         };
-        let file = (config_file.is_some() || path.exists()).then(|| {
-            std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
-        });
-        let mut loaded =
-            Config::from_layers(file.as_ref().map(|r| r.as_deref().map_err(String::as_str)), overrides);
+        let file = (config_file.is_some() || path.exists()).then(|| std::fs::read_to_string(&path));
+        let mut loaded = match file {
+            None => Config::from_layers(None, overrides),
+            Some(Ok(text)) => Config::from_layers_in(&path.display().to_string(), Some(&text), overrides),
+            Some(Err(e)) => {
+                let mut loaded = Config::from_layers(None, overrides);
+                loaded.problems.insert(0, unreadable(&path, &e));
+                loaded
+            }
+        };
         loaded.source = path.exists().then_some(path);
         loaded
     }
@@ -167,24 +248,40 @@ impl Config {
     /// (`None` when there is none, an error message when it could not be read) and
     /// `overrides` the editor's settings laid over it.
     pub fn from_layers(file: Option<Result<&str, &str>>, overrides: &serde_json::Value) -> LoadedConfig {
+        match file {
+            None => Config::from_layers_in(CONFIG_FILE, None, overrides),
+            Some(Ok(text)) => Config::from_layers_in(CONFIG_FILE, Some(text), overrides),
+            Some(Err(e)) => {
+                let mut loaded = Config::from_layers_in(CONFIG_FILE, None, overrides);
+                let problem = ConfigProblem {
+                    key: CONFIG_FILE.to_string(),
+                    message: e.to_string(),
+                    effect: Effect::Unreadable,
+                };
+                loaded.problems.insert(0, problem);
+                loaded
+            }
+        }
+    }
+
+    /// [`Config::from_layers`] for the text of `file` (which problems name).
+    fn from_layers_in(file: &str, text: Option<&str>, overrides: &serde_json::Value) -> LoadedConfig {
         let mut problems = Vec::new();
         let mut base = serde_json::Value::Object(serde_json::Map::new());
-        match file {
-            None => {}
-            Some(Ok(text)) => match toml::from_str::<serde_json::Value>(text) {
+        if let Some(text) = text {
+            match toml::from_str::<serde_json::Value>(text) {
                 Ok(value) => base = value,
-                Err(e) => problems.push(file_problem(format!("not valid TOML: {}", e.message()))),
-            },
-            Some(Err(e)) => problems.push(file_problem(e.to_string())),
+                Err(e) => problems.push(unparsable(file, text, &e)),
+            }
         }
         // An empty list stands for an empty table (editors that cannot tell them apart).
         let empty = serde_json::Value::Object(serde_json::Map::new());
         let overrides = if overrides.as_array().is_some_and(Vec::is_empty) { &empty } else { overrides };
         if !overrides.is_object() {
-            problems.push(ConfigProblem {
-                key: "(editor settings)".to_string(),
-                message: format!("must be an object of situate.toml keys, got {overrides}"),
-            });
+            problems.push(ConfigProblem::key(
+                "(editor settings)",
+                format!("must be an object of situate.toml keys, got {overrides}"),
+            ));
         } else {
             merge_json(&mut base, overrides);
         }
@@ -328,8 +425,37 @@ mod tests {
     #[test]
     fn broken_toml_is_a_problem_not_a_failure() {
         let loaded = Config::from_toml("[chunk\nmax_tokens = ");
-        assert_eq!(keys(&loaded), [CONFIG_FILE]);
+        assert_eq!(keys(&loaded), ["situate.toml:1:7"]);
         assert_eq!(loaded.config, Config::default());
+        assert_eq!(loaded.unusable().map(|p| p.effect), Some(Effect::Unparsable));
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_parsed_is_named_with_the_line_and_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mine.toml");
+        std::fs::write(&path, "exclude = [\"private/**\"]\n[search]\nmode = bm25\n").unwrap();
+        let file = path.display().to_string();
+        for loaded in [
+            Config::load_file(&path),
+            Config::load_layered(dir.path(), Some(&path), Some(&serde_json::json!({"search": {"limit": 3}}))),
+        ] {
+            let problem = loaded.unusable().unwrap_or_else(|| panic!("{:?}", loaded.problems));
+            let shown = problem.to_string();
+            assert!(shown.starts_with(&format!("{file}:3:8: not valid TOML")), "{shown}");
+            assert!(!shown.contains("config key"), "{shown}");
+        }
+        let missing = dir.path().join("none.toml");
+        let loaded = Config::load_file(&missing);
+        let problem = loaded.unusable().unwrap();
+        assert_eq!(problem.effect, Effect::Unreadable);
+        assert!(
+            problem
+                .to_string()
+                .starts_with(&format!("{}: cannot read this settings file", missing.display())),
+            "{problem}"
+        );
+        assert!(Config::from_toml("[search]\nmode = \"bm25\"\n").unusable().is_none());
     }
 
     #[test]
@@ -338,6 +464,20 @@ mod tests {
         let mut k = keys(&loaded);
         k.sort();
         assert_eq!(k, ["context.header_template", "include"]);
+    }
+
+    #[test]
+    fn a_bad_glob_is_left_out_alone() {
+        let loaded = Config::from_toml("exclude = [\"kitchen/**\", \"drafts/{a,b\"]\ninclude = [\"[\"]\n");
+        assert_eq!(keys(&loaded), ["include", "exclude"]);
+        assert!(loaded.problems[1].message.contains("drafts/{a,b"), "{:?}", loaded.problems);
+        assert_eq!(loaded.problems[1].effect, Effect::PartLeftOut);
+        let walk = &loaded.config.walk;
+        assert!(!crate::workspace::is_candidate("kitchen/bread.md", walk), "the good exclude still applies");
+        assert!(
+            !crate::workspace::is_candidate("notes/a.md", walk),
+            "an include of bad patterns selects nothing"
+        );
     }
 
     #[test]

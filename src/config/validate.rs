@@ -4,7 +4,7 @@
 use std::fmt;
 
 use super::raw::{RawConfig, RawEmbedding, RawSnippets, RawTeam, Setting};
-use super::{Config, ConfigProblem};
+use super::{Config, ConfigProblem, Effect};
 use crate::chunk::ChunkConfig;
 use crate::context::ContextConfig;
 use crate::providers::e5::DEFAULT_MAX_TOKENS as E5_MAX_TOKENS;
@@ -50,7 +50,7 @@ impl Validator {
     }
 
     pub(super) fn problem(&mut self, key: &str, message: impl Into<String>) {
-        self.problems.push(ConfigProblem { key: key.to_string(), message: message.into() });
+        self.problems.push(ConfigProblem::key(key, message));
     }
 }
 
@@ -83,11 +83,24 @@ fn non_negative_finite(v: &f32) -> Result<(), String> {
     if v.is_finite() && *v >= 0.0 { Ok(()) } else { Err(format!("must be a finite number ≥ 0, got {v}")) }
 }
 
-fn valid_globs(patterns: &Vec<String>) -> Result<(), String> {
-    for p in patterns {
-        globset::Glob::new(p).map_err(|e| format!("bad glob `{p}`: {e}"))?;
+impl Validator {
+    /// A glob list, each pattern that does not parse reported on its own. The list is kept
+    /// whole: the walk leaves a bad pattern out and applies the others, so that one typo in
+    /// `exclude` never lets in the files of the other patterns, nor one in `include` every
+    /// file.
+    fn globs(&mut self, key: &str, setting: Setting<Vec<String>>, default: Vec<String>) -> Vec<String> {
+        let patterns = self.take(key, setting, default, any);
+        for p in &patterns {
+            if let Err(e) = globset::Glob::new(p) {
+                self.problems.push(ConfigProblem {
+                    key: key.to_string(),
+                    message: format!("bad glob `{p}`: {e}"),
+                    effect: Effect::PartLeftOut,
+                });
+            }
+        }
+        patterns
     }
-    Ok(())
 }
 
 impl Config {
@@ -103,8 +116,8 @@ impl Config {
                 .into_iter()
                 .map(|e| e.trim_start_matches('.').to_ascii_lowercase())
                 .collect(),
-            include: v.take("include", raw.include, d.walk.include, valid_globs),
-            exclude: v.take("exclude", raw.exclude, d.walk.exclude, valid_globs),
+            include: v.globs("include", raw.include, d.walk.include),
+            exclude: v.globs("exclude", raw.exclude, d.walk.exclude),
             max_file_bytes: v.take("max_file_bytes", raw.max_file_bytes, d.walk.max_file_bytes, at_least(1)),
         };
         let max_tokens = v.take("chunk.max_tokens", raw.chunk.max_tokens, d.chunk.max_tokens, |n| {

@@ -5,6 +5,7 @@
 //! terminals.
 
 mod background;
+mod lookup;
 mod report;
 mod snippets;
 mod sync;
@@ -17,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use crate::chunk::{ChunkConfig, ChunkStrategy};
-use crate::config::{Config, ConfigProblem};
+use crate::config::{Config, ConfigProblem, Effect};
 pub use crate::index::{ChunkRecord, OpenMode};
 use crate::index::{Index, IndexError};
 use crate::providers::{EmbedError, Embedder, EmbedderIdentity};
@@ -27,6 +28,7 @@ use crate::snippets::cache::SnippetCache;
 use crate::snippets::estimate::Estimate;
 use crate::team::Team;
 use crate::workspace;
+pub use lookup::LookupError;
 pub use report::{
     LanguageChunks, Progress, ReconcileReport, SnippetProgress, SnippetRun, SnippetStatus, SnippetsApplied,
     Stale, Status, TeamReport,
@@ -54,6 +56,18 @@ pub enum EngineError {
     Search(#[from] SearchError),
     #[error("{path} is not an indexed file")]
     NotIndexed { path: String },
+    #[error(transparent)]
+    Lookup(#[from] LookupError),
+    /// A settings file named explicitly could not be read.
+    #[error("{problem}")]
+    SettingsUnreadable { problem: String },
+    /// The settings file could not be used, and writing the index with the defaults in its
+    /// place could take in files that it leaves out.
+    #[error(
+        "{problem}; nothing is indexed until the file is fixed, since the default settings \
+         would take in files that it may leave out"
+    )]
+    SettingsUnusable { problem: String },
     #[error(
         "the index of {folder} was damaged ({problem}); it is being rebuilt from the files and answers again when that is done"
     )]
@@ -171,12 +185,23 @@ fn quick_model_for(embedder: &dyn Embedder) -> Result<Option<Arc<dyn Embedder>>,
 
 impl Engine {
     /// Opens the engine of `root` with its `situate.toml`, or the given settings file
-    /// (problems are kept for status).
+    /// (problems are kept for status). A settings file that cannot be used is an error when
+    /// the index is to be written, and so is a `config_file` that cannot be read.
     pub fn open(root: &Path, config_file: Option<&Path>, mode: OpenMode) -> Result<Engine, EngineError> {
         let loaded = match config_file {
             Some(file) => Config::load_file(file),
             None => Config::load(root),
         };
+        // A file that cannot be used is never replaced by the defaults where that would
+        // change the index: they select files its `exclude` may have left out.
+        if let Some(problem) = loaded.unusable() {
+            if config_file.is_some() && problem.effect == Effect::Unreadable {
+                return Err(EngineError::SettingsUnreadable { problem: problem.to_string() });
+            }
+            if mode == OpenMode::Write {
+                return Err(EngineError::SettingsUnusable { problem: problem.to_string() });
+            }
+        }
         let embedder = crate::providers::build(&loaded.config.embedding)?;
         Engine::open_with(root, loaded.config, loaded.problems, embedder, mode)
     }
@@ -252,7 +277,7 @@ impl Engine {
             Some(c) => match Team::new(c) {
                 Ok(team) => Some(Arc::new(team)),
                 Err(e) => {
-                    config_problems.push(ConfigProblem { key: "team".to_string(), message: e.to_string() });
+                    config_problems.push(ConfigProblem::key("team", e.to_string()));
                     None
                 }
             },
@@ -388,5 +413,5 @@ fn relative_to(root: &Path, path: &str) -> Option<String> {
 }
 
 fn snippet_problem(message: String) -> ConfigProblem {
-    ConfigProblem { key: "snippets".to_string(), message }
+    ConfigProblem::key("snippets", message)
 }

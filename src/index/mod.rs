@@ -22,6 +22,7 @@ pub mod lock;
 pub mod manifest;
 mod manifest_file;
 mod manifest_log;
+mod manifest_open;
 pub mod metadata;
 mod open;
 mod pending;

@@ -227,8 +227,14 @@ impl EventTask {
         if self.state.folders().iter().any(|f| f.root == root) {
             return;
         }
-        let folder =
-            Folder::start(root, setup.settings.clone(), Arc::clone(&self.embedders), notices.clone());
+        let config_file = self.state.config_file.clone();
+        let folder = Folder::start(
+            root,
+            config_file,
+            setup.settings.clone(),
+            Arc::clone(&self.embedders),
+            notices.clone(),
+        );
         self.state.folders.write().unwrap_or_else(PoisonError::into_inner).push(folder);
     }
 
@@ -274,7 +280,7 @@ impl EventTask {
         for folder in self.state.folders() {
             let config = Config::load_layered(
                 &folder.root,
-                None,
+                folder.config_file.as_deref(),
                 self.setup.as_ref().and_then(|s| s.settings.as_ref()),
             )
             .config;
@@ -287,7 +293,12 @@ impl EventTask {
         if extensions.is_empty() {
             extensions = Config::default().walk.extensions;
         }
-        vec![format!("**/*.{{{}}}", extensions.join(",")), format!("**/{CONFIG_FILE}")]
+        let mut globs = vec![format!("**/*.{{{}}}", extensions.join(",")), format!("**/{CONFIG_FILE}")];
+        // The `--config` file, wherever it lies.
+        if let Some(file) = &self.state.config_file {
+            globs.push(file.display().to_string());
+        }
+        globs
     }
 
     /// Files changed outside the editor: one batch per folder. A changed settings file
@@ -297,8 +308,17 @@ impl EventTask {
         let mut reconfigure: Vec<Arc<Folder>> = Vec::new();
         for change in changes {
             let Ok(path) = file_path(&change.uri) else { continue };
+            // The `--config` file, wherever it lies, is every folder's settings file.
+            if self.state.config_file.as_ref() == Some(&path) {
+                for folder in self.state.folders() {
+                    if !reconfigure.iter().any(|f| Arc::ptr_eq(f, &folder)) {
+                        reconfigure.push(folder);
+                    }
+                }
+                continue;
+            }
             let Some(folder) = self.state.folder_of(&path) else { continue };
-            if path == folder.root.join(CONFIG_FILE) {
+            if path == folder.settings_file() {
                 if !reconfigure.iter().any(|f| Arc::ptr_eq(f, &folder)) {
                     reconfigure.push(folder);
                 }

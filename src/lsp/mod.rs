@@ -20,6 +20,7 @@ mod to_proto;
 #[doc(hidden)]
 pub mod transport;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -28,10 +29,11 @@ use tower_lsp_server::{LspService, Server};
 
 /// Serves one client on stdin/stdout until it sends `exit` or closes the stream. The exit
 /// code is 0 when `shutdown` came first, 1 otherwise (as the protocol asks); an error means
-/// the server could not start.
-pub fn serve_stdio() -> std::io::Result<ExitCode> {
+/// the server could not start. Every folder reads `config_file`, when given, instead of its
+/// own `situate.toml`.
+pub fn serve_stdio(config_file: Option<PathBuf>) -> std::io::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let state = Arc::new(state::State::default());
+    let state = Arc::new(state::State { config_file, ..state::State::default() });
     let shared = Arc::clone(&state);
     runtime.block_on(async move {
         let (service, socket) = LspService::new(|client| server::Backend::new(client, shared));

@@ -1,7 +1,7 @@
 //! What the request handlers read and only the event task writes: the position encoding, the
 //! open buffers and the workspace folders.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
@@ -16,6 +16,8 @@ pub struct State {
     pub(super) folders: RwLock<Vec<Arc<Folder>>>,
     /// `shutdown` was received (so `exit` ends with code 0).
     pub shut_down: AtomicBool,
+    /// The settings file every folder reads (`situate lsp --config`), if one was given.
+    pub config_file: Option<PathBuf>,
 }
 
 impl State {

@@ -195,7 +195,7 @@ impl Folder {
         // Tool calls answer at once; the slow model's vectors come from `fill_some`.
         engine.set_pending_vectors(PendingVectors::Queued);
         for problem in engine.config_problems() {
-            tracing::warn!("{problem} (using the default)");
+            tracing::warn!("{problem} ({})", problem.effect.note());
         }
         for note in engine.notes() {
             tracing::info!("{note}");

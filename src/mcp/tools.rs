@@ -13,9 +13,9 @@ use super::shapes::{
     FolderCount, LineRange, MatchedLine, Passage, PassageRef, Pending, SearchArgs, SearchResult, ShowArgs,
     ShowResult, ShownChunk, SimilarArgs, SimilarResult, SkippedFile, StaleFiles, StatusResult,
 };
-use crate::engine::{ChunkRecord, EngineError, Freshness, View};
+use crate::engine::{ChunkRecord, EngineError, Freshness, LookupError, View};
 use crate::search::preview::PreviewLine;
-use crate::search::{self, Hit, SearchOptions, SearchRequest, filter};
+use crate::search::{Hit, SearchOptions, SearchRequest, filter};
 
 /// Passages a search or similar returns at most.
 const MAX_K: u32 = 100;
@@ -220,17 +220,7 @@ fn path_filter(view: &View, paths: &[String]) -> Result<Vec<String>, ToolError> 
     if paths.len() > MAX_PATHS {
         return error(format!("`paths` holds {} entries; at most {MAX_PATHS} are read", paths.len()));
     }
-    let mut out = Vec::with_capacity(paths.len());
-    for path in paths {
-        let Some(rel) = view.relative(path.trim()) else {
-            return error(format!("`paths`: `{path}` lies outside the workspace"));
-        };
-        if !view.indexed_paths().any(|p| search::under(p, &rel)) {
-            return error(format!("`paths`: no indexed file lies under `{rel}`{}", top_folders(view)));
-        }
-        out.push(rel);
-    }
-    Ok(out)
+    paths.iter().map(|path| view.indexed_prefix(path).or_else(|e| error(format!("`paths`: {e}")))).collect()
 }
 
 /// A file argument (with an optional `:LINE` suffix when `line` is not given), checked to be
@@ -242,65 +232,17 @@ fn target(view: &View, path: &str, line: Option<u32>) -> Result<(String, Option<
         _ => (path, line),
     };
     if line == Some(0) {
-        return error("lines are numbered from 1");
+        return error(LookupError::LineZero.to_string());
     }
     if file.is_empty() {
         return error("`path` is empty: name a file, e.g. one from a search result");
     }
-    let Some(rel) = view.relative(file) else {
-        return error(format!("`{file}` lies outside the workspace"));
-    };
-    if view.indexed_paths().any(|p| p == rel) {
-        return Ok((rel, line));
-    }
-    let prefix = format!("{}/", rel.trim_end_matches('/'));
-    if let Some(inside) = view.indexed_paths().find(|p| p.starts_with(&prefix)) {
-        return error(format!("`{rel}` is a folder: name a file in it, e.g. `{inside}`"));
-    }
-    match view.freshness(&rel) {
-        Freshness::Unindexed => error(format!(
-            "`{rel}` is not indexed: only markdown and text files that the settings select are \
-             (`status` lists the files left out and why)"
-        )),
-        _ => error(format!("no file `{rel}` in the workspace{}", same_name(view, &rel))),
-    }
+    Ok((view.indexed_file(file).map_err(|e| ToolError::new(e.to_string()))?, line))
 }
 
 /// The chunks of an indexed file, or the one holding `line`.
 fn records_at(view: &View, rel: &str, line: Option<u32>) -> Result<Vec<ChunkRecord>, ToolError> {
-    let records = view.chunks_at(rel, line)?;
-    if let Some(line) = line
-        && records.is_empty()
-    {
-        let last = view.chunks_at(rel, None)?.last().map_or(0, |r| r.end_line);
-        return error(format!("line {line} is past the last passage of `{rel}`, which ends at line {last}"));
-    }
-    Ok(records)
-}
-
-/// Indexed files with the same name as `rel`, as a suggestion (empty when there are none).
-fn same_name(view: &View, rel: &str) -> String {
-    let name = rel.rsplit('/').next().unwrap_or(rel);
-    let found: Vec<String> = view
-        .indexed_paths()
-        .filter(|p| p.rsplit('/').next() == Some(name))
-        .take(3)
-        .map(|p| format!("`{p}`"))
-        .collect();
-    if found.is_empty() { String::new() } else { format!("; did you mean {}?", found.join(" or ")) }
-}
-
-/// The top-level folders of the index, as a suggestion (empty when there are none).
-fn top_folders(view: &View) -> String {
-    // Sorted paths keep each folder's files together.
-    let mut tops: Vec<&str> =
-        view.indexed_paths().filter_map(|p| p.split_once('/').map(|(t, _)| t)).collect();
-    tops.dedup();
-    if tops.is_empty() {
-        return String::new();
-    }
-    let listed: Vec<String> = tops.iter().take(20).map(|t| format!("`{t}`")).collect();
-    format!("; top-level folders: {}", listed.join(", "))
+    Ok(view.passages(rel, line)?)
 }
 
 /// Notes joined into one, or none.

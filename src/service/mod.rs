@@ -155,6 +155,9 @@ impl Embedders {
 /// One workspace folder.
 pub struct Folder {
     pub root: PathBuf,
+    /// The settings file given for every folder (`situate lsp --config`), read instead of
+    /// the folder's own `situate.toml`.
+    pub config_file: Option<PathBuf>,
     view: RwLock<Option<View>>,
     state: Mutex<FolderState>,
     jobs: Mutex<Sender<Job>>,
@@ -200,6 +203,7 @@ impl Folder {
     /// Starts the folder's writer: it opens the index, publishes it, and reconciles it.
     pub fn start(
         root: PathBuf,
+        config_file: Option<PathBuf>,
         settings: Option<serde_json::Value>,
         embedders: Arc<Embedders>,
         notices: UnboundedSender<Notice>,
@@ -207,6 +211,7 @@ impl Folder {
         let (tx, rx) = std::sync::mpsc::channel();
         let folder = Arc::new(Folder {
             root,
+            config_file,
             view: RwLock::new(None),
             state: Mutex::new(FolderState {
                 phase: Phase::Opening,
@@ -232,6 +237,11 @@ impl Folder {
             Err(e) => folder.fail(format!("cannot start the indexing thread: {e}")),
         }
         folder
+    }
+
+    /// The settings file the folder reads: the one given for every folder, or its own.
+    pub fn settings_file(&self) -> PathBuf {
+        self.config_file.clone().unwrap_or_else(|| self.root.join(crate::config::CONFIG_FILE))
     }
 
     /// The folder's name, for messages.

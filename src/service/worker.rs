@@ -344,9 +344,19 @@ impl Worker {
     /// and publishes its last commit.
     pub(super) fn open(&mut self) {
         let root = &self.folder.root;
-        let loaded = Config::load_layered(root, None, self.settings.as_ref());
+        let loaded = Config::load_layered(root, self.folder.config_file.as_deref(), self.settings.as_ref());
+        if let Some(problem) = loaded.unusable() {
+            // The defaults would take in files that the settings file may leave out: the
+            // index is not written until the file is fixed (saving it reopens the folder).
+            self.error(format!(
+                "{}: {problem}; nothing is indexed until the file is fixed",
+                self.folder.name()
+            ));
+            self.set_phase(Phase::Failed);
+            return;
+        }
         for problem in &loaded.problems {
-            self.error(format!("{}: {problem} (using the default)", self.folder.name()));
+            self.error(format!("{}: {problem} ({})", self.folder.name(), problem.effect.note()));
         }
         let embedder = match self.embedders.get(&loaded.config.embedding) {
             Ok(e) => e,

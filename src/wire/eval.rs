@@ -38,6 +38,9 @@ pub struct QueryJson {
     pub first_hit: Option<usize>,
     pub gold_ranks: Vec<Option<usize>>,
     pub results: Vec<(String, u32, u32)>,
+    /// Gold paths that name no indexed file (left out when there are none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unknown_gold: Vec<String>,
 }
 
 impl From<&Metrics> for MetricsJson {
@@ -61,6 +64,7 @@ impl From<&QueryOutcome> for QueryJson {
             first_hit: q.first_hit,
             gold_ranks: q.gold_ranks.clone(),
             results: q.results.clone(),
+            unknown_gold: q.unknown_gold.clone(),
         }
     }
 }

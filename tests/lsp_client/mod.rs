@@ -32,8 +32,14 @@ impl LspClient {
 
     /// Starts the server with extra environment variables.
     pub fn start_with_env(cache_dir: &Path, env: &[(&str, &str)]) -> LspClient {
+        LspClient::start_with(cache_dir, &[], env)
+    }
+
+    /// Starts `situate lsp` with extra arguments and environment variables.
+    pub fn start_with(cache_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> LspClient {
         let mut child = Command::new(env!("CARGO_BIN_EXE_situate"))
             .arg("lsp")
+            .args(args)
             .env("XDG_CACHE_HOME", cache_dir)
             .env("SITUATE_LOG", "info")
             .envs(env.iter().copied())
