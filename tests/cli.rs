@@ -62,6 +62,23 @@ fn index_then_search_finds_the_answer() {
 }
 
 #[test]
+fn a_search_names_a_file_left_out_once_and_status_lists_it() {
+    let cli = Cli::new();
+    cli.fixture.write("ops/dump.md", b"# Dump\n\x00\x01binary\n");
+    let (_, err) = cli.ok(&["search", "backups"]);
+    assert!(err.contains("situate: skipped ops/dump.md: binary file"), "{err}");
+    // Run after run, the same file left out for the same reason is not named again.
+    let (_, err) = cli.ok(&["search", "backups"]);
+    assert!(!err.contains("skipped"), "{err}");
+    let (out, _) = cli.ok(&["status"]);
+    assert!(out.contains("ops/dump.md"), "{out}");
+    // A new reason is news.
+    cli.fixture.write("ops/dump.md", vec![b'x'; 5 * 1024 * 1024]);
+    let (_, err) = cli.ok(&["search", "backups"]);
+    assert!(err.contains("situate: skipped ops/dump.md: too large"), "{err}");
+}
+
+#[test]
 fn search_json_has_the_stable_fields() {
     let cli = Cli::new();
     let (out, err) = cli.ok(&["search", "sourdough starter", "--json", "-k", "2", "--mode", "hybrid"]);

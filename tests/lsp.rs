@@ -391,7 +391,8 @@ fn a_second_server_on_the_same_folder_reads_the_shared_index_and_takes_over_when
     assert_eq!(s["index"]["other_writer"], true);
     assert_eq!(paths(&search(&mut second, "backup retention"))[0], "ops/backup.md");
     let e = second.command("situate.reindex", json!({})).unwrap_err();
-    assert!(e["message"].as_str().unwrap().contains("read-only"), "{e}");
+    let message = e["message"].as_str().unwrap();
+    assert!(message.contains("read-only") && message.contains("(`situate lsp`, process"), "{e}");
 
     // What the first one indexes, the second one sees.
     f.write("ops/pager.md", "# Pager\n\nThe narwhal rota changes every Tuesday.\n");

@@ -59,7 +59,8 @@ pub fn run(args: EvalArgs, config: Option<&Path>, out: &mut impl Write) -> Resul
     let comparing = !args.compare.is_empty() || !args.variant.is_empty();
     let mut engine = open(&args.dir, config, OpenMode::Write)?;
     if !engine.is_read_only() {
-        warn_skips(&reconcile(&mut engine, true)?);
+        let before = engine.index().manifest().skipped.clone();
+        warn_skips(&reconcile(&mut engine, true)?, &before);
     }
     let settings = config.map_or_else(|| args.dir.join(CONFIG_FILE), Path::to_path_buf);
     let base_toml = std::fs::read_to_string(&settings).unwrap_or_default();

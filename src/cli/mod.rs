@@ -266,8 +266,11 @@ fn reconcile(engine: &mut Engine, announce: bool) -> Result<ReconcileReport> {
 }
 
 /// Tells of the files a run left out, on stderr.
-fn warn_skips(report: &ReconcileReport) {
-    for s in &report.skipped {
+/// Warns of the files this run left out that the index did not already list as left out
+/// (`before`, its list when the run began): a search or an evaluation run after run names
+/// each such file once, and `situate status` lists them all.
+fn warn_skips(report: &ReconcileReport, before: &[crate::workspace::Skipped]) {
+    for s in report.skipped.iter().filter(|s| !before.contains(s)) {
         eprintln!("situate: skipped {}: {}", s.path, s.reason);
     }
 }

@@ -71,7 +71,8 @@ pub fn run(args: SearchArgs, config: Option<&Path>, out: &mut impl Write) -> Res
             // A search never waits for a slow model's vectors: the texts are committed and
             // searched at once, with the built-in static model standing in.
             engine.set_pending_vectors(PendingVectors::Left);
-            warn_skips(&reconcile(&mut engine, false)?);
+            let before = engine.index().manifest().skipped.clone();
+            warn_skips(&reconcile(&mut engine, false)?, &before);
         }
     }
     let status = engine.status();

@@ -236,7 +236,9 @@ impl Engine {
         let mut index = match Index::open(&index_dir, &identity, &pipeline, mode)? {
             Some(index) => index,
             None => {
-                tracing::warn!(index = %index_dir.display(), "another process is writing this index; opening it read-only");
+                // Each caller says so in its own words (a notice, a status phase, a line on
+                // stderr), naming the writer: the log only records it.
+                tracing::info!(index = %index_dir.display(), "another process is writing this index; opening it read-only");
                 Index::open(&index_dir, &identity, &pipeline, OpenMode::ReadOnly)?
                     .ok_or(IndexError::ReadOnly)?
             }

@@ -579,9 +579,11 @@ impl Worker {
 
     fn cannot_write(&self) -> String {
         match &self.engine {
-            Some(_) => "the index is read-only here: another situate process is writing it (its changes \
-                        show up as it commits; this one takes over when it exits)"
-                .to_string(),
+            Some(engine) => format!(
+                "the index is read-only here: {} is writing it (its changes show up as it commits; \
+                 this one takes over when it exits)",
+                engine.other_writer()
+            ),
             None => format!("the index of {} is not open (see status errors)", self.folder.name()),
         }
     }
