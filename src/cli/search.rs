@@ -77,7 +77,9 @@ pub fn run(args: SearchArgs, config: Option<&Path>, out: &mut impl Write) -> Res
     }
     let status = engine.status();
     if status.vectors_pending > 0 {
-        eprintln!("situate: {}; `situate index` computes them", render::pending_vectors_line(&status));
+        // While another process writes the index, that one computes them.
+        let who = if engine.is_read_only() { "the process that writes the index" } else { "`situate index`" };
+        eprintln!("situate: {}; {who} computes them", render::pending_vectors_line(&status));
     }
     // `./ops` and absolute paths are read as workspace-relative; a path under which nothing
     // is indexed is a mistake to point out rather than a search that finds nothing.
