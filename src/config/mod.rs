@@ -157,7 +157,7 @@ fn unreadable(file: &Path, e: &std::io::Error) -> ConfigProblem {
 fn unparsable(file: &str, text: &str, e: &toml::de::Error) -> ConfigProblem {
     let key = match e.span() {
         Some(span) => {
-            let before = &text[..span.start.min(text.len())];
+            let before = text.get(..span.start).unwrap_or(text);
             let line = before.matches('\n').count() + 1;
             let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
             format!("{file}:{line}:{column}")
