@@ -340,7 +340,9 @@ pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
     if !meta.is_file() {
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // The size is a hint, not a promise (a file can grow or shrink meanwhile): the buffer
+    // starts no larger than a large note.
+    let mut bytes = Vec::with_capacity(meta.len().min(64 << 20) as usize);
     file.read_to_end(&mut bytes)?;
     Ok(bytes)
 }
