@@ -22,6 +22,9 @@ pub struct LspClient {
     next_id: i64,
     /// Every notification and server request received so far, in order.
     pub received: Vec<Value>,
+    /// Responses read while waiting for another one (requests in flight together may be
+    /// answered in any order).
+    early: Vec<Value>,
 }
 
 impl LspClient {
@@ -58,7 +61,14 @@ impl LspClient {
                 }
             }
         });
-        LspClient { stdin: child.stdin.take(), child, incoming: rx, next_id: 1, received: Vec::new() }
+        LspClient {
+            stdin: child.stdin.take(),
+            child,
+            incoming: rx,
+            next_id: 1,
+            received: Vec::new(),
+            early: Vec::new(),
+        }
     }
 
     pub fn send(&mut self, message: &Value) {
@@ -93,7 +103,11 @@ impl LspClient {
 
     /// Waits for the response to request `id`.
     pub fn response(&mut self, id: i64) -> Result<Value, Value> {
-        let message = self.next_matching(|m| m.get("id") == Some(&json!(id)) && m.get("method").is_none());
+        let is_it = |m: &Value| m.get("id") == Some(&json!(id)) && m.get("method").is_none();
+        let message = match self.early.iter().position(is_it) {
+            Some(at) => self.early.remove(at),
+            None => self.next_matching(is_it),
+        };
         match message.get("error") {
             Some(error) => Err(error.clone()),
             None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
@@ -141,6 +155,9 @@ impl LspClient {
             }
             if matches(&message) {
                 return message;
+            }
+            if message.get("method").is_none() && message.get("id").is_some_and(|id| !id.is_null()) {
+                self.early.push(message);
             }
         }
     }
