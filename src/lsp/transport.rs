@@ -5,12 +5,14 @@
 //! unchanged, in order; the library's output is copied out whole, message by message,
 //! with those error answers slotted in between.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::{
     AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
 };
 use tokio::sync::mpsc;
 use tower_lsp_server::jsonrpc;
+
+use crate::wire::jsonrpc::{error, text_of, truncate};
 
 /// Bodies larger than this are refused (and skipped) rather than buffered.
 const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
@@ -70,22 +72,14 @@ pub async fn read_frame(input: &mut (impl AsyncBufRead + Unpin)) -> std::io::Res
     }
 }
 
-fn truncate(s: &str, max: usize) -> String {
-    s.chars().take(max).collect()
-}
-
 /// `None` when the body is a message the library accepts; otherwise the error to answer.
 pub fn check(body: &[u8]) -> Option<Value> {
     // JSON is UTF-8: the library's lenient parse skips the strings of unknown keys unread,
     // and would take a body with broken bytes in one for a message.
-    let Ok(text) = std::str::from_utf8(body) else {
-        return Some(error(Value::Null, -32700, "Parse error: the message is not UTF-8".into()));
+    let text = match text_of(body) {
+        Ok(text) => text,
+        Err(answer) => return Some(answer),
     };
-    if may_hold_surrogate(text)
-        && let Err(e) = serde_json::from_str::<Value>(text)
-    {
-        return Some(error(Value::Null, -32700, format!("Parse error: {e}")));
-    }
     // A message is an object (the derived parsers would also take a JSON array), and a
     // request or notification names its method (the library's parser defaults it to "").
     let object = text.trim_start().starts_with('{');
@@ -113,22 +107,6 @@ pub fn check(body: &[u8]) -> Option<Value> {
         return None;
     }
     Some(error(id, -32600, "Invalid request: not a JSON-RPC 2.0 request, notification or response".into()))
-}
-
-/// Whether `text` may hold an escape of a UTF-16 surrogate (`\uD800` to `\uDFFF`). Parsers
-/// skip the strings of keys they do not know unchecked, so a text that may hold one is
-/// parsed whole, where a lone surrogate is an error.
-fn may_hold_surrogate(text: &str) -> bool {
-    text.as_bytes().windows(4).any(|w| {
-        w[0] == b'\\'
-            && w[1] == b'u'
-            && w[2] | 0x20 == b'd'
-            && matches!(w[3] | 0x20, b'8'..=b'9' | b'a'..=b'f')
-    })
-}
-
-fn error(id: Value, code: i64, message: String) -> Value {
-    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
 }
 
 async fn write_frame(output: &mut (impl AsyncWrite + Unpin), body: &[u8]) -> std::io::Result<()> {
@@ -214,16 +192,16 @@ pub fn guard(
     input: impl AsyncRead + Unpin + Send + 'static,
     output: impl AsyncWrite + Unpin + Send + 'static,
 ) -> (tokio::io::DuplexStream, tokio::io::DuplexStream, tokio::task::JoinHandle<()>) {
-    let (server_in, to_server) = tokio::io::duplex(64 * 1024);
-    let (server_out, from_server) = tokio::io::duplex(64 * 1024);
-    let (answers_tx, answers_rx) = mpsc::unbounded_channel();
-    tokio::spawn(pump_input(input, to_server, answers_tx));
-    let output_task = tokio::spawn(pump_output(from_server, output, answers_rx));
-    (server_in, server_out, output_task)
+    crate::wire::jsonrpc::guard(
+        |to_library, answers| pump_input(input, to_library, answers),
+        |from_library, answers| pump_output(from_library, output, answers),
+    )
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     async fn frames(bytes: &[u8]) -> Vec<Frame> {

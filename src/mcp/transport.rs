@@ -11,6 +11,8 @@ use tokio::io::{
 };
 use tokio::sync::mpsc;
 
+use crate::wire::jsonrpc::{self, error, text_of, truncate};
+
 /// Lines longer than this are refused (and skipped) rather than buffered: the SDK's own limit.
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
@@ -60,14 +62,10 @@ pub fn check(line: &[u8]) -> Verdict {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Verdict::Drop;
     }
-    let Ok(text) = std::str::from_utf8(line) else {
-        return Verdict::Answer(error(Value::Null, -32700, "Parse error: the message is not UTF-8".into()));
+    let text = match text_of(line) {
+        Ok(text) => text,
+        Err(answer) => return Verdict::Answer(answer),
     };
-    if may_hold_surrogate(text)
-        && let Err(e) = serde_json::from_str::<Value>(text)
-    {
-        return Verdict::Answer(error(Value::Null, -32700, format!("Parse error: {e}")));
-    }
     // The common case costs one parse.
     if serde_json::from_str::<ClientJsonRpcMessage>(text).is_ok() {
         return Verdict::Pass;
@@ -116,26 +114,6 @@ pub fn check(line: &[u8]) -> Verdict {
 /// Why the SDK cannot read a request, in serde's words.
 fn params_error(text: &str) -> Option<String> {
     serde_json::from_str::<ClientJsonRpcMessage>(text).err().map(|e| e.to_string())
-}
-
-fn truncate(s: &str, max: usize) -> String {
-    s.chars().take(max).collect()
-}
-
-/// Whether `text` may hold an escape of a UTF-16 surrogate (`\uD800` to `\uDFFF`). Parsers
-/// skip the strings of keys they do not know unchecked, so a text that may hold one is
-/// parsed whole, where a lone surrogate is an error.
-fn may_hold_surrogate(text: &str) -> bool {
-    text.as_bytes().windows(4).any(|w| {
-        w[0] == b'\\'
-            && w[1] == b'u'
-            && w[2] | 0x20 == b'd'
-            && matches!(w[3] | 0x20, b'8'..=b'9' | b'a'..=b'f')
-    })
-}
-
-fn error(id: Value, code: i64, message: String) -> Value {
-    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
 }
 
 /// Copies well-formed lines from `input` to `to_server`, and sends an error answer for each
@@ -222,12 +200,10 @@ pub fn guard(
     input: impl AsyncRead + Unpin + Send + 'static,
     output: impl AsyncWrite + Unpin + Send + 'static,
 ) -> (tokio::io::DuplexStream, tokio::io::DuplexStream, tokio::task::JoinHandle<()>) {
-    let (server_in, to_server) = tokio::io::duplex(64 * 1024);
-    let (server_out, from_server) = tokio::io::duplex(64 * 1024);
-    let (answers_tx, answers_rx) = mpsc::unbounded_channel();
-    tokio::spawn(pump_input(input, to_server, answers_tx));
-    let output_task = tokio::spawn(pump_output(from_server, output, answers_rx));
-    (server_in, server_out, output_task)
+    jsonrpc::guard(
+        |to_library, answers| pump_input(input, to_library, answers),
+        |from_library, answers| pump_output(from_library, output, answers),
+    )
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 
 mod eval;
 mod hits;
+pub mod jsonrpc;
 mod report;
 mod status;
 
