@@ -474,10 +474,12 @@ mod tests {
         assert_eq!(loaded.problems[1].effect, Effect::PartLeftOut);
         let walk = &loaded.config.walk;
         assert!(!crate::workspace::is_candidate("kitchen/bread.md", walk), "the good exclude still applies");
-        assert!(
-            !crate::workspace::is_candidate("notes/a.md", walk),
-            "an include of bad patterns selects nothing"
-        );
+        // A list none of whose patterns parse is the default (here: every file), and says so.
+        assert_eq!(loaded.problems[0].effect, Effect::DefaultUsed);
+        assert!(walk.include.is_empty() && crate::workspace::is_candidate("notes/a.md", walk));
+        // The values kept read back without a problem.
+        let kept = Config::from_json(serde_json::json!({ "include": walk.include, "exclude": walk.exclude }));
+        assert!(kept.problems.is_empty(), "{:?}", kept.problems);
     }
 
     #[test]

@@ -84,22 +84,24 @@ fn non_negative_finite(v: &f32) -> Result<(), String> {
 }
 
 impl Validator {
-    /// A glob list, each pattern that does not parse reported on its own. The list is kept
-    /// whole: the walk leaves a bad pattern out and applies the others, so that one typo in
-    /// `exclude` never lets in the files of the other patterns, nor one in `include` every
-    /// file.
+    /// A glob list without its patterns that do not parse, each reported on its own: one
+    /// typo in `exclude` never lets in the files of the other patterns, nor one in
+    /// `include` every file. A list of which no pattern parses is the default.
     fn globs(&mut self, key: &str, setting: Setting<Vec<String>>, default: Vec<String>) -> Vec<String> {
-        let patterns = self.take(key, setting, default, any);
-        for p in &patterns {
-            if let Err(e) = globset::Glob::new(p) {
-                self.problems.push(ConfigProblem {
-                    key: key.to_string(),
-                    message: format!("bad glob `{p}`: {e}"),
-                    effect: Effect::PartLeftOut,
-                });
-            }
+        let patterns = self.take(key, setting, default.clone(), any);
+        let (good, bad): (Vec<String>, Vec<String>) =
+            patterns.into_iter().partition(|p| globset::Glob::new(p).is_ok());
+        let effect =
+            if good.is_empty() && !bad.is_empty() { Effect::DefaultUsed } else { Effect::PartLeftOut };
+        for p in &bad {
+            let why = globset::Glob::new(p).err().map(|e| e.to_string()).unwrap_or_default();
+            self.problems.push(ConfigProblem {
+                key: key.to_string(),
+                message: format!("bad glob `{p}`: {why}"),
+                effect,
+            });
         }
-        patterns
+        if effect == Effect::DefaultUsed { default } else { good }
     }
 }
 
