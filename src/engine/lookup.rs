@@ -23,8 +23,8 @@ pub enum LookupError {
     #[error("`{path}` was skipped when the workspace was indexed: {reason}")]
     Skipped { path: String, reason: String },
     #[error(
-        "`{path}` is not indexed: only markdown and text files that the settings select are \
-         (status lists the files left out and why)"
+        "`{path}` is not indexed: only the files that the settings select are (`extensions`, \
+         `include` and `exclude`; status lists the files left out for their contents and why)"
     )]
     NotSelected { path: String },
     #[error("no indexed file lies under `{path}`{}", listed_folders(.top_folders))]
