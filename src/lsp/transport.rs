@@ -154,47 +154,41 @@ async fn pump_input(
     let _ = to_server.shutdown().await;
 }
 
-/// Copies the server's messages to `output` whole, with the error answers in between.
-async fn pump_output(
-    from_server: impl AsyncRead + Unpin,
-    mut output: impl AsyncWrite + Unpin,
-    mut answers: mpsc::UnboundedReceiver<Value>,
-) {
+/// Sends each message the server writes, whole, to `messages`.
+async fn read_output(from_server: impl AsyncRead + Unpin, messages: mpsc::UnboundedSender<Vec<u8>>) {
     let mut from_server = BufReader::new(from_server);
-    let mut answers_open = true;
     loop {
-        tokio::select! {
-            frame = read_frame(&mut from_server) => match frame {
-                Ok(Frame::Body(body)) => {
-                    if write_frame(&mut output, &body).await.is_err() {
-                        return;
-                    }
+        match read_frame(&mut from_server).await {
+            Ok(Frame::Body(body)) => {
+                if messages.send(body).is_err() {
+                    return;
                 }
-                Ok(Frame::BadHeader(reason)) => tracing::error!("the server wrote a bad header: {reason}"),
-                Ok(Frame::End) | Err(_) => return,
-            },
-            answer = answers.recv(), if answers_open => match answer {
-                Some(answer) => {
-                    if write_frame(&mut output, answer.to_string().as_bytes()).await.is_err() {
-                        return;
-                    }
-                }
-                None => answers_open = false,
-            },
+            }
+            Ok(Frame::BadHeader(reason)) => tracing::error!("the server wrote a bad header: {reason}"),
+            Ok(Frame::End) | Err(_) => return,
         }
     }
 }
 
+/// A body with its header.
+fn framed(body: &[u8]) -> Vec<u8> {
+    let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
 /// Wraps `input`/`output`: returns the streams the protocol library reads and writes, and
-/// spawns the two tasks that connect them. The returned task ends once the library's
-/// output is closed and all of it has been written.
+/// spawns the tasks that connect them. The returned task ends once the library's output
+/// is closed and all of it has been written.
 pub fn guard(
     input: impl AsyncRead + Unpin + Send + 'static,
     output: impl AsyncWrite + Unpin + Send + 'static,
 ) -> (tokio::io::DuplexStream, tokio::io::DuplexStream, tokio::task::JoinHandle<()>) {
     crate::wire::jsonrpc::guard(
         |to_library, answers| pump_input(input, to_library, answers),
-        |from_library, answers| pump_output(from_library, output, answers),
+        read_output,
+        output,
+        framed,
     )
 }
 
@@ -213,6 +207,30 @@ mod tests {
                 f => out.push(f),
             }
         }
+    }
+
+    #[tokio::test]
+    async fn an_answer_never_cuts_into_a_message_the_library_is_still_writing() {
+        use tokio::io::AsyncWriteExt;
+        let (client_in, mut client) = tokio::io::duplex(1 << 20);
+        let (client_out, output) = tokio::io::duplex(1 << 20);
+        let (_library_in, mut library_out, writer) = guard(client_in, client_out);
+        // The library has written half of a large message when a malformed one comes in.
+        let body = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"{}\"}}", "x".repeat(200_000));
+        let whole = framed(body.as_bytes());
+        library_out.write_all(&whole[..100_000]).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        client.write_all(&framed(b"not json")).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        library_out.write_all(&whole[100_000..]).await.unwrap();
+        drop(library_out);
+        writer.await.unwrap();
+        let mut written = Vec::new();
+        let mut output = output;
+        tokio::io::AsyncReadExt::read_to_end(&mut output, &mut written).await.unwrap();
+        let got = frames(&written).await;
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got.contains(&Frame::Body(body.into_bytes())), "the message arrives whole");
     }
 
     #[tokio::test]

@@ -161,49 +161,40 @@ async fn pump_input(
     let _ = to_server.shutdown().await;
 }
 
-/// Copies the SDK's lines to `output` whole, with the error answers in between.
-async fn pump_output(
-    from_server: impl AsyncRead + Unpin,
-    mut output: impl AsyncWrite + Unpin,
-    mut answers: mpsc::UnboundedReceiver<Value>,
-) {
+/// Sends each line the SDK writes, whole and without its newline, to `lines`.
+async fn read_output(from_server: impl AsyncRead + Unpin, lines: mpsc::UnboundedSender<Vec<u8>>) {
     let mut from_server = BufReader::new(from_server);
-    let mut answers_open = true;
     loop {
         let mut line = Vec::new();
-        tokio::select! {
-            read = from_server.read_until(b'\n', &mut line) => match read {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {
-                    if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
-                        return;
-                    }
+        match from_server.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
+                if line.last() == Some(&b'\n') {
+                    line.pop();
                 }
-            },
-            answer = answers.recv(), if answers_open => match answer {
-                Some(answer) => {
-                    let text = format!("{answer}\n");
-                    if output.write_all(text.as_bytes()).await.is_err() || output.flush().await.is_err() {
-                        return;
-                    }
+                if lines.send(line).is_err() {
+                    return;
                 }
-                None => answers_open = false,
-            },
+            }
         }
     }
 }
 
-/// Wraps `input`/`output`: returns the streams the SDK reads and writes, and spawns the two
+/// A message as a line.
+fn framed(body: &[u8]) -> Vec<u8> {
+    let mut out = body.to_vec();
+    out.push(b'\n');
+    out
+}
+
+/// Wraps `input`/`output`: returns the streams the SDK reads and writes, and spawns the
 /// tasks that connect them. The returned task ends once the SDK's output is closed and all
 /// of it has been written.
 pub fn guard(
     input: impl AsyncRead + Unpin + Send + 'static,
     output: impl AsyncWrite + Unpin + Send + 'static,
 ) -> (tokio::io::DuplexStream, tokio::io::DuplexStream, tokio::task::JoinHandle<()>) {
-    jsonrpc::guard(
-        |to_library, answers| pump_input(input, to_library, answers),
-        |from_library, answers| pump_output(from_library, output, answers),
-    )
+    jsonrpc::guard(|to_library, answers| pump_input(input, to_library, answers), read_output, output, framed)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 use std::future::Future;
 
 use serde_json::{Value, json};
-use tokio::io::DuplexStream;
+use tokio::io::{AsyncWrite, AsyncWriteExt, DuplexStream};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::task::JoinHandle;
 
@@ -53,25 +53,61 @@ pub fn truncate(s: &str, max: usize) -> String {
     s.chars().take(max).collect()
 }
 
-/// Connects a protocol library to the client through two tasks: `pump_input` copies the
+/// Connects a protocol library to the client through three tasks: `pump_input` copies the
 /// client's well-formed messages to the library's input and sends an error answer for each
-/// malformed one; `pump_output` copies the library's output to the client with those
-/// answers slotted in between. Returns the library's input and output streams, and the
-/// output task, which ends once the library's output is closed and all of it written.
-pub fn guard<I, O>(
+/// malformed one; `read_output` sends each whole message the library writes (its body);
+/// and a writer writes both to `output`, each message framed by `frame`, in the order they
+/// come. Messages are read whole before the writer sees them, so an answer never cuts into
+/// a message half read. Returns the library's input and output streams, and the writer,
+/// which ends once the library's output is closed and all of it written.
+pub fn guard<I, R>(
     pump_input: impl FnOnce(DuplexStream, UnboundedSender<Value>) -> I,
-    pump_output: impl FnOnce(DuplexStream, UnboundedReceiver<Value>) -> O,
+    read_output: impl FnOnce(DuplexStream, UnboundedSender<Vec<u8>>) -> R,
+    output: impl AsyncWrite + Unpin + Send + 'static,
+    frame: fn(&[u8]) -> Vec<u8>,
 ) -> (DuplexStream, DuplexStream, JoinHandle<()>)
 where
     I: Future<Output = ()> + Send + 'static,
-    O: Future<Output = ()> + Send + 'static,
+    R: Future<Output = ()> + Send + 'static,
 {
     let (library_in, to_library) = tokio::io::duplex(64 * 1024);
     let (library_out, from_library) = tokio::io::duplex(64 * 1024);
     let (answers_tx, answers_rx) = unbounded_channel();
+    let (messages_tx, messages_rx) = unbounded_channel();
     tokio::spawn(pump_input(to_library, answers_tx));
-    let output_task = tokio::spawn(pump_output(from_library, answers_rx));
-    (library_in, library_out, output_task)
+    tokio::spawn(read_output(from_library, messages_tx));
+    let writer = tokio::spawn(write_in_turn(output, messages_rx, answers_rx, frame));
+    (library_in, library_out, writer)
+}
+
+/// Writes the library's messages and the error answers to `output` as they come, each
+/// framed by `frame`; ends when the library's messages end (or `output` fails).
+async fn write_in_turn(
+    mut output: impl AsyncWrite + Unpin,
+    mut messages: UnboundedReceiver<Vec<u8>>,
+    mut answers: UnboundedReceiver<Value>,
+    frame: fn(&[u8]) -> Vec<u8>,
+) {
+    let mut answers_open = true;
+    loop {
+        // Both receivers give a message whole or nothing, whichever branch is taken.
+        let body = tokio::select! {
+            message = messages.recv() => match message {
+                Some(body) => body,
+                None => return,
+            },
+            answer = answers.recv(), if answers_open => match answer {
+                Some(answer) => answer.to_string().into_bytes(),
+                None => {
+                    answers_open = false;
+                    continue;
+                }
+            },
+        };
+        if output.write_all(&frame(&body)).await.is_err() || output.flush().await.is_err() {
+            return;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 // The situate server's commands and the shapes of their answers (docs/lsp.md), as plain types.
 // Kept in step with src/lsp/ext.rs and src/wire/ (checked by tests/house.rs):
-// wire shapes hash: b7fba851be002286
+// wire shapes hash: 7566af9abaa44c02
 
 /** Names of the server's `workspace/executeCommand` commands. */
 export const ServerCommand = {
