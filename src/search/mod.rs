@@ -281,11 +281,8 @@ pub fn search(
         arms.vector.ids = own;
         arms.quick.ids = quick;
     }
-    let keep = |record: &ChunkRecord| {
-        (request.paths.is_empty() || request.paths.iter().any(|p| under(&record.path, p)))
-            && allowed.as_ref().is_none_or(|ids| ids.contains(&record.id))
-    };
-    hits_of(index, arms, config, limit, keep)
+    // Every arm searched within the scope: each candidate is in it.
+    hits_of(index, arms, config, limit, |_| true)
 }
 
 /// The two vector arms: the chunks nearest to the query by the index's own model and, among
