@@ -35,12 +35,8 @@ pub struct IndexArgs {
 pub fn run(args: IndexArgs, config: Option<&Path>, out: &mut impl Write) -> Result<()> {
     let mut engine = open(&args.dir, config, OpenMode::Write)?;
     if engine.is_read_only() {
-        bail!(
-            "{} is writing the index of {}; {}",
-            engine.other_writer(),
-            args.dir.display(),
-            engine.while_other_writes()
-        );
+        let writer = engine.other_writer();
+        bail!("{writer} is writing the index of {}; {}", args.dir.display(), writer.meanwhile());
     }
     if args.snippets && !engine.snippets_on() {
         let why: Vec<String> = engine

@@ -342,17 +342,11 @@ impl Engine {
         self.index.notes()
     }
 
-    /// Who writes the index when this engine only reads it, in words for a message:
+    /// Who writes the index when this engine only reads it, for a message: displayed as
     /// "an editor's language server (`situate lsp`, process 1234)", or "another situate
-    /// process" when the holder did not say.
-    pub fn other_writer(&self) -> String {
-        self.index.writer_holder().map_or_else(|| "another situate process".to_string(), |h| h.describe())
-    }
-
-    /// What a process that may not write the index can do meanwhile, by what the writer is
-    /// ("try again when it is done").
-    pub fn while_other_writes(&self) -> &'static str {
-        self.index.writer_holder().map_or("try again when it is done", |h| h.meanwhile())
+    /// process" when the holder did not say; [`OtherWriter::meanwhile`] says what to do.
+    pub fn other_writer(&self) -> OtherWriter {
+        OtherWriter(self.index.writer_holder())
     }
 
     /// Whether no process holds the index's writer lock now: a read-only engine may be
@@ -416,4 +410,25 @@ fn relative_to(root: &Path, path: &str) -> Option<String> {
 
 fn snippet_problem(message: String) -> ConfigProblem {
     ConfigProblem::key("snippets", message)
+}
+
+/// The process that writes an index another one reads ([`Engine::other_writer`]), read
+/// once from the lock file.
+#[derive(Debug, Clone)]
+pub struct OtherWriter(Option<crate::index::lock::Holder>);
+
+impl OtherWriter {
+    /// What a process that may not write the index can do meanwhile.
+    pub fn meanwhile(&self) -> &'static str {
+        self.0.as_ref().map_or("try again when it is done", |h| h.meanwhile())
+    }
+}
+
+impl std::fmt::Display for OtherWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(holder) => f.write_str(&holder.describe()),
+            None => f.write_str("another situate process"),
+        }
+    }
 }
