@@ -476,22 +476,8 @@ fn each_workspace_folder_has_its_own_index_and_folders_come_and_go() {
     book.write("chapters/one.md", "# The lighthouse\r\n\r\nThe keeper trims the lamp wick at dusk.\r\n");
     let mut client = LspClient::start(notes.index.path());
     let (a, b) = (file_uri(notes.root()), file_uri(book.root()));
-    client
-        .request(
-            "initialize",
-            json!({
-                "processId": null,
-                "capabilities": {},
-                "workspaceFolders": [{ "uri": a, "name": "notes" }, { "uri": b, "name": "book" }],
-            }),
-        )
-        .unwrap();
-    client.notify("initialized", json!({}));
-    let folders = client.eventually(|c| {
-        let s = c.command("situate.status", Value::Null).unwrap();
-        let folders = s["folders"].as_array().cloned().unwrap_or_default();
-        (folders.len() == 2 && folders.iter().all(|f| f["phase"] == "ready")).then_some(folders)
-    });
+    client.initialize_folders(&[(a.as_str(), "notes"), (b.as_str(), "book")]);
+    let folders = client.folders_when(|f| f.len() == 2 && f.iter().all(|f| f["phase"] == "ready"));
     assert_ne!(folders[0]["index"]["index_dir"], folders[1]["index"]["index_dir"]);
 
     // Hits come from both folders; a CRLF file's range ends before the `\r`.
@@ -747,22 +733,8 @@ fn a_folder_inside_another_open_folder_is_served_by_the_outer_index() {
     let f = Fixture::standard();
     let mut client = LspClient::start(f.index.path());
     let (outer, inner) = (file_uri(f.root()), file_uri(&f.root().join("ops")));
-    client
-        .request(
-            "initialize",
-            json!({
-                "processId": null,
-                "capabilities": {},
-                "workspaceFolders": [{ "uri": outer, "name": "ws" }, { "uri": inner, "name": "ops" }],
-            }),
-        )
-        .unwrap();
-    client.notify("initialized", json!({}));
-    let folders = client.eventually(|c| {
-        let s = c.command("situate.status", Value::Null).unwrap();
-        let folders = s["folders"].as_array().cloned().unwrap_or_default();
-        folders.iter().all(|f| f["phase"] == "ready").then_some(folders)
-    });
+    client.initialize_folders(&[(outer.as_str(), "ws"), (inner.as_str(), "ops")]);
+    let folders = client.folders_when(|f| f.iter().all(|f| f["phase"] == "ready"));
     assert_eq!(folders.len(), 1, "{folders:?}");
     assert_eq!(folders[0]["root"], f.root().canonicalize().unwrap().display().to_string());
 

@@ -187,6 +187,28 @@ impl LspClient {
         result
     }
 
+    /// `initialize` with these workspace folders (uri, name) and no capabilities, then
+    /// `initialized`.
+    pub fn initialize_folders(&mut self, folders: &[(&str, &str)]) {
+        let folders: Vec<Value> =
+            folders.iter().map(|(uri, name)| json!({ "uri": uri, "name": name })).collect();
+        self.request(
+            "initialize",
+            json!({ "processId": null, "capabilities": {}, "workspaceFolders": folders }),
+        )
+        .expect("initialize");
+        self.notify("initialized", json!({}));
+    }
+
+    /// The folders of `situate.status` once `ready` says they are.
+    pub fn folders_when(&mut self, ready: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        self.eventually(|c| {
+            let s = c.command("situate.status", Value::Null).unwrap();
+            let folders = s["folders"].as_array().cloned().unwrap_or_default();
+            ready(&folders).then_some(folders)
+        })
+    }
+
     /// Waits until the first indexing run has ended (its `$/progress` end report).
     pub fn wait_indexed(&mut self) -> Value {
         self.wait_for(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end")
