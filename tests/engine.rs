@@ -220,6 +220,47 @@ fn a_deleted_file_leaves_both_indexes() {
 }
 
 #[test]
+fn a_file_that_comes_back_takes_its_vectors_again_instead_of_being_embedded() {
+    // A file deleted (a branch switched, a folder moved out, a file briefly unreadable)
+    // and back later, in another process: its chunks take the vectors they had.
+    let f = Fixture::standard();
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    let query = request("sourdough starter dough", SearchMode::Vector);
+    let score_of = |hits: &[situate::search::Hit]| {
+        hits.iter().find(|h| h.chunk.path == "kitchen/bread.md").map(|h| h.score)
+    };
+    let before = score_of(&engine.search(&query).unwrap()).unwrap();
+    let path = f.root().join("kitchen/bread.md");
+    let bread = std::fs::read(&path).unwrap();
+    let chunks = engine.index().manifest().files["kitchen/bread.md"].chunks.len();
+    std::fs::remove_file(&path).unwrap();
+    reconcile(&mut engine);
+    // Gone from every search, and the vector count is that of the chunks left.
+    assert_eq!(score_of(&engine.search(&query).unwrap()), None);
+    assert_eq!(engine.index().vector_count(), engine.index().manifest().chunk_count());
+    drop(engine);
+
+    let embedder = Counting::new();
+    let mut engine = f.engine(embedder.clone());
+    std::fs::write(&path, &bread).unwrap();
+    let report = reconcile(&mut engine);
+    assert_eq!((report.files_indexed, report.vectors_embedded, report.vectors_reused), (1, 0, chunks));
+    assert_eq!(embedder.count(), 0);
+    assert_eq!(score_of(&engine.search(&query).unwrap()), Some(before));
+
+    // An edit undone: the paragraph's earlier text takes its vector back.
+    let text = String::from_utf8(bread.clone()).unwrap();
+    std::fs::write(&path, text.replacen("starter", "levain", 1)).unwrap();
+    assert_eq!(reconcile(&mut engine).vectors_embedded, 1);
+    std::fs::write(&path, &bread).unwrap();
+    let asked = embedder.count();
+    let report = reconcile(&mut engine);
+    assert_eq!((report.vectors_embedded, embedder.count() - asked), (0, 0), "{report:?}");
+    assert_eq!(score_of(&engine.search(&query).unwrap()), Some(before));
+}
+
+#[test]
 fn a_restart_reopens_the_index_without_embedding_again() {
     let f = Fixture::standard();
     let chunks = index_and_close(&f);

@@ -35,12 +35,15 @@ impl Index {
         {
             return Ok(());
         }
-        for id in std::mem::take(&mut self.pending_removals) {
-            for log in [self.quick_log.as_mut(), self.model_log.as_mut()].into_iter().flatten() {
-                log.drop_id(id);
+        let removed = std::mem::take(&mut self.pending_removals);
+        if let Some(log) = self.quick_log.as_mut() {
+            for chunk in &removed {
+                log.drop_id(chunk.id);
             }
         }
+        self.retire_vectors(removed);
         self.persist_vectors()?;
+        self.save_retired();
         if let Some(log) = self.quick_log.as_mut() {
             let path = self.layout.quick();
             Arc::make_mut(&mut self.manifest).quick = Some(log.commit().map_err(io_err(&path))?);

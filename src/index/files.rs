@@ -33,6 +33,10 @@ impl IndexLayout {
     pub fn vectors(&self) -> PathBuf {
         self.dir.join("vectors.vec")
     }
+    /// Which text each of the model's kept rows belongs to (the retired module).
+    pub fn retired(&self) -> PathBuf {
+        self.dir.join("retired.list")
+    }
     pub fn vectors_meta(&self) -> PathBuf {
         self.dir.join("vectors.json")
     }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::files::{self, VectorsMeta};
 use super::journal::{self, VectorOp};
 use super::open::Index;
+use super::retired::{self, Retired};
 use super::vector_file::VectorSet;
 use super::vector_log::VectorLog;
 use super::vector_open;
@@ -56,8 +57,15 @@ impl Index {
         };
         let wanted = self.live_filter();
         if writable {
+            let mut retired = Retired::load(&self.layout.retired(), retired::limit(expected));
+            let kept = retired.ids();
             let (mut log, note) =
-                VectorLog::open(&path, &name, dims, record.as_ref(), &wanted).map_err(io_err(&path))?;
+                VectorLog::open_keeping(&path, &name, dims, record.as_ref(), &wanted, &|id| {
+                    !kept.is_empty() && kept.contains(&id)
+                })
+                .map_err(io_err(&path))?;
+            retired.retain(|id| log.keeps(id));
+            self.retired = Some(retired);
             let fresh = record.is_none() || note.is_some();
             if let Some(note) = note {
                 self.notes.push(format!("{note}: vectors are re-embedded from stored texts"));

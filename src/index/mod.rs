@@ -27,6 +27,7 @@ pub mod metadata;
 mod open;
 mod pending;
 mod record;
+mod retired;
 mod schema;
 mod sign_bits;
 mod snapshot;

@@ -38,6 +38,8 @@ pub struct Index {
     pub(super) model: Arc<VectorSet>,
     /// The model's vector file (writers), with the vectors staged for the next commit.
     pub(super) model_log: Option<VectorLog>,
+    /// Which texts the model's kept rows belong to (writers).
+    pub(super) retired: Option<super::retired::Retired>,
     /// Shared with `committed_manifest` until the first change after a commit, so that
     /// neither an open nor a commit copies a manifest of a million chunks.
     pub(super) manifest: Arc<Manifest>,
@@ -54,8 +56,8 @@ pub struct Index {
     pub(super) store_dirty: bool,
     /// Uncommitted changes exist in the vectors only.
     pub(super) manifest_dirty: bool,
-    /// Chunk ids whose vectors must be removed once the store commit is durable.
-    pub(super) pending_removals: Vec<u64>,
+    /// Chunks whose vectors must be removed (or retired) once the store commit is durable.
+    pub(super) pending_removals: Vec<super::manifest::ChunkRef>,
     /// Some chunk may lack a vector (after a crash or a model change).
     pub(super) vectors_unchecked: bool,
     /// Chunks written without a vector, to embed after their text is committed (a slow
@@ -267,6 +269,7 @@ impl Index {
         let mut index = Index {
             model: Arc::default(),
             model_log: None,
+            retired: None,
             layout,
             fields,
             reader,

@@ -56,6 +56,10 @@ pub struct VectorLog {
     /// The signs and checksums of every row (staged ones included), shared with the
     /// published set until the next row is staged.
     facts: SharedFacts,
+    /// The rows of chunks that went, kept readable but never searched, so that their
+    /// vectors serve again when their texts come back (the index's retired vectors,
+    /// `retired.rs`). Compaction keeps them; the index says when one is no longer wanted.
+    kept: RowsById,
     /// The facts of the staged rows, kept apart until the commit appends them, so that
     /// staging a row never copies the committed rows' facts that a published set shares.
     staged_facts: RowFacts,
@@ -86,17 +90,30 @@ impl VectorLog {
         record: Option<&VectorFileRecord>,
         wanted: &dyn Fn(u64) -> bool,
     ) -> std::io::Result<(VectorLog, Option<String>)> {
+        VectorLog::open_keeping(path, model, dims, record, wanted, &|_| false)
+    }
+
+    /// [`VectorLog::open`], with the rows of the chunks that went for which `kept` holds
+    /// kept readable ([`VectorLog::kept_vector`]).
+    pub fn open_keeping(
+        path: &Path,
+        model: &str,
+        dims: usize,
+        record: Option<&VectorFileRecord>,
+        wanted: &dyn Fn(u64) -> bool,
+        kept: &dyn Fn(u64) -> bool,
+    ) -> std::io::Result<(VectorLog, Option<String>)> {
         let usable = match record {
             Some(r) if r.model == model && r.dimensions == dims => {
-                Some(load(path, r, dims, wanted).map(|l| (l, r)))
+                Some(load(path, r, dims, wanted, kept).map(|l| (l, r)))
             }
             Some(r) => Some(Err(format!("the vectors are of {}, not {model}", r.model))),
             None => None,
         };
         let sidecar_path = vector_sidecar::path_of(path);
-        let (file, sidecar, nonce, hasher, live, facts, rows, note) = match usable {
+        let (file, sidecar, nonce, hasher, live, kept_rows, facts, rows, note) = match usable {
             Some(Ok((loaded, r))) => {
-                let Loaded { file, mut nonce, hasher, facts, live, rebuilt, damaged } = loaded;
+                let Loaded { file, mut nonce, hasher, facts, live, kept, rebuilt, damaged } = loaded;
                 drop(file);
                 let file = OpenOptions::new().read(true).write(true).open(path)?;
                 file.set_len(HEADER_LEN + r.rows * row_len(dims) as u64)?;
@@ -133,7 +150,8 @@ impl VectorLog {
                 if note.is_none() {
                     vector_sidecar::record_intact(path);
                 }
-                (file, sidecar, nonce, hasher, Arc::new(RowsById::from_rows(live)), facts, r.rows, note)
+                let live = Arc::new(RowsById::from_rows(live));
+                (file, sidecar, nonce, hasher, live, RowsById::from_rows(kept), facts, r.rows, note)
             }
             problem => {
                 let note = match problem {
@@ -144,7 +162,8 @@ impl VectorLog {
                 // The sidecar first: a new quick file never meets an old sidecar of its nonce.
                 let sidecar = fresh_file(&sidecar_path, &vector_sidecar::header(dims, nonce), &[])?;
                 let file = fresh_file(path, &header(dims, nonce), &[])?;
-                (file, sidecar, nonce, Xxh3::new(), Arc::default(), RowFacts::new(dims), 0, note)
+                let facts = RowFacts::new(dims);
+                (file, sidecar, nonce, Xxh3::new(), Arc::default(), RowsById::default(), facts, 0, note)
             }
         };
         let log = VectorLog {
@@ -157,6 +176,7 @@ impl VectorLog {
             rows,
             hasher,
             live,
+            kept: kept_rows,
             staged_facts: facts.empty_like(),
             facts: SharedFacts::new(facts),
             staged: Vec::new(),
@@ -179,7 +199,27 @@ impl VectorLog {
 
     /// The vector of a chunk (committed or staged), as stored.
     pub fn vector_of(&self, id: u64) -> std::io::Result<Option<Vec<f32>>> {
-        let Some(row) = self.live.get(id) else { return Ok(None) };
+        match self.live.get(id) {
+            Some(row) => self.read_row(row).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The vector of a chunk that went, when its row is kept.
+    pub fn kept_vector(&self, id: u64) -> std::io::Result<Option<Vec<f32>>> {
+        match self.kept.get(id) {
+            Some(row) => self.read_row(row).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether the row of a chunk that went is kept.
+    pub fn keeps(&self, id: u64) -> bool {
+        self.kept.get(id).is_some()
+    }
+
+    /// The vector a row holds, checked against the facts of the row committed or staged.
+    fn read_row(&self, row: u32) -> std::io::Result<Vec<f32>> {
         let len = row_len(self.dims);
         let bytes = if u64::from(row) < self.rows {
             let mut bytes = vec![0u8; len];
@@ -202,7 +242,7 @@ impl VectorLog {
                 ),
             ));
         }
-        Ok(Some(decode_row(&bytes).1))
+        Ok(decode_row(&bytes).1)
     }
 
     /// Stages a chunk's quick vector for the next commit.
@@ -225,6 +265,21 @@ impl VectorLog {
         had
     }
 
+    /// The chunk went, and its row is kept readable, out of the searched rows; says whether
+    /// it had a row.
+    pub fn retire(&mut self, id: u64) -> bool {
+        let Some(row) = self.live.get(id) else { return false };
+        Arc::make_mut(&mut self.live).remove(id);
+        self.kept.insert(id, row);
+        self.changed = true;
+        true
+    }
+
+    /// A kept row is no longer wanted: it is dropped at the next compaction.
+    pub fn forget_kept(&mut self, id: u64) {
+        self.kept.remove(id);
+    }
+
     /// Whether there is anything to write at the next commit.
     pub fn is_dirty(&self) -> bool {
         !self.staged.is_empty() || self.changed
@@ -233,7 +288,8 @@ impl VectorLog {
     /// Writes the staged rows (or the live rows alone, when dead ones have piled up) and
     /// returns what the manifest records of the file.
     pub fn commit(&mut self) -> std::io::Result<VectorFileRecord> {
-        let dead = self.rows + (self.staged.len() / row_len(self.dims)) as u64 - self.live.len() as u64;
+        let held = (self.live.len() + self.kept.len()) as u64;
+        let dead = (self.rows + (self.staged.len() / row_len(self.dims)) as u64).saturating_sub(held);
         if self.compact_due || dead > self.live.len() as u64 / 2 + COMPACT_SLACK {
             self.compact()?;
         } else if !self.staged.is_empty() {
@@ -264,11 +320,12 @@ impl VectorLog {
         }
     }
 
-    /// Rewrites the file with the live rows only, in their order, a block at a time.
+    /// Rewrites the file with the live and kept rows only, in their order, a block at a time.
     fn compact(&mut self) -> std::io::Result<()> {
         let len = row_len(self.dims);
         let committed = self.rows;
-        let mut order: Vec<(u32, u64)> = self.live.iter().map(|(id, row)| (row, id)).collect();
+        let mut order: Vec<(u32, u64)> =
+            self.live.iter().chain(self.kept.iter()).map(|(id, row)| (row, id)).collect();
         order.sort_unstable();
         let tmp = files::temp_sibling(&self.path);
         let sidecar_path = vector_sidecar::path_of(&self.path);
@@ -325,8 +382,14 @@ impl VectorLog {
         self.nonce = nonce;
         self.hasher = hasher;
         self.rows = order.len() as u64;
-        self.live =
-            Arc::new(RowsById::from_rows(order.iter().enumerate().map(|(n, (_, id))| (*id, n as u32))));
+        let mut live = RowsById::default();
+        let mut kept = RowsById::default();
+        for (n, (_, id)) in order.iter().enumerate() {
+            let table = if self.live.get(*id).is_some() { &mut live } else { &mut kept };
+            table.insert(*id, n as u32);
+        }
+        self.live = Arc::new(live);
+        self.kept = kept;
         self.staged_facts = facts.empty_like();
         self.facts = SharedFacts::new(facts);
         self.staged.clear();
@@ -632,5 +695,46 @@ mod tests {
         assert_eq!(set.nearest(&[0.0, 1.0], 1).unwrap()[0].0, n);
         let published = log.publish().unwrap().unwrap();
         assert_eq!(published.nearest(&[0.0, 1.0], 1).unwrap()[0].0, n);
+    }
+
+    #[test]
+    fn kept_rows_are_read_but_never_searched_and_outlive_a_compaction_and_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("vectors.vec");
+        let (mut log, _) = VectorLog::open(&path, "static/m", 2, None, &|_| true).unwrap();
+        let n = COMPACT_SLACK + 10;
+        for id in 0..n {
+            log.stage(id, &[1.0, 0.0]);
+        }
+        log.stage(n, &[0.0, 1.0]);
+        record(&mut log);
+        assert!(log.retire(n) && !log.retire(n + 1), "only a chunk with a row is retired");
+        assert!(!log.contains(n) && log.keeps(n));
+        assert_eq!(log.kept_vector(n).unwrap(), Some(vec![0.0, 1.0]));
+        assert_eq!(log.vector_of(n).unwrap(), None);
+        // Enough rows die to compact the file: the kept row stays, out of the searched ones.
+        for id in 0..n - 3 {
+            log.drop_id(id);
+        }
+        let committed = record(&mut log);
+        assert_eq!(committed.rows, 4, "three live rows and the kept one");
+        assert_eq!(log.kept_vector(n).unwrap(), Some(vec![0.0, 1.0]));
+        let published = log.publish().unwrap().unwrap();
+        assert_eq!(published.len(), 3);
+        assert!(published.nearest(&[0.0, 1.0], 5).unwrap().iter().all(|(id, _)| *id != n));
+        let live = |id| id < n;
+        drop(log);
+        let (log, _) =
+            VectorLog::open_keeping(&path, "static/m", 2, Some(&committed), &live, &|id| id == n).unwrap();
+        assert_eq!((log.len(), log.kept_vector(n).unwrap()), (3, Some(vec![0.0, 1.0])));
+        let set = open_set(&path, &committed, 2, &live).unwrap();
+        assert!(!set.contains(n) && set.len() == 3, "a reader never sees kept rows");
+        // A kept row given up is dropped at the next compaction.
+        let (mut log, _) =
+            VectorLog::open_keeping(&path, "static/m", 2, Some(&committed), &live, &|id| id == n).unwrap();
+        log.forget_kept(n);
+        assert_eq!(log.kept_vector(n).unwrap(), None);
+        log.compact().unwrap();
+        assert_eq!(log.record().rows, 3);
     }
 }

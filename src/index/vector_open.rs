@@ -31,14 +31,16 @@ fn check_file(path: &Path, record: &VectorFileRecord, dims: usize) -> Result<(Fi
 }
 
 /// The committed quick file at `path`, checked against its record: the open file, the live
-/// rows (the last of each id for which `wanted` holds), the signs of every row and the
-/// checksum state, from its sidecar when that is usable, else from the file read through.
-/// `Err` says why it cannot be used.
+/// rows (the last of each id for which `wanted` holds), the kept rows (likewise, of the ids
+/// for which `kept` holds and `wanted` does not), the signs of every row and the checksum
+/// state, from its sidecar when that is usable, else from the file read through. `Err`
+/// says why it cannot be used.
 pub(super) fn load(
     path: &Path,
     record: &VectorFileRecord,
     dims: usize,
     wanted: &dyn Fn(u64) -> bool,
+    kept: &dyn Fn(u64) -> bool,
 ) -> Result<Loaded, String> {
     let (file, nonce) = check_file(path, record, dims)?;
     let sidecar =
@@ -56,15 +58,29 @@ pub(super) fn load(
             (sidecar, Some(rows))
         }
     };
-    let live = sidecar
-        .ids
-        .iter()
-        .enumerate()
-        .filter(|(row, id)| wanted(**id) && damaged.binary_search(&(*row as u32)).is_err())
-        .map(|(row, id)| (*id, row as u32))
-        .collect();
+    let mut live = Vec::new();
+    let mut kept_rows = Vec::new();
+    for (row, id) in sidecar.ids.iter().enumerate() {
+        if damaged.binary_search(&(row as u32)).is_ok() {
+            continue;
+        }
+        if wanted(*id) {
+            live.push((*id, row as u32));
+        } else if kept(*id) {
+            kept_rows.push((*id, row as u32));
+        }
+    }
     let damaged = damaged.len();
-    Ok(Loaded { file, nonce, hasher: sidecar.hasher, facts: sidecar.facts, live, rebuilt, damaged })
+    Ok(Loaded {
+        file,
+        nonce,
+        hasher: sidecar.hasher,
+        facts: sidecar.facts,
+        live,
+        kept: kept_rows,
+        rebuilt,
+        damaged,
+    })
 }
 
 /// Reads the committed rows through and checks each against the id and checksum its
@@ -157,6 +173,8 @@ pub(super) struct Loaded {
     pub(super) facts: RowFacts,
     /// The live rows as (id, row), in row order.
     pub(super) live: Vec<(u64, u32)>,
+    /// The kept rows as (id, row), in row order.
+    pub(super) kept: Vec<(u64, u32)>,
     /// The sidecar rows, when there was no usable sidecar and they were derived from the
     /// file: a writer writes them out.
     pub(super) rebuilt: Option<Vec<u8>>,
@@ -172,7 +190,7 @@ pub fn open_set(
     dims: usize,
     wanted: &dyn Fn(u64) -> bool,
 ) -> Result<VectorSet, String> {
-    let loaded = load(path, record, dims, wanted)?;
+    let loaded = load(path, record, dims, wanted, &|_| false)?;
     let rows = if record.rows == 0 { Rows::Empty } else { Rows::File(loaded.file) };
     Ok(VectorSet::with_live(
         dims,

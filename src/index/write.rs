@@ -48,7 +48,7 @@ impl Index {
                 FileChange::Remove { path } => {
                     if let Some(entry) = Arc::make_mut(&mut self.manifest).files.remove(&path) {
                         self.delete_file_docs(&path);
-                        self.pending_removals.extend(entry.chunks.iter().map(|c| c.id));
+                        self.pending_removals.extend(entry.chunks.iter().copied());
                         stats.files_removed += 1;
                     }
                 }
@@ -68,7 +68,7 @@ impl Index {
                 let embed_text = record::embedding_text(&prepared.context, snippet, &prepared.chunk.text);
                 let embed_hash = xxhash_rust::xxh3::xxh3_64(embed_text.as_bytes());
                 let id = Arc::make_mut(&mut self.manifest).allocate_id();
-                match reusable.get(&embed_hash).map(|old| self.stored_vector(*old)).transpose()?.flatten() {
+                match self.reusable_vector(&reusable, embed_hash)? {
                     Some(v) => {
                         new_vectors.push((id, v));
                         stats.vectors_reused += 1;
@@ -94,7 +94,7 @@ impl Index {
         for (file, refs) in staged {
             self.delete_file_docs(&file.path);
             if let Some(old) = self.manifest.files.get(&file.path) {
-                self.pending_removals.extend(old.chunks.iter().map(|c| c.id));
+                self.pending_removals.extend(old.chunks.iter().copied());
             }
             for (prepared, r) in file.chunks.iter().zip(&refs) {
                 let record = record::prepared_record(&file, prepared, *r);
@@ -169,6 +169,19 @@ impl Index {
         }
     }
 
+    /// A vector already made for the text with this hash: a live chunk's, else one that a
+    /// chunk which went left.
+    fn reusable_vector(
+        &self,
+        reusable: &super::manifest::IdsByEmbedHash,
+        hash: u64,
+    ) -> Result<Option<Vec<f32>>, IndexError> {
+        match reusable.get(&hash).map(|id| self.stored_vector(*id)).transpose()?.flatten() {
+            Some(vector) => Ok(Some(vector)),
+            None => Ok(self.retired_vector(hash)),
+        }
+    }
+
     fn delete_file_docs(&mut self, path: &str) {
         if let Some(writer) = &self.writer {
             writer.delete_term(Term::from_field_text(self.fields.path, path));
@@ -211,12 +224,7 @@ impl Index {
             let embed_text = record.embedding_text();
             record.embed_hash = xxhash_rust::xxh3::xxh3_64(embed_text.as_bytes());
             if record.embed_hash != old.embed_hash {
-                match reusable
-                    .get(&record.embed_hash)
-                    .map(|other| self.stored_vector(*other))
-                    .transpose()?
-                    .flatten()
-                {
+                match self.reusable_vector(&reusable, record.embed_hash)? {
                     Some(v) => self.stage_vector(record.id, v)?,
                     None => to_embed.push((record.id, embed_text)),
                 }
