@@ -4,7 +4,10 @@
 //! without its id). Well-formed lines pass through unchanged, in order; the SDK's output is
 //! copied out line by line, with those error answers slotted in between.
 
-use rmcp::model::ClientJsonRpcMessage;
+use rmcp::model::{
+    CallToolRequest, ClientJsonRpcMessage, ClientRequest, InitializeRequest, JsonRpcMessage,
+    ListToolsRequest, PingRequest,
+};
 use serde_json::{Value, json};
 use tokio::io::{
     AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
@@ -67,7 +70,15 @@ pub fn check(line: &[u8]) -> Verdict {
         Err(answer) => return Verdict::Answer(answer),
     };
     // The common case costs one parse.
-    if serde_json::from_str::<ClientJsonRpcMessage>(text).is_ok() {
+    if let Ok(message) = serde_json::from_str::<ClientJsonRpcMessage>(text) {
+        // A request for a method the server serves whose params are of the wrong shape is
+        // read by the SDK as a request of a method it does not know, and answered so.
+        if let JsonRpcMessage::Request(request) = &message
+            && let ClientRequest::CustomRequest(custom) = &request.request
+            && let Some(why) = served_params_error(text, &custom.method)
+        {
+            return Verdict::Answer(error(json!(request.id), -32602, format!("Invalid params: {why}")));
+        }
         return Verdict::Pass;
     }
     let value: Value = match serde_json::from_str(text) {
@@ -109,6 +120,28 @@ pub fn check(line: &[u8]) -> Verdict {
                 .into(),
         )),
     }
+}
+
+/// Why the params of a request for one of the methods this server serves cannot be read,
+/// in serde's words; `None` for another method.
+fn served_params_error(text: &str, method: &str) -> Option<String> {
+    fn why<T: serde::de::DeserializeOwned>(body: Value) -> Option<String> {
+        serde_json::from_value::<T>(body).err().map(|e| format!("{e}"))
+    }
+    let mut body: Value = serde_json::from_str(text).ok()?;
+    let params = body.get_mut("params").map(Value::take);
+    if params.is_none() && matches!(method, "initialize" | "tools/call") {
+        return Some(format!("`{method}` needs params"));
+    }
+    let body = json!({ "method": method, "params": params });
+    match method {
+        "initialize" => why::<InitializeRequest>(body),
+        "ping" => why::<PingRequest>(body),
+        "tools/list" => why::<ListToolsRequest>(body),
+        "tools/call" => why::<CallToolRequest>(body),
+        _ => None,
+    }
+    .map(|e| format!("`{method}`: {e}"))
 }
 
 /// Why the SDK cannot read a request, in serde's words.
@@ -232,6 +265,21 @@ mod tests {
         // A pair is a character.
         assert_eq!(
             check(br#"{"jsonrpc":"2.0","id":1,"method":"ping","extra":"\ud83d\ude80"}"#),
+            Verdict::Pass
+        );
+        // Params of the wrong shape for a method the server serves, and for one it does not.
+        let e = answer(r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":5}}"#);
+        assert_eq!((e["id"].clone(), e["error"]["code"].clone()), (json!(9), json!(-32602)));
+        let message = e["error"]["message"].as_str().unwrap();
+        assert!(message.contains("`tools/call`") && message.contains("integer"), "{message}");
+        assert_eq!(
+            answer(r#"{"jsonrpc":"2.0","id":"p","method":"initialize","params":{}}"#)["error"]["code"],
+            -32602
+        );
+        let e = answer(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call"}"#);
+        assert_eq!(e["error"]["message"], "Invalid params: `tools/call` needs params");
+        assert_eq!(
+            check(br#"{"jsonrpc":"2.0","id":3,"method":"resources/list","params":{"x":5}}"#.as_slice()),
             Verdict::Pass
         );
         // A malformed notification gets no answer.
