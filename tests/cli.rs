@@ -62,6 +62,31 @@ fn index_then_search_finds_the_answer() {
 }
 
 #[test]
+fn index_and_status_take_the_folder_as_an_argument_or_as_dir() {
+    // Run from elsewhere, as a user names a notes folder.
+    let cli = Cli::new();
+    let root = cli.fixture.root().to_str().unwrap().to_string();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_situate"))
+            .args(args)
+            .current_dir(elsewhere.path())
+            .env("XDG_CACHE_HOME", cli.fixture.index.path())
+            .output()
+            .unwrap()
+    };
+    let text = |out: &Output| String::from_utf8_lossy(&out.stdout).into_owned();
+    let out = run(&["index", "--dir", &root]);
+    assert!(out.status.success() && text(&out).contains("4 files seen"), "{out:?}");
+    for args in [vec!["status", &root], vec!["status", "--dir", &root]] {
+        let out = run(&args);
+        assert!(out.status.success() && text(&out).contains("files:     4"), "{args:?}: {out:?}");
+    }
+    let out = run(&["status", &root, "--dir", &root]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("cannot be used with"));
+}
+
+#[test]
 fn a_search_names_a_file_left_out_once_and_status_lists_it() {
     let cli = Cli::new();
     cli.fixture.write("ops/dump.md", b"# Dump\n\x00\x01binary\n");

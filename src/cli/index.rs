@@ -2,7 +2,7 @@
 //! snippets that chunks wait for.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Result, bail};
 
@@ -14,9 +14,8 @@ use crate::wire::{IndexSummaryJson, ReportJson, SnippetRunJson};
 /// Index a folder (only what changed since the last run).
 #[derive(Debug, clap::Args)]
 pub struct IndexArgs {
-    /// The workspace folder.
-    #[arg(default_value = ".")]
-    pub dir: PathBuf,
+    #[command(flatten)]
+    folder: super::Folder,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -33,10 +32,11 @@ pub struct IndexArgs {
 }
 
 pub fn run(args: IndexArgs, config: Option<&Path>, out: &mut impl Write) -> Result<()> {
-    let mut engine = open(&args.dir, config, OpenMode::Write)?;
+    let dir = args.folder.path();
+    let mut engine = open(dir, config, OpenMode::Write)?;
     if engine.is_read_only() {
         let writer = engine.other_writer();
-        bail!("{writer} is writing the index of {}; {}", args.dir.display(), writer.meanwhile());
+        bail!("{writer} is writing the index of {}; {}", dir.display(), writer.meanwhile());
     }
     if args.snippets && !engine.snippets_on() {
         let why: Vec<String> = engine

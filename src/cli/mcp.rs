@@ -1,15 +1,14 @@
 //! `situate mcp`: the Model Context Protocol server on stdin/stdout, for AI agents.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 
 /// Serve the workspace's search to AI agents over the Model Context Protocol (stdio).
 #[derive(Debug, clap::Args)]
 pub struct McpArgs {
-    /// The workspace folder.
-    #[arg(long, default_value = ".")]
-    pub dir: PathBuf,
+    #[command(flatten)]
+    folder: super::Folder,
     /// Seconds without a tool call (and with no vectors left to fill) after which the server
     /// lets go of the index's writer lock, so that an editor or `situate index` can write
     /// the index; the next call takes it again when it is free.
@@ -19,6 +18,6 @@ pub struct McpArgs {
 
 pub fn run(args: McpArgs, config: Option<&Path>) -> Result<()> {
     super::settings_readable(config)?;
-    crate::mcp::serve_stdio(&args.dir, config, std::time::Duration::from_secs(args.idle))
+    crate::mcp::serve_stdio(args.folder.path(), config, std::time::Duration::from_secs(args.idle))
         .context("cannot serve MCP")
 }

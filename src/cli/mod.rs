@@ -24,6 +24,24 @@ use clap::{Parser, Subcommand};
 use crate::engine::{Engine, EngineError, OpenMode, ReconcileReport};
 use crate::search::{Expand, SearchMode};
 
+/// The workspace folder of a command that takes no other argument: given as `DIR` or as
+/// `--dir DIR`, as the other commands take it.
+#[derive(Debug, clap::Args)]
+struct Folder {
+    /// The workspace folder (also `--dir DIR`) [default: .]
+    #[arg(value_name = "DIR")]
+    positional: Option<PathBuf>,
+    /// The workspace folder, as the other commands take it.
+    #[arg(long = "dir", value_name = "DIR", conflicts_with = "positional")]
+    flag: Option<PathBuf>,
+}
+
+impl Folder {
+    fn path(&self) -> &Path {
+        self.positional.as_deref().or(self.flag.as_deref()).unwrap_or(Path::new("."))
+    }
+}
+
 /// Contextual semantic search over the markdown and text files of a folder.
 #[derive(Debug, Parser)]
 #[command(name = "situate", version, about, long_about = None)]

@@ -17,6 +17,7 @@ pub struct ShowArgs {
     /// The workspace folder.
     #[arg(long, default_value = ".")]
     pub dir: PathBuf,
+    /// Print the chunks as JSON.
     #[arg(long)]
     pub json: bool,
 }

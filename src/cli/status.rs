@@ -1,7 +1,7 @@
 //! `situate status`: what the index holds and its health.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Result;
 
@@ -12,15 +12,15 @@ use crate::wire::StatusJson;
 /// Show what the index holds and its health.
 #[derive(Debug, clap::Args)]
 pub struct StatusArgs {
-    /// The workspace folder.
-    #[arg(long, default_value = ".")]
-    pub dir: PathBuf,
+    #[command(flatten)]
+    folder: super::Folder,
+    /// Print the status as JSON.
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(args: StatusArgs, config: Option<&Path>, out: &mut impl Write) -> Result<()> {
-    let engine = open(&args.dir, config, OpenMode::ReadOnly)?;
+    let engine = open(args.folder.path(), config, OpenMode::ReadOnly)?;
     let status = engine.view().status_with_estimate()?;
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &StatusJson::from(&status))?;
