@@ -248,6 +248,27 @@ fn machines_filling_at_once_share_the_work() {
 }
 
 #[test]
+fn chunks_of_the_same_text_are_claimed_and_shared_once() {
+    let Some(pg) = Postgres::start() else { return };
+    // Copies of a page (a folder of each version of the docs) embed the same text: their
+    // chunks fall in one batch, and the batch's claim names that text twice.
+    let f = Fixture::empty();
+    for copy in ["v1", "v2", "v3"] {
+        f.write(&format!("{copy}/backup.md"), "# Backups\n\nSnapshots are kept for thirty days.\n");
+        common::age(&f.root().join(format!("{copy}/backup.md")));
+    }
+    let (mut engine, computed) = machine(&f, team(&pg.super_url()));
+    engine.reconcile(&mut |_| {}).unwrap();
+    let status = engine.status();
+    assert_eq!((status.chunks, status.vectors, status.vectors_pending), (3, 3, 0));
+    let live = status.team.unwrap().live.unwrap();
+    assert_eq!(live.state, "connected", "{live:?}");
+    assert_eq!(vector_rows(&pg), 1, "the text's vector was shared: {live:?}");
+    assert!(computed.count() >= 1);
+    assert_eq!(pg.count("SELECT count(*) FROM situate_claims"), 0, "the lease was given back");
+}
+
+#[test]
 fn a_crashed_claimers_work_is_taken_over_after_its_lease() {
     let Some(pg) = Postgres::start() else { return };
     let (a, b) = (pages(150), pages(150));

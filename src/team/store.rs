@@ -248,7 +248,8 @@ pub async fn push_snippets(
 
 /// Takes a lease on those of `keys` that nobody holds (or whose lease ran out) and that
 /// are not done yet (`done_in`: the vectors of that model id). Keys go in sorted order, so
-/// that two members claiming overlapping batches lock rows in the same order.
+/// that two members claiming overlapping batches lock rows in the same order, and once
+/// each: chunks of the same text share a key, and an upsert may not touch a row twice.
 pub async fn claim(
     client: &Client,
     scope: &str,
@@ -259,6 +260,7 @@ pub async fn claim(
 ) -> Result<Vec<Vec<u8>>, tokio_postgres::Error> {
     let mut sorted: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
     sorted.sort_unstable();
+    sorted.dedup();
     let rows = client
         .query(
             "INSERT INTO situate_claims (scope, key, holder, expires_at)
