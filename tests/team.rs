@@ -109,7 +109,7 @@ fn a_member_who_only_reads_pulls_and_never_pushes() {
     assert_eq!(computed.count(), report.vectors_embedded);
     assert_eq!(vector_rows(&pg), rows, "a reader adds nothing");
     let live = reader.status().team.unwrap().live.unwrap();
-    assert!(live.read_only.as_deref().unwrap_or("").contains("permission denied"), "{live:?}");
+    assert!(live.read_only.as_deref().unwrap_or("").contains("may not add to it"), "{live:?}");
 
     // `push = false` reads the same way without trying to write.
     c.write("new/other.md", "# Other\n\nA page about lichens on granite.\n");
@@ -120,6 +120,48 @@ fn a_member_who_only_reads_pulls_and_never_pushes() {
     assert!(report.vectors_from_team > 0 && report.vectors_embedded >= 1);
     assert_eq!(vector_rows(&pg), rows);
     assert_eq!(pg.count("SELECT count(*) FROM situate_claims"), 0);
+}
+
+#[test]
+fn a_role_is_told_what_it_may_not_do_before_a_statement_fails() {
+    let Some(pg) = Postgres::start() else { return };
+    pg.sql(
+        "CREATE ROLE reader LOGIN PASSWORD 'reader-pw'; CREATE ROLE stranger LOGIN PASSWORD 'stranger-pw'",
+    );
+    let reader_url = pg.url("reader", "reader-pw", "postgres");
+    let live = |engine: &Engine| engine.status().team.unwrap().live.unwrap();
+
+    // A reader before any writer made the tables: nothing to read yet, and it says so.
+    let a = Fixture::standard();
+    let (mut early, computed) = machine(&a, team(&reader_url));
+    early.reconcile(&mut |_| {}).unwrap();
+    let state = live(&early).state;
+    assert!(state.starts_with("unreachable") && state.contains("no situate tables yet"), "{state}");
+    assert_eq!(computed.count(), early.status().chunks);
+
+    let (b, c, d) = (Fixture::standard(), Fixture::standard(), Fixture::standard());
+    let (mut writer, _) = machine(&b, team(&pg.super_url()));
+    writer.reconcile(&mut |_| {}).unwrap();
+    pg.sql("GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader");
+    let logged = pg.log().len();
+
+    // A role that may not read the tables is not a member who reads only: it is told what
+    // it lacks, and the fill goes on here.
+    let (mut stranger, computed) = machine(&c, team(&pg.url("stranger", "stranger-pw", "postgres")));
+    stranger.reconcile(&mut |_| {}).unwrap();
+    let state = live(&stranger).state;
+    assert!(state.starts_with("unreachable: this role may not read"), "{state}");
+    assert!(state.contains("SELECT on situate_models"), "{state}");
+    assert_eq!(computed.count(), stranger.status().chunks);
+
+    // A reader reads, is read-only from the start, and makes no statement that fails.
+    let (mut reader, computed) = machine(&d, team(&reader_url));
+    let report = reader.reconcile(&mut |_| {}).unwrap();
+    assert_eq!((report.vectors_from_team, computed.count()), (reader.status().chunks, 0));
+    let reason = live(&reader).read_only.unwrap();
+    assert!(reason.contains("may not add to it") && reason.contains("INSERT on situate_vectors"), "{reason}");
+    let log = pg.log();
+    assert!(!log[logged..].contains("ERROR"), "{}", &log[logged..]);
 }
 
 #[test]
