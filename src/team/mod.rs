@@ -33,8 +33,8 @@ use store::{Access, Schema, VectorRow};
 /// The environment variable that names a team cache when `[team] url` does not.
 pub const URL_VAR: &str = "SITUATE_TEAM_URL";
 
-/// `[team]` in `situate.toml`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `[team]` in `situate.toml`. Its `Debug` form hides the password.
+#[derive(Clone, PartialEq, Eq)]
 pub struct TeamConfig {
     /// `postgres://user:password@host:port/db?sslmode=…`.
     pub url: String,
@@ -49,6 +49,18 @@ pub struct TeamConfig {
 impl TeamConfig {
     pub fn new(url: impl Into<String>) -> TeamConfig {
         TeamConfig { url: url.into(), push: true, lease_secs: 120, timeout_secs: 5 }
+    }
+}
+
+impl std::fmt::Debug for TeamConfig {
+    /// Settings end up in logs and test failures whole: the URL goes without its password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TeamConfig")
+            .field("url", &connect::scrub(&self.url, &self.url))
+            .field("push", &self.push)
+            .field("lease_secs", &self.lease_secs)
+            .field("timeout_secs", &self.timeout_secs)
+            .finish()
     }
 }
 
@@ -593,6 +605,13 @@ mod tests {
             assert!(!team.usable(), "a failed server is waited out");
             drop(team);
         });
+    }
+
+    #[test]
+    fn settings_are_debugged_without_their_password() {
+        let config = TeamConfig::new("postgres://alice:hunter22@db.example/docs");
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("hunter22") && shown.contains("alice:****@db.example"), "{shown}");
     }
 
     #[test]
