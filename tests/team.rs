@@ -599,3 +599,23 @@ fn the_binary_with_e5_shares_through_the_team_and_searches_never_wait_on_it() {
     assert!(out.contains("kitchen/"), "{out}");
     assert_eq!(proxy.connections(), before, "a search never contacts the team cache");
 }
+
+#[test]
+fn the_index_summary_says_why_the_team_gave_or_took_nothing() {
+    let Some(pg) = Postgres::start() else { return };
+    let a = Fixture::standard();
+    let url = pg.url("situate", "wrong-secret-77", "postgres");
+    let (out, _) = situate(&a, &["index"], &[("SITUATE_TEAM_URL", url.as_str())]);
+    assert!(out.contains("computed here (unreachable: password authentication failed"), "{out}");
+    assert!(!out.contains("wrong-secret-77"), "{out}");
+
+    // The tables made by a writer, a member who only reads says so beside its counts.
+    let w = Fixture::standard();
+    let (mut writer, _) = machine(&w, team(&pg.super_url()));
+    writer.reconcile(&mut |_| {}).unwrap();
+    let b = Fixture::standard();
+    b.write("situate.toml", "[team]\npush = false\n");
+    let url = pg.super_url();
+    let (out, _) = situate(&b, &["index"], &[("SITUATE_TEAM_URL", url.as_str())]);
+    assert!(out.contains("computed here (reading only: push = false)"), "{out}");
+}
