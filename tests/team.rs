@@ -235,6 +235,73 @@ impl Embedder for Slow {
     }
 }
 
+/// The static model asked for shorter vectors, as a remote model's `dimensions` asks: the
+/// same identity, another length.
+struct Shortened {
+    inner: Arc<Counting>,
+    dimensions: usize,
+}
+
+impl Embedder for Shortened {
+    fn identity(&self) -> EmbedderIdentity {
+        EmbedderIdentity { dimensions: self.dimensions, ..self.inner.identity() }
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let vectors = self.inner.embed(texts)?;
+        Ok(vectors
+            .into_iter()
+            .map(|v| {
+                let short = &v[..self.dimensions];
+                let norm = short.iter().map(|x| x * x).sum::<f32>().sqrt();
+                short.iter().map(|x| x / norm).collect()
+            })
+            .collect())
+    }
+}
+
+#[test]
+fn one_model_at_two_lengths_is_shared_as_two_models_and_an_older_schema_is_migrated() {
+    let Some(pg) = Postgres::start() else { return };
+    let (a, b, c) = (Fixture::standard(), Fixture::standard(), Fixture::standard());
+    let (mut full, _) = machine(&a, team(&pg.super_url()));
+    full.reconcile(&mut |_| {}).unwrap();
+    let dims = full.status().embedder.dimensions;
+    let rows = vector_rows(&pg);
+    // The cache as a situate of schema version 1 left it: a model was its identity alone.
+    pg.sql(
+        "ALTER TABLE situate_models DROP CONSTRAINT situate_models_identity_dimensions_key,
+           ADD CONSTRAINT situate_models_identity_key UNIQUE (identity);
+         UPDATE situate_schema SET version = 1",
+    );
+
+    let short = |f: &Fixture| {
+        let counting = Counting::slow();
+        let mut settings = f.config();
+        settings.team = Some(team(&pg.super_url()));
+        let embedder = Arc::new(Shortened { inner: counting.clone(), dimensions: dims / 2 });
+        (f.engine_with(settings, embedder), counting)
+    };
+    // The first machine with shorter vectors takes none of the longer ones, and shares its own.
+    let (mut first, computed) = short(&b);
+    let report = first.reconcile(&mut |_| {}).unwrap();
+    let chunks = first.status().chunks;
+    assert_eq!((report.vectors_from_team, computed.count()), (0, chunks));
+    assert_eq!(pg.count("SELECT count(*) FROM situate_models"), 2);
+    assert_eq!(pg.count("SELECT version FROM situate_schema"), situate::team::SCHEMA_VERSION as i64);
+    assert_eq!(vector_rows(&pg), 2 * rows, "{:?}", first.status().team.unwrap().live);
+    // The next one takes them.
+    let (mut second, computed) = short(&c);
+    let report = second.reconcile(&mut |_| {}).unwrap();
+    assert_eq!((report.vectors_from_team, computed.count()), (chunks, 0));
+    assert_eq!(answers(&first), answers(&second));
+    // The migration kept the longer vectors.
+    let d = Fixture::standard();
+    let (mut again, computed) = machine(&d, team(&pg.super_url()));
+    let report = again.reconcile(&mut |_| {}).unwrap();
+    assert_eq!((report.vectors_from_team, computed.count()), (chunks, 0));
+    assert_eq!(answers(&full), answers(&again));
+}
+
 /// A workspace of `n` pages of about one chunk each, the same on every machine.
 fn pages(n: usize) -> Fixture {
     let f = Fixture::empty();

@@ -6,7 +6,7 @@ use pgvector::HalfVector;
 use tokio_postgres::Client;
 
 /// The schema this binary writes. A server at a newer version is read, never written.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// Held while the schema is created or migrated, so that two first runs do not race.
 const MIGRATION_LOCK: i64 = 0x5174_7561_7465_0001;
@@ -47,6 +47,13 @@ CREATE UNLOGGED TABLE situate_claims (
 );
 ";
 
+/// Version 2: a model is its identity and its dimensions, so that one model asked for
+/// vectors of other lengths (a remote model's `dimensions`) is a model of its own.
+const V2: &str = "
+ALTER TABLE situate_models DROP CONSTRAINT situate_models_identity_key;
+ALTER TABLE situate_models ADD CONSTRAINT situate_models_identity_dimensions_key UNIQUE (identity, dimensions);
+";
+
 /// What the server's schema allows this binary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Schema {
@@ -80,6 +87,9 @@ pub async fn migrate(client: &mut Client) -> Result<Schema, tokio_postgres::Erro
     }
     if found < 1 {
         tx.batch_execute(V1).await?;
+    }
+    if found < 2 {
+        tx.batch_execute(V2).await?;
     }
     tx.execute(
         "INSERT INTO situate_schema (version) VALUES ($1)
@@ -187,7 +197,7 @@ pub async fn model_id(
     if create {
         client
             .execute(
-                "INSERT INTO situate_models (identity, dimensions) VALUES ($1, $2) ON CONFLICT (identity) DO NOTHING",
+                "INSERT INTO situate_models (identity, dimensions) VALUES ($1, $2) ON CONFLICT (identity, dimensions) DO NOTHING",
                 &[&identity, &dims],
             )
             .await?;
