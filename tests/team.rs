@@ -109,7 +109,7 @@ fn a_member_who_only_reads_pulls_and_never_pushes() {
     assert_eq!(computed.count(), report.vectors_embedded);
     assert_eq!(vector_rows(&pg), rows, "a reader adds nothing");
     let live = reader.status().team.unwrap().live.unwrap();
-    assert!(live.read_only.as_deref().unwrap_or("").contains("permission denied"), "{live:?}");
+    assert!(live.read_only.as_deref().unwrap_or("").contains("may not add to it"), "{live:?}");
 
     // `push = false` reads the same way without trying to write.
     c.write("new/other.md", "# Other\n\nA page about lichens on granite.\n");
@@ -120,6 +120,48 @@ fn a_member_who_only_reads_pulls_and_never_pushes() {
     assert!(report.vectors_from_team > 0 && report.vectors_embedded >= 1);
     assert_eq!(vector_rows(&pg), rows);
     assert_eq!(pg.count("SELECT count(*) FROM situate_claims"), 0);
+}
+
+#[test]
+fn a_role_is_told_what_it_may_not_do_before_a_statement_fails() {
+    let Some(pg) = Postgres::start() else { return };
+    pg.sql(
+        "CREATE ROLE reader LOGIN PASSWORD 'reader-pw'; CREATE ROLE stranger LOGIN PASSWORD 'stranger-pw'",
+    );
+    let reader_url = pg.url("reader", "reader-pw", "postgres");
+    let live = |engine: &Engine| engine.status().team.unwrap().live.unwrap();
+
+    // A reader before any writer made the tables: nothing to read yet, and it says so.
+    let a = Fixture::standard();
+    let (mut early, computed) = machine(&a, team(&reader_url));
+    early.reconcile(&mut |_| {}).unwrap();
+    let state = live(&early).state;
+    assert!(state.starts_with("unreachable") && state.contains("no situate tables yet"), "{state}");
+    assert_eq!(computed.count(), early.status().chunks);
+
+    let (b, c, d) = (Fixture::standard(), Fixture::standard(), Fixture::standard());
+    let (mut writer, _) = machine(&b, team(&pg.super_url()));
+    writer.reconcile(&mut |_| {}).unwrap();
+    pg.sql("GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader");
+    let logged = pg.log().len();
+
+    // A role that may not read the tables is not a member who reads only: it is told what
+    // it lacks, and the fill goes on here.
+    let (mut stranger, computed) = machine(&c, team(&pg.url("stranger", "stranger-pw", "postgres")));
+    stranger.reconcile(&mut |_| {}).unwrap();
+    let state = live(&stranger).state;
+    assert!(state.starts_with("unreachable: this role may not read"), "{state}");
+    assert!(state.contains("SELECT on situate_models"), "{state}");
+    assert_eq!(computed.count(), stranger.status().chunks);
+
+    // A reader reads, is read-only from the start, and makes no statement that fails.
+    let (mut reader, computed) = machine(&d, team(&reader_url));
+    let report = reader.reconcile(&mut |_| {}).unwrap();
+    assert_eq!((report.vectors_from_team, computed.count()), (reader.status().chunks, 0));
+    let reason = live(&reader).read_only.unwrap();
+    assert!(reason.contains("may not add to it") && reason.contains("INSERT on situate_vectors"), "{reason}");
+    let log = pg.log();
+    assert!(!log[logged..].contains("ERROR"), "{}", &log[logged..]);
 }
 
 #[test]
@@ -193,6 +235,73 @@ impl Embedder for Slow {
     }
 }
 
+/// The static model asked for shorter vectors, as a remote model's `dimensions` asks: the
+/// same identity, another length.
+struct Shortened {
+    inner: Arc<Counting>,
+    dimensions: usize,
+}
+
+impl Embedder for Shortened {
+    fn identity(&self) -> EmbedderIdentity {
+        EmbedderIdentity { dimensions: self.dimensions, ..self.inner.identity() }
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let vectors = self.inner.embed(texts)?;
+        Ok(vectors
+            .into_iter()
+            .map(|v| {
+                let short = &v[..self.dimensions];
+                let norm = short.iter().map(|x| x * x).sum::<f32>().sqrt();
+                short.iter().map(|x| x / norm).collect()
+            })
+            .collect())
+    }
+}
+
+#[test]
+fn one_model_at_two_lengths_is_shared_as_two_models_and_an_older_schema_is_migrated() {
+    let Some(pg) = Postgres::start() else { return };
+    let (a, b, c) = (Fixture::standard(), Fixture::standard(), Fixture::standard());
+    let (mut full, _) = machine(&a, team(&pg.super_url()));
+    full.reconcile(&mut |_| {}).unwrap();
+    let dims = full.status().embedder.dimensions;
+    let rows = vector_rows(&pg);
+    // The cache as a situate of schema version 1 left it: a model was its identity alone.
+    pg.sql(
+        "ALTER TABLE situate_models DROP CONSTRAINT situate_models_identity_dimensions_key,
+           ADD CONSTRAINT situate_models_identity_key UNIQUE (identity);
+         UPDATE situate_schema SET version = 1",
+    );
+
+    let short = |f: &Fixture| {
+        let counting = Counting::slow();
+        let mut settings = f.config();
+        settings.team = Some(team(&pg.super_url()));
+        let embedder = Arc::new(Shortened { inner: counting.clone(), dimensions: dims / 2 });
+        (f.engine_with(settings, embedder), counting)
+    };
+    // The first machine with shorter vectors takes none of the longer ones, and shares its own.
+    let (mut first, computed) = short(&b);
+    let report = first.reconcile(&mut |_| {}).unwrap();
+    let chunks = first.status().chunks;
+    assert_eq!((report.vectors_from_team, computed.count()), (0, chunks));
+    assert_eq!(pg.count("SELECT count(*) FROM situate_models"), 2);
+    assert_eq!(pg.count("SELECT version FROM situate_schema"), situate::team::SCHEMA_VERSION as i64);
+    assert_eq!(vector_rows(&pg), 2 * rows, "{:?}", first.status().team.unwrap().live);
+    // The next one takes them.
+    let (mut second, computed) = short(&c);
+    let report = second.reconcile(&mut |_| {}).unwrap();
+    assert_eq!((report.vectors_from_team, computed.count()), (chunks, 0));
+    assert_eq!(answers(&first), answers(&second));
+    // The migration kept the longer vectors.
+    let d = Fixture::standard();
+    let (mut again, computed) = machine(&d, team(&pg.super_url()));
+    let report = again.reconcile(&mut |_| {}).unwrap();
+    assert_eq!((report.vectors_from_team, computed.count()), (chunks, 0));
+    assert_eq!(answers(&full), answers(&again));
+}
+
 /// A workspace of `n` pages of about one chunk each, the same on every machine.
 fn pages(n: usize) -> Fixture {
     let f = Fixture::empty();
@@ -245,6 +354,27 @@ fn machines_filling_at_once_share_the_work() {
     let rows = vector_rows(&pg) as usize;
     assert_eq!(computed, rows, "each vector was computed by one machine only: {reports:?}");
     assert!(reports.iter().all(|r| r.1 > 0), "every machine took a share: {reports:?}");
+}
+
+#[test]
+fn chunks_of_the_same_text_are_claimed_and_shared_once() {
+    let Some(pg) = Postgres::start() else { return };
+    // Copies of a page (a folder of each version of the docs) embed the same text: their
+    // chunks fall in one batch, and the batch's claim names that text twice.
+    let f = Fixture::empty();
+    for copy in ["v1", "v2", "v3"] {
+        f.write(&format!("{copy}/backup.md"), "# Backups\n\nSnapshots are kept for thirty days.\n");
+        common::age(&f.root().join(format!("{copy}/backup.md")));
+    }
+    let (mut engine, computed) = machine(&f, team(&pg.super_url()));
+    engine.reconcile(&mut |_| {}).unwrap();
+    let status = engine.status();
+    assert_eq!((status.chunks, status.vectors, status.vectors_pending), (3, 3, 0));
+    let live = status.team.unwrap().live.unwrap();
+    assert_eq!(live.state, "connected", "{live:?}");
+    assert_eq!(vector_rows(&pg), 1, "the text's vector was shared: {live:?}");
+    assert!(computed.count() >= 1);
+    assert_eq!(pg.count("SELECT count(*) FROM situate_claims"), 0, "the lease was given back");
 }
 
 #[test]
@@ -535,4 +665,24 @@ fn the_binary_with_e5_shares_through_the_team_and_searches_never_wait_on_it() {
     let (out, _) = situate(&b, &["search", "--no-update", "sourdough", "-k", "3"], &env);
     assert!(out.contains("kitchen/"), "{out}");
     assert_eq!(proxy.connections(), before, "a search never contacts the team cache");
+}
+
+#[test]
+fn the_index_summary_says_why_the_team_gave_or_took_nothing() {
+    let Some(pg) = Postgres::start() else { return };
+    let a = Fixture::standard();
+    let url = pg.url("situate", "wrong-secret-77", "postgres");
+    let (out, _) = situate(&a, &["index"], &[("SITUATE_TEAM_URL", url.as_str())]);
+    assert!(out.contains("computed here (unreachable: password authentication failed"), "{out}");
+    assert!(!out.contains("wrong-secret-77"), "{out}");
+
+    // The tables made by a writer, a member who only reads says so beside its counts.
+    let w = Fixture::standard();
+    let (mut writer, _) = machine(&w, team(&pg.super_url()));
+    writer.reconcile(&mut |_| {}).unwrap();
+    let b = Fixture::standard();
+    b.write("situate.toml", "[team]\npush = false\n");
+    let url = pg.super_url();
+    let (out, _) = situate(&b, &["index"], &[("SITUATE_TEAM_URL", url.as_str())]);
+    assert!(out.contains("computed here (reading only: push = false)"), "{out}");
 }

@@ -29,10 +29,20 @@ pub fn index_summary(out: &mut impl Write, engine: &Engine, r: &ReconcileReport)
         writeln!(out, "{} vectors re-embedded from stored texts", r.vectors_refilled)?;
     }
     if let Some(team) = &status.team {
+        // Why the cache gave nothing, or took nothing, belongs beside its counts: the
+        // warning that said so scrolled by with the progress.
+        let why = team.live.as_ref().and_then(|live| match (live.state.as_str(), &live.read_only) {
+            ("connected" | "not contacted yet", None) => None,
+            ("connected" | "not contacted yet", Some(reason)) => Some(format!(" (reading only: {reason})")),
+            (state, _) => Some(format!(" ({state})")),
+        });
         writeln!(
             out,
-            "team cache {}: {} vectors taken from it, {} computed here",
-            team.target, r.vectors_from_team, r.vectors_embedded
+            "team cache {}: {} vectors taken from it, {} computed here{}",
+            team.target,
+            r.vectors_from_team,
+            r.vectors_embedded,
+            why.unwrap_or_default()
         )?;
     }
     if status.vectors_pending > 0 {

@@ -301,7 +301,7 @@ impl Config {
         D::Error: fmt::Display,
     {
         let mut unknown = Vec::new();
-        let raw: Result<RawConfig, _> = serde_ignored::deserialize(de, |path| unknown.push(path.to_string()));
+        let raw: Result<RawConfig, _> = serde_ignored::deserialize(de, |path| unknown.push(key_of(&path)));
         let mut v = Validator { problems: Vec::new() };
         for key in unknown {
             v.problem(&key, "unknown key (ignored)");
@@ -317,6 +317,24 @@ impl Config {
         let config = Config::validate(raw, &mut v);
         LoadedConfig { config, problems: v.problems, source: None }
     }
+}
+
+/// A settings key as written (`team.lease`): serde_ignored's form also names the layers
+/// that only its types have (`team.?.lease` for an optional table).
+fn key_of(path: &serde_ignored::Path) -> String {
+    use serde_ignored::Path;
+    match path {
+        Path::Root => String::new(),
+        Path::Seq { parent, index } => join_key(key_of(parent), &index.to_string()),
+        Path::Map { parent, key } => join_key(key_of(parent), key),
+        Path::Some { parent } | Path::NewtypeStruct { parent } | Path::NewtypeVariant { parent } => {
+            key_of(parent)
+        }
+    }
+}
+
+fn join_key(parent: String, key: &str) -> String {
+    if parent.is_empty() { key.to_string() } else { format!("{parent}.{key}") }
 }
 
 #[cfg(test)]
@@ -420,6 +438,11 @@ mod tests {
         let k = keys(&loaded);
         assert!(k.contains(&"chunk.max_token"), "{k:?}");
         assert!(k.contains(&"colour"), "{k:?}");
+        // Tables that are off unless present are named as written, too.
+        let loaded =
+            Config::from_toml("[team]\nurl = \"postgres://h/d\"\nlease = 10\n[snippets]\nmodle = \"x\"\n");
+        let k = keys(&loaded);
+        assert!(k.contains(&"team.lease") && k.contains(&"snippets.modle"), "{k:?}");
     }
 
     #[test]

@@ -51,11 +51,24 @@ impl Target {
         let url = url.trim();
         let (kept, tls, root_cert) = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             split_url(url)?
+        } else if let Some((scheme, _)) = url.split_once("://")
+            && !scheme.is_empty()
+            && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+        {
+            return Err(TeamError::Config(format!(
+                "the address starts with {scheme}://, not postgres:// or postgresql:// (or is key=value pairs)"
+            )));
         } else {
             split_key_values(url)?
         };
-        let mut config: tokio_postgres::Config =
-            kept.parse().map_err(|e: tokio_postgres::Error| TeamError::Config(scrub(&e.to_string(), url)))?;
+        let mut config: tokio_postgres::Config = kept.parse().map_err(|e: tokio_postgres::Error| {
+            // tokio-postgres says which option is wrong only in the error's source.
+            let reason = match std::error::Error::source(&e) {
+                Some(source) => format!("{e}: {source}"),
+                None => e.to_string(),
+            };
+            TeamError::Config(scrub(&reason, url))
+        })?;
         if config.get_password().is_none()
             && let Some(password) = pgpassword.filter(|p| !p.is_empty())
         {
@@ -357,5 +370,11 @@ mod tests {
         let e = Target::parse("postgres://u:pw12@h/d?bogus=1", None).unwrap_err().to_string();
         assert!(!e.contains("pw12"), "{e}");
         assert_eq!(scrub("password pw%40x failed", "postgres://u:pw%40x@h"), "password **** failed");
+        let e = Target::parse("postgres://u:pw12@h:99999/d", None).unwrap_err().to_string();
+        assert!(e.ends_with("invalid connection string: invalid value for option `port`"), "{e}");
+        let e = Target::parse("postgress://u:pw12@h/d", None).unwrap_err().to_string();
+        assert!(e.contains("starts with postgress://, not postgres://") && !e.contains("pw12"), "{e}");
+        let e = Target::parse("host=h password='a://b' port=x", None).unwrap_err().to_string();
+        assert!(e.contains("option `port`") && !e.contains("a://b"), "{e}");
     }
 }

@@ -28,13 +28,13 @@ use tokio_postgres::error::SqlState;
 
 pub use connect::{Target, TlsMode};
 pub use store::SCHEMA_VERSION;
-use store::{Schema, VectorRow};
+use store::{Access, Schema, VectorRow};
 
 /// The environment variable that names a team cache when `[team] url` does not.
 pub const URL_VAR: &str = "SITUATE_TEAM_URL";
 
-/// `[team]` in `situate.toml`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `[team]` in `situate.toml`. Its `Debug` form hides the password.
+#[derive(Clone, PartialEq, Eq)]
 pub struct TeamConfig {
     /// `postgres://user:password@host:port/db?sslmode=…`.
     pub url: String,
@@ -49,6 +49,18 @@ pub struct TeamConfig {
 impl TeamConfig {
     pub fn new(url: impl Into<String>) -> TeamConfig {
         TeamConfig { url: url.into(), push: true, lease_secs: 120, timeout_secs: 5 }
+    }
+}
+
+impl std::fmt::Debug for TeamConfig {
+    /// Settings end up in logs and test failures whole: the URL goes without its password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TeamConfig")
+            .field("url", &connect::scrub(&self.url, &self.url))
+            .field("push", &self.push)
+            .field("lease_secs", &self.lease_secs)
+            .field("timeout_secs", &self.timeout_secs)
+            .finish()
     }
 }
 
@@ -352,7 +364,11 @@ impl Team {
         }
         let lookup = |create: bool| {
             let (identity, dims) = (model.identity.clone(), model.dimensions);
-            self.run(move |c| async move { store::model_id(&c, &identity, dims, create).await })
+            // Decided once connected: connecting may find that this member cannot write.
+            self.run(move |c| {
+                let create = create && self.writes();
+                async move { store::model_id(&c, &identity, dims, create).await }
+            })
         };
         let create = self.writes();
         let id = match lookup(create) {
@@ -420,19 +436,42 @@ impl Team {
                 let (mut client, connection) =
                     config.connect(tokio_postgres_rustls::MakeRustlsConnect::new(tls)).await?;
                 runtime.spawn(connection);
-                let schema = if migrate { Some(store::migrate(&mut client).await?) } else { None };
-                Ok::<_, tokio_postgres::Error>((client, schema))
+                // The role's privileges first: a member who may not add to the cache is
+                // read-only before it tries to, and a reader of a database whose tables
+                // are not made yet is told so.
+                let mut access = store::access(&client).await?;
+                let mut schema = None;
+                if migrate && matches!(access, Access::Full | Access::NoTables) {
+                    schema = Some(store::migrate(&mut client).await?);
+                    access = store::access(&client).await?;
+                }
+                Ok::<_, tokio_postgres::Error>((client, schema, access))
             })
             .await;
             let _ = tx.send(connected);
         });
-        let (client, schema) = match rx.recv() {
+        let (client, schema, access) = match rx.recv() {
             Ok(Ok(Ok(connected))) => connected,
             Ok(Ok(Err(e))) => return Err(self.failed(Cause::Sql(e))),
             Ok(Err(_)) | Err(_) => return Err(self.failed(Cause::Timeout(deadline))),
         };
+        let cannot_write = match access {
+            Access::Full => None,
+            Access::ReadOnly(reason) => Some(reason),
+            Access::NoTables => {
+                let reason = "it holds no situate tables yet (the first member who may write creates them)";
+                return Err(self.failed(Cause::Setup(reason.to_string())));
+            }
+            Access::Unreadable(reason) => return Err(self.failed(Cause::Setup(reason))),
+        };
         let client = Arc::new(client);
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(reason) = cannot_write
+            && state.read_only.is_none()
+        {
+            tracing::info!(target = %self.target.shown, "team cache: {reason}; reading only");
+            state.read_only = Some(reason);
+        }
         if let Some(Schema::Newer(v)) = schema {
             let reason = format!(
                 "its schema is version {v}, newer than this situate's ({SCHEMA_VERSION}): reading only; update situate to add to it"
@@ -566,6 +605,13 @@ mod tests {
             assert!(!team.usable(), "a failed server is waited out");
             drop(team);
         });
+    }
+
+    #[test]
+    fn settings_are_debugged_without_their_password() {
+        let config = TeamConfig::new("postgres://alice:hunter22@db.example/docs");
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("hunter22") && shown.contains("alice:****@db.example"), "{shown}");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use pgvector::HalfVector;
 use tokio_postgres::Client;
 
 /// The schema this binary writes. A server at a newer version is read, never written.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// Held while the schema is created or migrated, so that two first runs do not race.
 const MIGRATION_LOCK: i64 = 0x5174_7561_7465_0001;
@@ -47,6 +47,13 @@ CREATE UNLOGGED TABLE situate_claims (
 );
 ";
 
+/// Version 2: a model is its identity and its dimensions, so that one model asked for
+/// vectors of other lengths (a remote model's `dimensions`) is a model of its own.
+const V2: &str = "
+ALTER TABLE situate_models DROP CONSTRAINT situate_models_identity_key;
+ALTER TABLE situate_models ADD CONSTRAINT situate_models_identity_dimensions_key UNIQUE (identity, dimensions);
+";
+
 /// What the server's schema allows this binary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Schema {
@@ -81,6 +88,9 @@ pub async fn migrate(client: &mut Client) -> Result<Schema, tokio_postgres::Erro
     if found < 1 {
         tx.batch_execute(V1).await?;
     }
+    if found < 2 {
+        tx.batch_execute(V2).await?;
+    }
     tx.execute(
         "INSERT INTO situate_schema (version) VALUES ($1)
          ON CONFLICT (only_row) DO UPDATE SET version = excluded.version, migrated_at = now()",
@@ -101,6 +111,81 @@ async fn read_version(client: &Client) -> Result<Option<i32>, tokio_postgres::Er
     Ok(client.query_opt("SELECT version FROM situate_schema", &[]).await?.map(|r| r.get(0)))
 }
 
+/// What the connected role may do with situate's tables, as the server's privileges say
+/// before any statement fails.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Access {
+    /// It may read and add.
+    Full,
+    /// It may read; why it may not add.
+    ReadOnly(String),
+    /// The tables are not there yet: a member who may write creates them.
+    NoTables,
+    /// It may not read them (why).
+    Unreadable(String),
+}
+
+/// The privileges that reading takes: looking models, vectors and snippets up.
+const READ: &[(&str, &str)] =
+    &[("situate_models", "SELECT"), ("situate_vectors", "SELECT"), ("situate_snippets", "SELECT")];
+
+/// The privileges that adding takes: rows of each kind, and leases taken, renewed and
+/// given back.
+const WRITE: &[(&str, &str)] = &[
+    ("situate_models", "INSERT"),
+    ("situate_vectors", "INSERT"),
+    ("situate_snippets", "INSERT"),
+    ("situate_claims", "SELECT"),
+    ("situate_claims", "INSERT"),
+    ("situate_claims", "UPDATE"),
+    ("situate_claims", "DELETE"),
+];
+
+/// Reads the role's privileges on situate's tables (as its search path finds them).
+pub async fn access(client: &Client) -> Result<Access, tokio_postgres::Error> {
+    let (tables, privileges): (Vec<&str>, Vec<&str>) = READ.iter().chain(WRITE).copied().unzip();
+    let rows = client
+        .query(
+            "SELECT to_regclass(t) IS NOT NULL, coalesce(has_table_privilege(to_regclass(t), p), false)
+             FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x (t, p, n) ORDER BY n",
+            &[&tables, &privileges],
+        )
+        .await?;
+    let held: Vec<(bool, bool)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    Ok(access_of(&held))
+}
+
+/// The access that these rows (table exists, privilege held), in the order of [`READ`]
+/// then [`WRITE`], give.
+fn access_of(held: &[(bool, bool)]) -> Access {
+    let wanted: Vec<(&str, &str)> = READ.iter().chain(WRITE).copied().collect();
+    if held.len() != wanted.len() || held.iter().any(|(exists, _)| !exists) {
+        return Access::NoTables;
+    }
+    let lacking = |range: std::ops::Range<usize>| {
+        let mut by_table: Vec<(&str, Vec<&str>)> = Vec::new();
+        for n in range.filter(|n| !held[*n].1) {
+            let (table, privilege) = wanted[n];
+            match by_table.iter_mut().find(|(t, _)| *t == table) {
+                Some((_, privileges)) => privileges.push(privilege),
+                None => by_table.push((table, vec![privilege])),
+            }
+        }
+        by_table.iter().map(|(t, p)| format!("{} on {t}", p.join(", "))).collect::<Vec<_>>().join("; ")
+    };
+    let unreadable = lacking(0..READ.len());
+    if !unreadable.is_empty() {
+        return Access::Unreadable(format!(
+            "this role may not read situate's tables (it lacks {unreadable})"
+        ));
+    }
+    let unwritable = lacking(READ.len()..wanted.len());
+    if !unwritable.is_empty() {
+        return Access::ReadOnly(format!("this role may not add to it (it lacks {unwritable})"));
+    }
+    Access::Full
+}
+
 /// The id of a model by its identity; registered when `create` (a member who may write).
 pub async fn model_id(
     client: &Client,
@@ -112,7 +197,7 @@ pub async fn model_id(
     if create {
         client
             .execute(
-                "INSERT INTO situate_models (identity, dimensions) VALUES ($1, $2) ON CONFLICT (identity) DO NOTHING",
+                "INSERT INTO situate_models (identity, dimensions) VALUES ($1, $2) ON CONFLICT (identity, dimensions) DO NOTHING",
                 &[&identity, &dims],
             )
             .await?;
@@ -248,7 +333,8 @@ pub async fn push_snippets(
 
 /// Takes a lease on those of `keys` that nobody holds (or whose lease ran out) and that
 /// are not done yet (`done_in`: the vectors of that model id). Keys go in sorted order, so
-/// that two members claiming overlapping batches lock rows in the same order.
+/// that two members claiming overlapping batches lock rows in the same order, and once
+/// each: chunks of the same text share a key, and an upsert may not touch a row twice.
 pub async fn claim(
     client: &Client,
     scope: &str,
@@ -259,6 +345,7 @@ pub async fn claim(
 ) -> Result<Vec<Vec<u8>>, tokio_postgres::Error> {
     let mut sorted: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
     sorted.sort_unstable();
+    sorted.dedup();
     let rows = client
         .query(
             "INSERT INTO situate_claims (scope, key, holder, expires_at)
@@ -289,4 +376,37 @@ pub async fn release(
             &[&scope, &holder, &keys],
         )
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn privileges_read_as_access() {
+        let all = READ.len() + WRITE.len();
+        assert_eq!(access_of(&vec![(true, true); all]), Access::Full);
+        let mut held = vec![(true, true); all];
+        held[all - 1] = (false, false);
+        assert_eq!(access_of(&held), Access::NoTables, "situate_claims is missing");
+        let mut reader = vec![(true, true); READ.len()];
+        reader.extend(vec![(true, false); WRITE.len()]);
+        assert_eq!(
+            access_of(&reader),
+            Access::ReadOnly(
+                "this role may not add to it (it lacks INSERT on situate_models; INSERT on situate_vectors; \
+                 INSERT on situate_snippets; SELECT, INSERT, UPDATE, DELETE on situate_claims)"
+                    .to_string()
+            )
+        );
+        let mut stranger = vec![(true, false); all];
+        stranger[0] = (true, true);
+        assert_eq!(
+            access_of(&stranger),
+            Access::Unreadable(
+                "this role may not read situate's tables (it lacks SELECT on situate_vectors; SELECT on situate_snippets)"
+                    .to_string()
+            )
+        );
+    }
 }
