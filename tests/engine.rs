@@ -1047,6 +1047,38 @@ fn a_slow_embedder_gets_the_texts_committed_first_and_its_vectors_filled_in_afte
 }
 
 #[test]
+fn a_text_held_by_many_chunks_is_embedded_once_by_the_fill() {
+    // Copies of a note (a versioned docs folder, a note copied into a project) wait for
+    // the slow model together: their text is embedded once, in one step or across steps.
+    let f = Fixture::empty();
+    let note =
+        "# Okapi care\n\nOkapis eat leaves from the canopy.\n\n## Shelter\n\nThey need shade at noon.\n";
+    for folder in ["v1", "v2", "v3", "v4"] {
+        f.write(&format!("{folder}/okapi.md"), note);
+    }
+    f.write("other.md", "# Zebras\n\nZebras graze the short grass.\n");
+    let slow = Counting::slow();
+    let mut engine = f.engine(slow.clone());
+    engine.set_pending_vectors(situate::engine::PendingVectors::Queued);
+    reconcile(&mut engine);
+    let chunks = engine.index().manifest().chunk_count();
+    assert_eq!(engine.pending_vectors(), chunks);
+    let asked = slow.count();
+    // One step takes in two copies' chunks; the next ones find the texts embedded.
+    let mut stored = 0;
+    while engine.pending_vectors() > 0 {
+        stored += engine.fill_pending_vectors(3).unwrap();
+    }
+    assert_eq!(stored, chunks, "every waiting chunk is counted as filled");
+    assert_eq!(slow.count() - asked, 3, "two texts of the copies and the other note's one");
+    assert_eq!(engine.index().vector_count(), chunks);
+    let hits = engine.search(&request("what okapis eat", SearchMode::Vector)).unwrap();
+    let copies: Vec<_> = hits.iter().filter(|h| h.chunk.text.contains("canopy")).collect();
+    assert_eq!(copies.len(), 4, "{hits:?}");
+    assert!(copies.iter().all(|h| h.vector_similarity == copies[0].vector_similarity), "one vector");
+}
+
+#[test]
 fn a_saved_file_is_embedded_at_once_even_with_a_slow_embedder() {
     let f = Fixture::standard();
     let mut engine = f.engine(Counting::slow());

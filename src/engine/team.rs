@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{Engine, EngineError};
-use crate::index::{Index, embed_texts};
+use crate::index::{Index, PendingTexts, embed_texts};
 use crate::providers::Embedder;
 use crate::team::tally::Tally;
 use crate::team::{BATCH, ModelKey, Team};
@@ -27,13 +27,15 @@ pub struct Filled {
     pub from_team: usize,
     /// Vectors computed here.
     pub computed: usize,
+    /// Waiting chunks whose texts had a vector already (copies of a text), which they took.
+    pub reused: usize,
     /// The step's batch was being computed by other members: nothing to do but wait.
     pub waiting: bool,
 }
 
 impl Filled {
     pub fn stored(&self) -> usize {
-        self.from_team + self.computed
+        self.from_team + self.computed + self.reused
     }
 }
 
@@ -95,10 +97,10 @@ impl Engine {
     fn fill_step_uncounted(&mut self, max: usize) -> Result<Filled, EngineError> {
         let embedder = Arc::clone(&self.setup.embedder);
         let Some(fill) = self.team_fill.as_mut().filter(|f| f.team.usable()) else {
-            return Ok(Filled {
-                computed: compute(&mut self.index, embedder.as_ref(), max)?,
-                ..Filled::default()
-            });
+            let ids = self.index.pending_vector_ids(0, max);
+            let pending = self.index.pending_texts(&ids)?;
+            let computed = compute_texts(&mut self.index, embedder.as_ref(), pending.texts, None)?;
+            return Ok(Filled { computed, reused: pending.reused, ..Filled::default() });
         };
         if fill.cursor.is_none() && fill.next_pass.is_none_or(|at| Instant::now() >= at) {
             fill.cursor = Some(0);
@@ -107,16 +109,18 @@ impl Engine {
         if let Some(cursor) = fill.cursor {
             let ids = self.index.pending_vector_ids(cursor, BATCH);
             if !ids.is_empty() {
-                let texts = self.index.pending_texts(&ids)?;
+                let waiting = self.index.pending_vector_count();
+                let PendingTexts { texts, reused } = self.index.pending_texts(&ids)?;
                 let refs: Vec<&str> = texts.iter().map(|(_, t)| t.as_str()).collect();
                 let found = fill.team.pull_vectors(&fill.model, &refs);
                 let vectors: Vec<(u64, Vec<f32>)> =
                     texts.iter().zip(found).filter_map(|((id, _), v)| v.map(|v| (*id, v))).collect();
-                let from_team = vectors.len();
-                fill.cursor = Some(cursor + texts.len() - from_team);
-                self.index.put_pending_vectors(vectors)?;
-                if from_team > 0 || fill.team.usable() {
-                    return Ok(Filled { from_team, ..Filled::default() });
+                let from_team = self.index.put_pending_vectors(vectors)?;
+                // The batch's chunks still waiting are passed over: the pass goes on after them.
+                let left = ids.len().saturating_sub(waiting - self.index.pending_vector_count());
+                fill.cursor = Some(cursor + left);
+                if from_team + reused > 0 || fill.team.usable() {
+                    return Ok(Filled { from_team, reused, ..Filled::default() });
                 }
             }
             fill.cursor = None;
@@ -124,9 +128,9 @@ impl Engine {
             fill.next_pass = Some(Instant::now() + REPASS.max(took * 10));
         }
         let ids = self.index.pending_vector_ids(0, max);
-        let texts = self.index.pending_texts(&ids)?;
+        let PendingTexts { texts, reused } = self.index.pending_texts(&ids)?;
         if texts.is_empty() {
-            return Ok(Filled::default());
+            return Ok(Filled { reused, ..Filled::default() });
         }
         let refs: Vec<&str> = texts.iter().map(|(_, t)| t.as_str()).collect();
         let Some(won) = fill.team.claim_vectors(&fill.model, &refs) else {
@@ -148,21 +152,12 @@ impl Engine {
                 None => held.push(*id),
             }
         }
-        let from_team = vectors.len();
-        self.index.put_pending_vectors(vectors)?;
+        let from_team = self.index.put_pending_vectors(vectors)?;
         self.index.defer_pending_vectors(&held);
-        let waiting = mine.is_empty() && from_team == 0;
+        let waiting = mine.is_empty() && from_team == 0 && reused == 0;
         let computed = compute_texts(&mut self.index, embedder.as_ref(), mine, Some(fill))?;
-        Ok(Filled { from_team, computed, waiting })
+        Ok(Filled { from_team, computed, reused, waiting })
     }
-}
-
-/// A local fill of the queue's head, its rate noted.
-fn compute(index: &mut Index, embedder: &dyn Embedder, max: usize) -> Result<usize, EngineError> {
-    let started = Instant::now();
-    let embedded = index.fill_pending_vectors(embedder, max)?;
-    index.note_fill_rate(embedded, started.elapsed().as_secs_f64());
-    Ok(embedded)
 }
 
 /// Embeds these waiting texts here, stores them, notes the rate, and shares them.

@@ -44,6 +44,7 @@ use std::path::Path;
 
 pub use files::{default_dir, dir_bytes};
 pub use open::Index;
+pub use pending::PendingTexts;
 pub use record::{
     ApplyStats, ChunkRecord, FileChange, PreparedChunk, PreparedFile, SnippetUpdate, VectorTiming,
 };

@@ -72,6 +72,10 @@ pub struct Index {
     pub(super) quick_log: Option<VectorLog>,
     /// Chunk id by embedded-text hash, kept up to date by a writer once first asked for.
     pub(super) embed_hashes: Option<super::manifest::IdsByEmbedHash>,
+    /// Waiting chunks whose texts a fill step gave the model, by id: the hash of the text,
+    /// and the other waiting chunks of the same text, which take its vector once it is
+    /// stored (`pending.rs`).
+    pub(super) fill_twins: std::collections::HashMap<u64, (u64, Vec<u64>)>,
     /// Why parts of the index were rebuilt or repaired while opening.
     pub(super) notes: Vec<String>,
     /// Another process held the writer lock when this one opened the index.
@@ -289,6 +293,7 @@ impl Index {
             quick: Arc::default(),
             quick_log: None,
             embed_hashes: None,
+            fill_twins: Default::default(),
             notes: Vec::new(),
             other_writer: false,
             words_only: vectors == Vectors::Skip,

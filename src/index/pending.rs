@@ -1,8 +1,11 @@
 //! Pending vectors: chunks committed without a vector (a slow embedder, a crash, a model
 //! change) and embedded afterwards from their stored texts; quick vectors stand in for them
-//! meanwhile.
+//! meanwhile. A text is embedded once however many chunks hold it (copies of a file, the
+//! same boilerplate in many notes): a waiting chunk whose text already has a vector takes
+//! it, and of the chunks of one text in one step only the first is embedded, the others
+//! taking its vector when it is stored.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::vector_file::VectorSet;
@@ -11,6 +14,14 @@ use super::vector_open;
 use super::write::embed_texts;
 use super::{Index, IndexError, io_err};
 use crate::providers::Embedder;
+
+/// What a step of the fill asks the model for: the texts of waiting chunks that need
+/// embedding, one per text; `reused` waiting chunks took a vector already made instead.
+#[derive(Debug, Default)]
+pub struct PendingTexts {
+    pub texts: Vec<(u64, String)>,
+    pub reused: usize,
+}
 
 impl Index {
     /// The model whose vectors stand in for pending ones ([`super::vector_file`]): the built-in
@@ -186,9 +197,9 @@ impl Index {
     /// texts. Returns how many were embedded; chunks removed meanwhile are dropped.
     pub fn fill_pending_vectors(&mut self, embedder: &dyn Embedder, max: usize) -> Result<usize, IndexError> {
         let ids = self.pending_vector_ids(0, max);
-        let texts = self.pending_texts(&ids)?;
-        let vectors = embed_texts(embedder, &texts)?;
-        self.put_pending_vectors(vectors)
+        let pending = self.pending_texts(&ids)?;
+        let vectors = embed_texts(embedder, &pending.texts)?;
+        Ok(pending.reused + self.put_pending_vectors(vectors)?)
     }
 
     /// Up to `max` of the chunks waiting for a vector, from `start` in the queue.
@@ -197,22 +208,57 @@ impl Index {
     }
 
     /// The texts the index's model embeds for these waiting chunks. Chunks removed meanwhile
-    /// leave the queue (and need no stand-in either).
-    pub fn pending_texts(&mut self, ids: &[u64]) -> Result<Vec<(u64, String)>, IndexError> {
+    /// leave the queue (and need no stand-in either), and so do chunks whose text already
+    /// has a vector, which they take; of several chunks of one text, only the first's is
+    /// returned, and the others take its vector in [`Index::put_pending_vectors`].
+    pub fn pending_texts(&mut self, ids: &[u64]) -> Result<PendingTexts, IndexError> {
         if self.writer.is_none() {
             return Err(IndexError::ReadOnly);
         }
         let records = self.snapshot().records(ids)?;
-        let gone: HashSet<u64> = ids.iter().copied().filter(|id| !records.contains_key(id)).collect();
-        if !gone.is_empty() {
-            if let Some(log) = self.quick_log.as_mut() {
-                for id in &gone {
-                    log.drop_id(*id);
+        let mut done: HashSet<u64> = ids.iter().copied().filter(|id| !records.contains_key(id)).collect();
+        if let Some(log) = self.quick_log.as_mut() {
+            for id in &done {
+                log.drop_id(*id);
+            }
+        }
+        let known = self.take_embed_hashes();
+        let mut first_of_text: HashMap<u64, u64> = HashMap::new();
+        let mut pending = PendingTexts::default();
+        let mut outcome = Ok(());
+        for record in ids.iter().filter_map(|id| records.get(id)) {
+            let hash = record.embed_hash;
+            if let Some(first) = first_of_text.get(&hash) {
+                self.fill_twins.entry(*first).or_insert((hash, Vec::new())).1.push(record.id);
+                continue;
+            }
+            let made = match self.reusable_vector(&known, hash) {
+                Ok(made) => made,
+                Err(e) => {
+                    outcome = Err(e);
+                    break;
+                }
+            };
+            match made {
+                Some(vector) => {
+                    if let Err(e) = self.stage_vector(record.id, vector) {
+                        outcome = Err(e);
+                        break;
+                    }
+                    done.insert(record.id);
+                    pending.reused += 1;
+                }
+                None => {
+                    first_of_text.insert(hash, record.id);
+                    self.fill_twins.insert(record.id, (hash, Vec::new()));
+                    pending.texts.push((record.id, record.embedding_text()));
                 }
             }
-            self.remove_pending(&gone);
         }
-        Ok(ids.iter().filter_map(|id| records.get(id)).map(|r| (r.id, r.embedding_text())).collect())
+        self.embed_hashes = Some(known);
+        outcome?;
+        self.remove_pending(&done);
+        Ok(pending)
     }
 
     /// Stores vectors of waiting chunks (made here, or taken from a team cache) and takes
@@ -221,12 +267,25 @@ impl Index {
         if self.writer.is_none() {
             return Err(IndexError::ReadOnly);
         }
-        let done: HashSet<u64> = vectors.iter().map(|(id, _)| *id).collect();
-        let stored = vectors.len();
+        let mut done: HashSet<u64> = vectors.iter().map(|(id, _)| *id).collect();
         for (id, v) in vectors {
+            if let Some((hash, twins)) = self.fill_twins.remove(&id) {
+                for twin in twins {
+                    self.stage_vector(twin, v.clone())?;
+                    done.insert(twin);
+                }
+                // Later chunks of this text find the vector by it.
+                if let Some(known) = self.embed_hashes.as_mut() {
+                    known.insert(hash, id);
+                }
+            }
             self.stage_vector(id, v)?;
         }
+        let stored = done.len();
         self.remove_pending(&done);
+        if self.pending_vectors.is_empty() {
+            self.fill_twins.clear();
+        }
         Ok(stored)
     }
 

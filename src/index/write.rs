@@ -162,7 +162,7 @@ impl Index {
     /// kept up to date, so that a batch costs what it holds, not the size of the index. An
     /// entry may name a chunk that is gone: its vector is gone too, and the text is
     /// embedded again.
-    fn take_embed_hashes(&mut self) -> super::manifest::IdsByEmbedHash {
+    pub(super) fn take_embed_hashes(&mut self) -> super::manifest::IdsByEmbedHash {
         match self.embed_hashes.take() {
             Some(map) => map,
             None => self.manifest.ids_by_embed_hash(),
@@ -171,7 +171,7 @@ impl Index {
 
     /// A vector already made for the text with this hash: a live chunk's, else one that a
     /// chunk which went left.
-    fn reusable_vector(
+    pub(super) fn reusable_vector(
         &self,
         reusable: &super::manifest::IdsByEmbedHash,
         hash: u64,
