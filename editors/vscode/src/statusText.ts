@@ -54,6 +54,14 @@ export function statusBarText(status: StatusAnswer | undefined, progress?: numbe
   const files = folders.reduce((sum, f) => sum + (f.index?.files ?? 0), 0);
   const pending = folders.reduce((sum, f) => sum + f.pending.length, 0);
   const notes = [`${count(files)} files, ${count(chunks)} chunks indexed`];
+  // The index is searchable while the strong model's vectors are computed in the background.
+  const filling = folders.flatMap((f) => (f.index && f.index.vectors_pending > 0 ? [f.index] : []));
+  let vectors = "";
+  if (filling.length > 0) {
+    const left = filling.reduce((sum, i) => sum + i.vectors_pending, 0);
+    vectors = `, vectors ${Math.floor((100 * (chunks - left)) / Math.max(chunks, 1))}%`;
+    notes.push(...filling.map(pendingVectorsText), "Search works meanwhile");
+  }
   if (pending > 0) {
     notes.push(`${count(pending)} changed ${pending === 1 ? "file" : "files"} waiting to be indexed`);
   }
@@ -65,7 +73,7 @@ export function statusBarText(status: StatusAnswer | undefined, progress?: numbe
     notes.push(snippets);
   }
   notes.push("Click for the index status");
-  return { text: `$(search) situate: ${count(chunks)} chunks`, tooltip: notes.join("\n") };
+  return { text: `$(search) situate: ${count(chunks)} chunks${vectors}`, tooltip: notes.join("\n") };
 }
 
 /** One tooltip line on the snippets of every folder that has them on, if any. */

@@ -253,3 +253,23 @@ test("vectors of a slow model still being filled: how many, and how long the res
   const report = statusReport(one(folder({ index: filling, vectors_pending: 4045 })));
   assert.match(report, /e5 vectors: 1,240 of 5,285, about 9 min left/);
 });
+
+test("progress: runs of background work on a searchable index are not indexing", () => {
+  const tracker = new ProgressTracker();
+  tracker.update("v", { kind: "begin", title: "Embedding notes", percentage: 0 });
+  tracker.update("v", { kind: "report", percentage: 40 });
+  tracker.update("s", { kind: "begin", title: "Writing snippets for notes" });
+  assert.equal(tracker.percentage(), undefined);
+  tracker.update("i", { kind: "begin", title: "Indexing notes", percentage: 20 });
+  assert.equal(tracker.percentage(), 20);
+  assert.equal(tracker.update("v", { kind: "end" }), true, "the end of a background run asks for fresh figures");
+  assert.equal(tracker.percentage(), 20);
+});
+
+test("ready while the strong model's vectors are filled in: the chunk count, the share done, and that search works", () => {
+  const filling: IndexStatus = { ...index, chunks: 2128, vectors: 96, vectors_pending: 2032, vectors_eta_secs: 540, embedder: { provider: "e5", model: "e5-small", dimensions: 384 } };
+  const { text, tooltip } = statusBarText(one(folder({ index: filling, vectors_pending: 2032 })));
+  assert.equal(text, "$(search) situate: 2,128 chunks, vectors 4%");
+  assert.match(tooltip, /e5 vectors: 96 of 2,128, about 9 min left/);
+  assert.match(tooltip, /Search works meanwhile/);
+});
