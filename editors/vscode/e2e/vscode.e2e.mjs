@@ -348,7 +348,8 @@ await step("start code-server and open the workspace", async () => {
 await step("the status bar shows indexing with progress, then the index ready", async () => {
   await statusItem().filter({ hasText: /situate: [\d,]+ chunks/ }).waitFor({ timeout: 180_000 });
   const texts = await statusTexts();
-  const ready = texts.findIndex((t) => /^search\|situate: [\d,]+ chunks$/.test(t));
+  // While the e5 vectors fill in, the ready index says how far they are: "situate: 248 chunks, vectors 12%".
+  const ready = texts.findIndex((t) => /^search\|situate: [\d,]+ chunks(, vectors \d+%)?$/.test(t));
   const progress = texts.findIndex((t) => /^sync\|situate \d+%$/.test(t));
   check(progress >= 0 && progress < ready, `no indexing progress before the ready state: ${JSON.stringify(texts)}`);
   const chunks = Number(/situate: ([\d,]+) chunks/.exec(texts[ready])[1].replace(/,/g, ""));
@@ -456,6 +457,30 @@ await step(`with the search mode set to bm25 in the Settings editor, "${NONSENSE
   // The server reopens the folder with the new settings; a search soon goes by words only.
   const { title } = await searchUntil(NONSENSE_QUERY, (rows, title) => rows.length === 0 && title.includes("no results for"), 30, "no results");
   check(title.includes(`no results for "${NONSENSE_QUERY}"`), `in bm25 mode the picker says: ${title}`);
+});
+
+await step("a wrong server path is reported with a button to the setting; a right one starts the server at once", async () => {
+  await page.keyboard.press("Escape");
+  // The user edits the machine's settings.json by hand and restarts as offered.
+  const machineSettings = path.join(userData, "Machine", "settings.json");
+  const settings = JSON.parse(fs.readFileSync(machineSettings, "utf8"));
+  fs.writeFileSync(machineSettings, JSON.stringify({ ...settings, "situate.server.path": path.join(work, "no-such-situate") }, null, 2));
+  const toast = (text) => page.locator(".notification-toast").filter({ hasText: text });
+  await toast("Restart the server to apply them?").getByRole("button", { name: "Restart" }).click({ timeout: 15_000 });
+  const error = toast("which is not an executable file");
+  await error.waitFor({ timeout: 15_000 });
+  await statusItem().locator(".codicon-circle-slash").waitFor({ timeout: 10_000 });
+  await error.getByRole("button", { name: "Open Settings" }).click();
+  // In code-server's remote window the setting, of machine scope, is listed under the Remote tab alone.
+  const setting = page.locator(".settings-editor .setting-item").filter({ hasText: "Server: Path" }).first();
+  await setting.waitFor({ timeout: 15_000 });
+  const input = setting.locator("input").first();
+  check((await input.inputValue()).endsWith("no-such-situate"), `the setting shown holds ${await input.inputValue()}`);
+  await input.fill(serverBinary);
+  await input.press("Tab");
+  // The server was not running: it starts with the new path, without a question.
+  await statusItem().filter({ hasText: /situate: [\d,]+ chunks/ }).waitFor({ timeout: 60_000 });
+  check((await toast("Restart the server").count()) === 0, "a restart was offered for a server that was not running");
 });
 
 await shutDown();

@@ -11,7 +11,14 @@ import {
 } from "vscode-languageclient/node";
 import { ProgressTracker } from "./progressTracker";
 import { findServerHere } from "./serverBinary";
-import { configurationChange, explicitValue, sameSettings, serverSettings, type ServerSettings } from "./settings";
+import {
+  configurationChange,
+  explicitValue,
+  openMachineSetting,
+  sameSettings,
+  serverSettings,
+  type ServerSettings,
+} from "./settings";
 
 /** The user's settings for the server, leaving out everything they did not set. */
 export function currentServerSettings(): ServerSettings {
@@ -152,7 +159,8 @@ export class Server implements vscode.Disposable {
 export async function showServerError(message: string): Promise<void> {
   const choice = await vscode.window.showErrorMessage(message, "Open Settings");
   if (choice === "Open Settings") {
-    await vscode.commands.executeCommand("workbench.action.openSettings", "situate.server.path");
+    const open = openMachineSetting("situate.server.path", vscode.env.remoteName);
+    await vscode.commands.executeCommand(open.command, ...open.args);
   }
 }
 

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { test } from "node:test";
-import { configurationChange, explicitValue, sameSettings, SERVER_SETTINGS, serverSettings } from "../../src/settings";
+import { configurationChange, explicitValue, openMachineSetting, sameSettings, SERVER_SETTINGS, serverSettings } from "../../src/settings";
 
 const packageRoot = path.resolve(__dirname, "../../..");
 
@@ -284,4 +284,15 @@ test("every server setting says it is only sent when set, and no setting holds a
   for (const key of Object.keys(properties)) {
     assert.ok(!/apiKey$|secret|token$/i.test(key), `${key} would hold a secret; only variable names are settings`);
   }
+});
+
+test("the server path setting opens in the Remote tab of a remote window, where machine settings are listed", () => {
+  assert.deepEqual(openMachineSetting("situate.server.path", undefined), {
+    command: "workbench.action.openSettings",
+    args: ["situate.server.path"],
+  });
+  assert.deepEqual(openMachineSetting("situate.server.path", "ssh-remote"), {
+    command: "workbench.action.openRemoteSettings",
+    args: [{ query: "situate.server.path" }],
+  });
 });
