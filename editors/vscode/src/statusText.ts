@@ -35,10 +35,7 @@ export function statusBarText(status: StatusAnswer | undefined, progress?: numbe
   }
   const failed = folders.filter((f) => f.phase === "failed");
   if (failed.length > 0) {
-    return {
-      text: "$(error) situate",
-      tooltip: `The index of ${failed.map((f) => f.root).join(", ")} could not be opened. Click for details.`,
-    };
+    return { text: "$(error) situate", tooltip: [...failed.map(failedNote), "Click for details"].join("\n") };
   }
   const indexing = folders.filter((f) => f.phase === "indexing");
   if (indexing.length > 0) {
@@ -74,6 +71,18 @@ export function statusBarText(status: StatusAnswer | undefined, progress?: numbe
   }
   notes.push("Click for the index status");
   return { text: `$(search) situate: ${count(chunks)} chunks${vectors}`, tooltip: notes.join("\n") };
+}
+
+/**
+ * Why a folder failed, with its last error. A folder whose settings went bad after its
+ * index opened (a broken situate.toml) is still searched, as of its last index.
+ */
+function failedNote(folder: FolderStatus): string {
+  const last = folder.errors[folder.errors.length - 1]?.trim().replace(/\.$/, "");
+  const why = last ? `: ${last}` : "";
+  return folder.index
+    ? `${folder.root} is not kept up to date${why}. Search answers from its last index.`
+    : `The index of ${folder.root} could not be opened${why}.`;
 }
 
 /** One tooltip line on the snippets of every folder that has them on, if any. */

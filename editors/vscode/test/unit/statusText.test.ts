@@ -273,3 +273,14 @@ test("ready while the strong model's vectors are filled in: the chunk count, the
   assert.match(tooltip, /e5 vectors: 96 of 2,128, about 9 min left/);
   assert.match(tooltip, /Search works meanwhile/);
 });
+
+test("failed: the tooltip gives the folder's last error, and says a folder with an open index is still searched", () => {
+  const error = "notes: /home/me/notes/situate.toml:3:8: not valid TOML: string values must be quoted";
+  const broken = statusBarText(one(folder({ phase: "failed", errors: ["an older one", error] })));
+  assert.equal(broken.text, "$(error) situate");
+  assert.match(broken.tooltip, /situate\.toml:3:8: not valid TOML/);
+  assert.match(broken.tooltip, /Search answers from its last index/);
+  assert.doesNotMatch(broken.tooltip, /could not be opened/);
+  const unopened = statusBarText(one(folder({ phase: "failed", index: null, errors: ["cannot create /x."] })));
+  assert.equal(unopened.tooltip, "The index of /home/me/notes could not be opened: cannot create /x.\nClick for details");
+});
