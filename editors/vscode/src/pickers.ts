@@ -1,7 +1,7 @@
 // The Search Workspace and Find Related pickers: QuickPicks over the server's hits that open a hit at its range.
 import * as vscode from "vscode";
 import { LatestQuery } from "./latestQuery";
-import { ServerCommand, type SearchAnswer, type SimilarParams } from "./protocol";
+import { ServerCommand, type Hit, type SearchAnswer, type SimilarParams } from "./protocol";
 import { answerNotice, hitRows, termRanges, type HitRow } from "./results";
 import { errorMessage, showCommandError, type Server } from "./server";
 
@@ -13,7 +13,9 @@ interface HitItem extends vscode.QuickPickItem {
 }
 
 function toItems(answer: SearchAnswer, alwaysShow: boolean): HitItem[] {
-  return hitRows(answer).map((row) => ({
+  // With several workspace folders the file is named with its folder, as VS Code names it.
+  const placeOf = (hit: Hit): string => vscode.workspace.asRelativePath(vscode.Uri.parse(hit.uri), true);
+  return hitRows(answer, placeOf).map((row) => ({
     label: row.label,
     description: row.description,
     detail: row.detail,
@@ -136,7 +138,7 @@ export async function findRelated(server: Server): Promise<void> {
     return;
   }
 
-  const where = `${vscode.workspace.asRelativePath(document.uri)}:${position.line + 1}`;
+  const where = `${vscode.workspace.asRelativePath(document.uri, true)}:${position.line + 1}`;
   const pick = vscode.window.createQuickPick<HitItem>();
   const notice = answer.indexing
     ? "index still building"

@@ -31,13 +31,14 @@ export function hitLabel(hit: Pick<Hit, "title" | "heading_path" | "path">): str
 
 /**
  * `ops/backup.md:13 · #backup #ops · 0.136`: the line that matched (1-based), the
- * document's tags when its front matter has some, and the score.
+ * document's tags when its front matter has some, and the score. `place` is the file as
+ * the workspace names it, by default the path within its folder.
  */
-export function hitDescription(hit: Pick<Hit, "path" | "preview_line" | "score" | "metadata">): string {
+export function hitDescription(hit: Pick<Hit, "path" | "preview_line" | "score" | "metadata">, place: string = hit.path): string {
   const tags = tagsOf(hit.metadata)
     .map((t) => (t.startsWith("#") ? t : `#${t}`))
     .join(" ");
-  const parts = [`${hit.path}:${hit.preview_line + 1}`, ...(tags ? [tags] : []), formatScore(hit.score)];
+  const parts = [`${place}:${hit.preview_line + 1}`, ...(tags ? [tags] : []), formatScore(hit.score)];
   return escapeIcons(parts.join(" · "));
 }
 
@@ -88,10 +89,15 @@ export function formatScore(score: number): string {
   return score.toFixed(3);
 }
 
-export function hitRows(answer: SearchAnswer): HitRow[] {
+/**
+ * The rows of an answer. `placeOf` names a hit's file as the workspace does: in a
+ * workspace of several folders, two folders may each hold `README.md`, so VS Code puts the
+ * folder's name first (`notes/ops/backup.md`).
+ */
+export function hitRows(answer: SearchAnswer, placeOf: (hit: Hit) => string = (hit) => hit.path): HitRow[] {
   return answer.hits.map((hit) => ({
     label: hitLabel(hit),
-    description: hitDescription(hit),
+    description: hitDescription(hit, placeOf(hit)),
     detail: hitDetail(hit),
     uri: hit.uri,
     range: hit.range,

@@ -103,3 +103,14 @@ test("the notice says when the index is still building or nothing was found", ()
   assert.equal(answerNotice(empty, ""), undefined);
   assert.equal(answerNotice({ indexing: false, hits: [retention] }, "x"), undefined);
 });
+
+test("rows name each file as the workspace does: with its folder when there are several", () => {
+  const zh: Hit = { ...retention, path: "README.md", uri: "file:///w/zh/README.md" };
+  const notes: Hit = { ...retention, path: "README.md", uri: "file:///w/notes/README.md" };
+  const placeOf = (hit: Hit): string => hit.uri.replace("file:///w/", "");
+  const rows = hitRows({ indexing: false, hits: [zh, notes] }, placeOf);
+  assert.deepEqual(
+    rows.map((r) => r.description),
+    ["zh/README.md:12 · 0.136", "notes/README.md:12 · 0.136"],
+  );
+});
