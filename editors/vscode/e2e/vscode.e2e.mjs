@@ -481,6 +481,21 @@ await step("a wrong server path is reported with a button to the setting; a righ
   // The server was not running: it starts with the new path, without a question.
   await statusItem().filter({ hasText: /situate: [\d,]+ chunks/ }).waitFor({ timeout: 60_000 });
   check((await toast("Restart the server").count()) === 0, "a restart was offered for a server that was not running");
+
+  // The situate output channel says which binary runs, and kept the error.
+  await page.keyboard.press("Escape");
+  await runCommand("Output: Show Output Channels...");
+  await pickRows().filter({ hasText: /^situate$/ }).first().click({ timeout: 10_000 });
+  const output = page.locator(".panel .monaco-editor .view-lines").first();
+  const started = `Starting ${serverBinary} lsp (from situate.server.path)`;
+  let text = "";
+  for (const deadline = Date.now() + 10_000; !text.includes(started) && Date.now() < deadline; ) {
+    await page.waitForTimeout(200);
+    // Long lines wrap after a space; joining the rows gives the lines back.
+    text = (await output.innerText()).replace(/\u00a0/g, " ").replace(/\n/g, "");
+  }
+  check(text.includes(started), `the output channel does not say which binary runs: ${text}`);
+  check(text.includes("no-such-situate, which is not an executable file"), `the output channel does not keep the missing binary's error: ${text}`);
 });
 
 await shutDown();

@@ -1,4 +1,6 @@
 // Owns the language client: finds and starts `situate lsp`, sends commands and settings, follows indexing progress.
+import * as readline from "node:readline";
+import type { Readable } from "node:stream";
 import * as vscode from "vscode";
 import {
   DidChangeConfigurationNotification,
@@ -10,7 +12,8 @@ import {
   TransportKind,
 } from "vscode-languageclient/node";
 import { ProgressTracker } from "./progressTracker";
-import { findServerHere } from "./serverBinary";
+import { ServerLog } from "./serverLog";
+import { findServerHere, startMessage } from "./serverBinary";
 import {
   configurationChange,
   explicitValue,
@@ -41,6 +44,8 @@ export class Server implements vscode.Disposable {
   private sentSettings: ServerSettings = {};
   private notRunning: ServerNotRunning = new ServerNotRunning("situate is starting", false);
   private readonly progress = new ProgressTracker();
+  /** One channel for every run of the server, so that a restart keeps the earlier lines in view. */
+  private readonly channel = vscode.window.createOutputChannel("situate", { log: true });
   private readonly progressEmitter = new vscode.EventEmitter<{ percentage: number | undefined; ended: boolean }>();
   private readonly runningEmitter = new vscode.EventEmitter<boolean>();
 
@@ -69,6 +74,7 @@ export class Server implements vscode.Disposable {
     const found = findServerHere(config.get<string>("server.path"), root);
     if (!found.found) {
       this.notRunning = new ServerNotRunning(found.message, true);
+      this.channel.error(found.message);
       void showServerError(found.message);
       return;
     }
@@ -87,6 +93,18 @@ export class Server implements vscode.Disposable {
         { scheme: "file", language: "plaintext" },
       ],
       initializationOptions: this.sentSettings,
+      outputChannel: this.channel,
+      // The server logs to stderr at the level the user chose; each line keeps its level.
+      stdioOptions: {
+        stdout: (input, channel) => lines(input, (line) => channel.info(line)),
+        stderr: (input, channel) => {
+          const log = new ServerLog();
+          lines(input, (raw) => {
+            const { level, text } = log.line(raw);
+            channel[level](text);
+          });
+        },
+      },
       middleware: {
         handleWorkDoneProgress: (token, params, next) => {
           const ended = this.progress.update(token, params);
@@ -105,11 +123,13 @@ export class Server implements vscode.Disposable {
       this.runningEmitter.fire(e.newState === State.Running);
     });
     this.client = client;
+    this.channel.info(startMessage(found, logLevel));
     try {
       await client.start();
     } catch (error) {
       const message = `The situate server (${found.path}) could not start: ${errorMessage(error)}`;
       this.notRunning = new ServerNotRunning(message, true);
+      this.channel.error(message);
       void showServerError(message);
     }
   }
@@ -151,8 +171,14 @@ export class Server implements vscode.Disposable {
   dispose(): void {
     void this.stop();
     this.progressEmitter.dispose();
+    this.channel.dispose();
     this.runningEmitter.dispose();
   }
+}
+
+/** Calls `each` with every line of a stream. */
+function lines(input: Readable, each: (line: string) => void): void {
+  readline.createInterface({ input, crlfDelay: Infinity, terminal: false }).on("line", each);
 }
 
 /** An error about the server, with a button to the setting that fixes it. */

@@ -124,3 +124,9 @@ export function findServerHere(configured: string | undefined, workspaceRoot: st
     isExecutable: (f) => isExecutableFile(f),
   });
 }
+
+/** The output channel's first line: which binary runs, where it was found, at which log level. */
+export function startMessage(found: { path: string; source: "setting" | "PATH" | "cargo" }, logLevel: string): string {
+  const where = { setting: "from situate.server.path", PATH: "found on PATH", cargo: "found in cargo's bin folder" }[found.source];
+  return `Starting ${found.path} lsp (${where}); server log level ${logLevel} (situate.server.logLevel)`;
+}

@@ -4,7 +4,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
-import { findServer, isExecutableFile, type DiscoveryInput } from "../../src/serverBinary";
+import { findServer, isExecutableFile, startMessage, type DiscoveryInput } from "../../src/serverBinary";
 
 function input(executables: string[], overrides: Partial<DiscoveryInput> = {}): DiscoveryInput {
   return {
@@ -93,4 +93,12 @@ test("only executable regular files count", { skip: process.platform === "win32"
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("the output channel's first line names the binary, where it was found and the log level", () => {
+  assert.equal(
+    startMessage({ path: "/home/me/.cargo/bin/situate", source: "cargo" }, "warn"),
+    "Starting /home/me/.cargo/bin/situate lsp (found in cargo's bin folder); server log level warn (situate.server.logLevel)",
+  );
+  assert.match(startMessage({ path: "/usr/bin/situate", source: "PATH" }, "info"), /found on PATH/);
 });
