@@ -384,7 +384,9 @@ await step(`Search Workspace lists ops/backup.md with its heading path and line 
   const { rows } = await searchUntil(QUERY, (rows) => rows.length > 0, 20, "any hit");
   const first = rows[0];
   check(first.includes("Backup policy › Backups › Retention"), `the first pick lacks the heading path: ${first}`);
-  check(first.includes("ops/backup.md:12"), `the first pick is not ops/backup.md:12: ${first}`);
+  // In a workspace of one folder the file is named without the folder's name.
+  const place = (await pickRows().first().locator(".label-description").innerText()).replace(/\u00a0/g, " ");
+  check(place.startsWith("ops/backup.md:12 "), `the first pick is not ops/backup.md:12: ${place}`);
   check(first.includes("Snapshots are kept for thirty days."), `the first pick lacks the matching line: ${first}`);
 });
 

@@ -13,8 +13,8 @@ interface HitItem extends vscode.QuickPickItem {
 }
 
 function toItems(answer: SearchAnswer, alwaysShow: boolean): HitItem[] {
-  // With several workspace folders the file is named with its folder, as VS Code names it.
-  const placeOf = (hit: Hit): string => vscode.workspace.asRelativePath(vscode.Uri.parse(hit.uri), true);
+  // As VS Code names the file: with its folder only in a workspace of several.
+  const placeOf = (hit: Hit): string => vscode.workspace.asRelativePath(vscode.Uri.parse(hit.uri));
   return hitRows(answer, placeOf).map((row) => ({
     label: row.label,
     description: row.description,
@@ -138,7 +138,7 @@ export async function findRelated(server: Server): Promise<void> {
     return;
   }
 
-  const where = `${vscode.workspace.asRelativePath(document.uri, true)}:${position.line + 1}`;
+  const where = `${vscode.workspace.asRelativePath(document.uri)}:${position.line + 1}`;
   const pick = vscode.window.createQuickPick<HitItem>();
   const notice = answer.indexing
     ? "index still building"
