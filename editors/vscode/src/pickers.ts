@@ -86,6 +86,14 @@ export function searchWorkspace(server: Server): void {
       pick.busy = busy;
     },
     newSource: () => new vscode.CancellationTokenSource(),
+    isStale: (answer) => answer.indexing,
+  });
+  // An answer from an index still building is asked again once a run ends, so that the
+  // picker does not keep saying "no results yet" over a ready index.
+  const caughtUp = server.onProgress(({ ended }) => {
+    if (ended) {
+      latest.refresh();
+    }
   });
 
   pick.onDidChangeValue((value) => {
@@ -99,6 +107,7 @@ export function searchWorkspace(server: Server): void {
   });
   acceptOpens(pick);
   pick.onDidHide(() => {
+    caughtUp.dispose();
     latest.dispose();
     pick.dispose();
   });
