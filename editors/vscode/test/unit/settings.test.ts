@@ -133,6 +133,8 @@ interface ConfigurationProperty {
   enum?: string[];
   minimum?: number;
   maximum?: number;
+  exclusiveMinimum?: number;
+  minItems?: number;
   markdownDescription?: string;
   scope?: string;
 }
@@ -270,6 +272,31 @@ test("the snippet settings carry the server's defaults, ranges and choices", () 
     assert.ok(property, `situate.${key} is contributed`);
     for (const [field, value] of Object.entries(want)) {
       assert.deepEqual(property[field as keyof ConfigurationProperty], value, `${field} of situate.${key}`);
+    }
+  }
+});
+
+test("the chunk and search settings carry the server's ranges, so the Settings editor flags a value the server refuses", () => {
+  // The ranges of src/config/validate.rs; a value outside them is replaced by the default.
+  const properties = contributedProperties();
+  const expected: Record<string, Partial<ConfigurationProperty>> = {
+    extensions: { minItems: 1 },
+    maxFileBytes: { minimum: 1 },
+    "chunk.maxTokens": { minimum: 16, maximum: 8192 },
+    "chunk.overlapTokens": { minimum: 0 },
+    "chunk.semanticThreshold": { minimum: 0 },
+    "search.limit": { minimum: 1, maximum: 1000 },
+    "search.candidates": { minimum: 1, maximum: 10000 },
+    "search.window": { minimum: 0, maximum: 100 },
+    "search.mergeShare": { exclusiveMinimum: 0, maximum: 1 },
+  };
+  for (const key of ["rrfK", "bm25Weight", "vectorWeight", "bm25Coverage", "titleBoost", "headingsBoost", "pathBoost", "snippetBoost"]) {
+    expected[`search.${key}`] = { minimum: 0 };
+  }
+  for (const [key, want] of Object.entries(expected)) {
+    const property = properties[`situate.${key}`];
+    for (const field of ["minimum", "maximum", "exclusiveMinimum", "minItems"] as const) {
+      assert.equal(property[field], want[field], `${field} of situate.${key}`);
     }
   }
 });
