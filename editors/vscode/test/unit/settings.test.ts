@@ -313,6 +313,21 @@ test("every server setting says it is only sent when set, and no setting holds a
   }
 });
 
+test("the README's settings table lists every server setting with its situate.toml key", () => {
+  const readme = fs.readFileSync(path.join(packageRoot, "README.md"), "utf8");
+  const rows = new Map<string, string>();
+  for (const match of readme.matchAll(/^\| `situate\.([\w.]+)` \| `([\w.]+)` \|/gm)) {
+    rows.set(match[1], match[2]);
+  }
+  assert.deepEqual(
+    [...rows.keys()].sort(),
+    SERVER_SETTINGS.map((s) => s.key).sort(),
+  );
+  for (const spec of SERVER_SETTINGS) {
+    assert.equal(rows.get(spec.key), spec.server, `the row of situate.${spec.key}`);
+  }
+});
+
 test("the server path setting opens in the Remote tab of a remote window, where machine settings are listed", () => {
   assert.deepEqual(openMachineSetting("situate.server.path", undefined), {
     command: "workbench.action.openSettings",
