@@ -461,17 +461,28 @@ await step(`with the search mode set to bm25 in the Settings editor, "${NONSENSE
   check(title.includes(`no results for "${NONSENSE_QUERY}"`), `in bm25 mode the picker says: ${title}`);
 });
 
-await step("a wrong server path is reported with a button to the setting; a right one starts the server at once", async () => {
+await step("a wrong server binary, then a missing one, are reported with a button to the setting; a right one starts the server at once", async () => {
   await page.keyboard.press("Escape");
-  // The user edits the machine's settings.json by hand and restarts as offered.
+  // The user edits the machine's settings.json by hand, first naming an older build that
+  // lacks the language server, and restarts as offered.
   const machineSettings = path.join(userData, "Machine", "settings.json");
   const settings = JSON.parse(fs.readFileSync(machineSettings, "utf8"));
-  fs.writeFileSync(machineSettings, JSON.stringify({ ...settings, "situate.server.path": path.join(work, "no-such-situate") }, null, 2));
+  const setServerPath = (value) => fs.writeFileSync(machineSettings, JSON.stringify({ ...settings, "situate.server.path": value }, null, 2));
+  const older = path.join(work, "older-situate");
+  fs.writeFileSync(older, "#!/bin/sh\necho \"error: unrecognized subcommand 'lsp'\" >&2\nexit 2\n", { mode: 0o755 });
+  setServerPath(older);
   const toast = (text) => page.locator(".notification-toast").filter({ hasText: text });
   await toast("Restart the server to apply them?").getByRole("button", { name: "Restart" }).click({ timeout: 15_000 });
+  // Once, with what the binary said, and without restarting it again and again.
+  await toast("unrecognized subcommand 'lsp'").filter({ hasText: "situate.server.path" }).waitFor({ timeout: 15_000 });
+  await statusItem().locator(".codicon-circle-slash").waitFor({ timeout: 10_000 });
+  check((await toast("will not be restarted").count()) === 0, "the binary was restarted until the client gave up");
+
+  // A server that does not run starts at once with the next path, here a missing one.
+  setServerPath(path.join(work, "no-such-situate"));
   const error = toast("which is not an executable file");
   await error.waitFor({ timeout: 15_000 });
-  await statusItem().locator(".codicon-circle-slash").waitFor({ timeout: 10_000 });
+  check((await toast("Restart the server").count()) === 0, "a restart was offered for a server that was not running");
   await error.getByRole("button", { name: "Open Settings" }).click();
   // In code-server's remote window the setting, of machine scope, is listed under the Remote tab alone.
   const setting = page.locator(".settings-editor .setting-item").filter({ hasText: "Server: Path" }).first();

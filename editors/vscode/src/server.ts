@@ -3,7 +3,10 @@ import * as readline from "node:readline";
 import type { Readable } from "node:stream";
 import * as vscode from "vscode";
 import {
+  CloseAction,
   DidChangeConfigurationNotification,
+  ErrorAction,
+  type ErrorHandler,
   ExecuteCommandRequest,
   LanguageClient,
   LanguageClientOptions,
@@ -87,7 +90,20 @@ export class Server implements vscode.Disposable {
       options: { env: { ...process.env, SITUATE_LOG: logLevel } },
     };
     this.sentSettings = currentServerSettings();
+    // A binary that is not the situate server (an older build, another program) exits at
+    // once: it is not restarted again and again, and its last words name the problem.
+    let started = false;
+    const said: string[] = [];
+    let stderrClosed: Promise<unknown> = Promise.resolve();
+    // The client's own handler, for a server that did start; set once the client exists.
+    const usual: { handler?: ErrorHandler } = {};
     const clientOptions: LanguageClientOptions = {
+      initializationFailedHandler: () => false,
+      errorHandler: {
+        error: (error, message, count) =>
+          started && usual.handler ? usual.handler.error(error, message, count) : { action: ErrorAction.Shutdown, handled: true },
+        closed: () => (started && usual.handler ? usual.handler.closed() : { action: CloseAction.DoNotRestart, handled: true }),
+      },
       documentSelector: [
         { scheme: "file", language: "markdown" },
         { scheme: "file", language: "plaintext" },
@@ -99,9 +115,14 @@ export class Server implements vscode.Disposable {
         stdout: (input, channel) => lines(input, (line) => channel.info(line)),
         stderr: (input, channel) => {
           const log = new ServerLog();
+          said.length = 0;
+          stderrClosed = new Promise((resolve) => input.once("close", resolve));
           lines(input, (raw) => {
             const { level, text } = log.line(raw);
             channel[level](text);
+            if (!started && level === "error") {
+              said.push(text.trim());
+            }
           });
         },
       },
@@ -115,7 +136,9 @@ export class Server implements vscode.Disposable {
     };
 
     const client = new LanguageClient("situate", "situate", serverOptions, clientOptions);
+    usual.handler = client.createDefaultErrorHandler();
     client.onDidChangeState((e) => {
+      started ||= e.newState === State.Running;
       if (e.newState === State.Stopped) {
         this.progress.clear();
         this.notRunning = new ServerNotRunning("the situate server has stopped; run Situate: Restart Server", false);
@@ -127,7 +150,10 @@ export class Server implements vscode.Disposable {
     try {
       await client.start();
     } catch (error) {
-      const message = `The situate server (${found.path}) could not start: ${errorMessage(error)}`;
+      // What the process wrote before it ended says more than the broken connection.
+      await Promise.race([stderrClosed, new Promise((resolve) => setTimeout(resolve, 2_000))]);
+      const why = said.length > 0 ? said.slice(-3).join(" ") : errorMessage(error);
+      const message = `The situate server (${found.path}) could not start: ${why}. Check that situate.server.path names the situate binary.`;
       this.notRunning = new ServerNotRunning(message, true);
       this.channel.error(message);
       void showServerError(message);
@@ -138,7 +164,15 @@ export class Server implements vscode.Disposable {
     const client = this.client;
     this.client = undefined;
     this.progress.clear();
-    if (client && client.state !== State.Stopped) {
+    if (!client) {
+      return;
+    }
+    if (client.state === State.Starting) {
+      // The start under way ends first, one way or the other.
+      await client.start().catch(() => undefined);
+    }
+    // A client whose start failed has no server to stop, and refuses to be stopped.
+    if (client.state === State.Running) {
       await client.stop();
     }
   }
