@@ -17,8 +17,16 @@ const SEPARATOR = " › ";
 const MAX_DETAIL = 200;
 
 /**
+ * Labels longer than this lose their middle headings: VS Code cuts the row's end, where
+ * the file and line are, to fit a long label.
+ */
+const MAX_LABEL = 60;
+
+/**
  * `title › heading › heading`. A first heading equal to the title (a document whose H1
- * is its title) is not repeated.
+ * is its title) is not repeated. A long path keeps the title and its last headings, with
+ * `…` for those left out (`OpenID Connect › … › redirectUrl`), and a heading too long by
+ * itself is cut.
  */
 export function hitLabel(hit: Pick<Hit, "title" | "heading_path" | "path">): string {
   const headings = [...hit.heading_path];
@@ -26,7 +34,15 @@ export function hitLabel(hit: Pick<Hit, "title" | "heading_path" | "path">): str
   if (headings.length > 0 && headings[0].trim() === title) {
     headings.shift();
   }
-  return escapeIcons([title, ...headings].join(SEPARATOR));
+  let label = [title, ...headings].join(SEPARATOR);
+  for (let left = 1; label.length > MAX_LABEL && left < headings.length; left++) {
+    label = [title, "…", ...headings.slice(left)].join(SEPARATOR);
+  }
+  if (label.length > MAX_LABEL) {
+    // One long heading (or title): its end goes.
+    label = `${label.slice(0, MAX_LABEL - 1).trimEnd()}…`;
+  }
+  return escapeIcons(label);
 }
 
 /**
