@@ -52,12 +52,14 @@ export function statusBarText(status: StatusAnswer | undefined, progress?: numbe
   const pending = folders.reduce((sum, f) => sum + f.pending.length, 0);
   const notes = [`${count(files)} files, ${count(chunks)} chunks indexed`];
   // The index is searchable while the strong model's vectors are computed in the background.
-  const filling = folders.flatMap((f) => (f.index && f.index.vectors_pending > 0 ? [f.index] : []));
+  const filling = folders.filter((f) => f.index && f.index.vectors_pending > 0);
   let vectors = "";
   if (filling.length > 0) {
-    const left = filling.reduce((sum, i) => sum + i.vectors_pending, 0);
+    const left = filling.reduce((sum, f) => sum + (f.index?.vectors_pending ?? 0), 0);
     vectors = `, vectors ${Math.floor((100 * (chunks - left)) / Math.max(chunks, 1))}%`;
-    notes.push(...filling.map(pendingVectorsText), "Search works meanwhile");
+    // With several folders, each line names its folder.
+    const named = (f: FolderStatus): string => (folders.length > 1 ? `${folderName(f.root)}: ` : "");
+    notes.push(...filling.map((f) => named(f) + pendingVectorsText(f.index as IndexStatus)), "Search works meanwhile");
   }
   if (pending > 0) {
     notes.push(`${count(pending)} changed ${pending === 1 ? "file" : "files"} waiting to be indexed`);
@@ -71,6 +73,11 @@ export function statusBarText(status: StatusAnswer | undefined, progress?: numbe
   }
   notes.push("Click for the index status");
   return { text: `$(search) situate: ${count(chunks)} chunks${vectors}`, tooltip: notes.join("\n") };
+}
+
+/** The last segment of a folder's path, as the explorer names it. */
+function folderName(root: string): string {
+  return root.replace(/[\\/]+$/, "").split(/[\\/]/).pop() || root;
 }
 
 /**

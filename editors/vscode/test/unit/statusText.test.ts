@@ -284,3 +284,13 @@ test("failed: the tooltip gives the folder's last error, and says a folder with 
   const unopened = statusBarText(one(folder({ phase: "failed", index: null, errors: ["cannot create /x."] })));
   assert.equal(unopened.tooltip, "The index of /home/me/notes could not be opened: cannot create /x.\nClick for details");
 });
+
+test("vectors filling in several folders: each tooltip line names its folder", () => {
+  const e5 = { provider: "e5", model: "e5-small", dimensions: 384 };
+  const zh = folder({ root: "/w/zh", index: { ...index, chunks: 164, vectors_pending: 100, embedder: e5 } });
+  const notes = folder({ root: "/w/notes", index: { ...index, chunks: 8, vectors_pending: 0 } });
+  const { text, tooltip } = statusBarText({ folders: [notes, zh] });
+  assert.equal(text, "$(search) situate: 172 chunks, vectors 41%");
+  assert.match(tooltip, /^zh: e5 vectors: 64 of 164;/m);
+  assert.doesNotMatch(tooltip, /notes: e5/);
+});
