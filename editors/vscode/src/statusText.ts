@@ -114,7 +114,7 @@ function snippetsNote(folders: FolderStatus[]): string | undefined {
 
 /** A Markdown report of every folder: phase, index figures, pending files and problems. */
 export function statusReport(status: StatusAnswer, now: Date = new Date()): string {
-  const lines = ["# situate index status", "", `As of ${now.toISOString()}.`, ""];
+  const lines = ["# situate index status", "", `As of ${utcTime(now)}.`, ""];
   if (status.folders.length === 0) {
     lines.push("No workspace folder is indexed: open a folder on disk.", "");
   }
@@ -122,6 +122,11 @@ export function statusReport(status: StatusAnswer, now: Date = new Date()): stri
     lines.push(...folderReport(folder));
   }
   return lines.join("\n");
+}
+
+/** A time as the hover writes it too: "2026-11-21 14:05:09 UTC". */
+export function utcTime(date: Date): string {
+  return `${date.toISOString().slice(0, 19).replace("T", " ")} UTC`;
 }
 
 /** "e5 vectors: 1,240 of 5,285, about 9 min left; the built-in static model stands in for the rest". */
@@ -168,7 +173,7 @@ function folderReport(folder: FolderStatus): string[] {
       `- Model: ${index.embedder.provider} \`${index.embedder.model}\` (${index.embedder.dimensions} dimensions)`,
       ...languagesLine(index),
       `- Index folder: \`${index.index_dir}\` (${formatBytes(index.disk_bytes)})`,
-      `- Last commit: ${index.last_commit > 0 ? new Date(index.last_commit * 1000).toISOString() : "never"} (generation ${index.generation})`,
+      `- Last commit: ${index.last_commit > 0 ? utcTime(new Date(index.last_commit * 1000)) : "never"} (generation ${index.generation})`,
     );
   } else {
     lines.push("- The index is not open yet.");
@@ -276,7 +281,7 @@ function reasonLine(queue: SnippetQueueStatus): string | undefined {
     return `Paused: ${reason("the budget of this period is spent")} **Situate: Reindex Workspace** starts a new budget period.`;
   }
   if (queue.state === "stopped") {
-    const retry = queue.retry_at ? ` Next try at ${new Date(queue.retry_at * 1000).toISOString()};` : "";
+    const retry = queue.retry_at ? ` Next try at ${utcTime(new Date(queue.retry_at * 1000))};` : "";
     return `Stopped: ${reason("the model keeps failing")}${retry} **Situate: Reindex Workspace** tries again now.`;
   }
   return undefined;

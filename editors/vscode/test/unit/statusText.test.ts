@@ -179,7 +179,7 @@ test("snippets stopped: the reason without its repeated prefix, and the next try
   assert.equal(
     lines[1],
     "  - Stopped: the model keeps failing (HTTP 503); 939 chunks keep their header context and are tried again in 1 min. " +
-      "Next try at 2026-11-21T03:41:00.000Z; **Situate: Reindex Workspace** tries again now.",
+      "Next try at 2026-11-21 03:41:00 UTC; **Situate: Reindex Workspace** tries again now.",
   );
   const bare = snippetLines(snippetFolder({ state: "stopped" }));
   assert.equal(bare[1], "  - Stopped: the model keeps failing. **Situate: Reindex Workspace** tries again now.");
@@ -293,4 +293,10 @@ test("vectors filling in several folders: each tooltip line names its folder", (
   assert.equal(text, "$(search) situate: 172 chunks, vectors 41%");
   assert.match(tooltip, /^zh: e5 vectors: 64 of 164;/m);
   assert.doesNotMatch(tooltip, /notes: e5/);
+});
+
+test("the report's times read as the hover's, in UTC without the ISO punctuation", () => {
+  const report = statusReport(one(folder()), new Date(Date.UTC(2026, 10, 27, 15, 17, 30, 130)));
+  assert.ok(report.includes("As of 2026-11-27 15:17:30 UTC."), report);
+  assert.match(report, /- Last commit: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(generation 12\)/);
 });
