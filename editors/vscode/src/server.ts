@@ -15,7 +15,7 @@ import {
   TransportKind,
 } from "vscode-languageclient/node";
 import { ProgressTracker } from "./progressTracker";
-import { ServerLog } from "./serverLog";
+import { logFilter, ServerLog } from "./serverLog";
 import { findServerHere, startMessage } from "./serverBinary";
 import {
   configurationChange,
@@ -87,7 +87,7 @@ export class Server implements vscode.Disposable {
       command: found.path,
       args: ["lsp"],
       transport: TransportKind.stdio,
-      options: { env: { ...process.env, SITUATE_LOG: logLevel } },
+      options: { env: { ...process.env, SITUATE_LOG: logFilter(logLevel) } },
     };
     this.sentSettings = currentServerSettings();
     // A binary that is not the situate server (an older build, another program) exits at

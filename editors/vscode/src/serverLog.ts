@@ -46,3 +46,12 @@ export class ServerLog {
     }
   }
 }
+
+/**
+ * `SITUATE_LOG` for the `situate.server.logLevel` setting. `info` and `debug` raise the
+ * level of situate's own logs alone: the libraries' debug logs (the search index's every
+ * file write) would bury them.
+ */
+export function logFilter(level: string): string {
+  return level === "warn" ? "warn" : `warn,situate=${level}`;
+}

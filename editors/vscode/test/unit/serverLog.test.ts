@@ -1,7 +1,7 @@
 // Unit tests of the sorting of the server's stderr lines by log level.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ServerLog } from "../../src/serverLog";
+import { logFilter, ServerLog } from "../../src/serverLog";
 
 test("a log line goes out at its own level, without the server's timestamp", () => {
   const log = new ServerLog();
@@ -28,4 +28,10 @@ test("a continued message keeps its level; a panic is an error", () => {
   log.line("2026-11-27T15:32:51.433105Z  WARN situate::lsp: two lines:");
   assert.equal(log.line("    the second").level, "warn");
   assert.deepEqual(log.line("thread 'main' panicked at src/main.rs:3:5:"), { level: "error", text: "thread 'main' panicked at src/main.rs:3:5:" });
+});
+
+test("the log level setting raises situate's own logs, not the libraries'", () => {
+  assert.equal(logFilter("warn"), "warn");
+  assert.equal(logFilter("info"), "warn,situate=info");
+  assert.equal(logFilter("debug"), "warn,situate=debug");
 });
