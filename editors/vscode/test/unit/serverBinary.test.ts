@@ -76,6 +76,7 @@ test("nothing found gives the fix: install with cargo or set the setting", () =>
     assert.match(found.message, /`situate` is not on PATH/);
     assert.match(found.message, /cargo install --path \. from the situate repository|cargo install --path \.`/);
     assert.match(found.message, /situate\.server\.path/);
+    assert.match(found.message, /Once it is installed, run Situate: Restart Server\.$/, "an install changes no setting, so nothing restarts the server");
   }
 });
 
