@@ -122,10 +122,15 @@ fn date(unix_secs: u64) -> String {
 /// whether it is current.
 pub fn hover_markdown(chunk: &ChunkRecord, chunks_in_file: usize, stale: Staleness) -> String {
     let mut out = String::new();
-    let place = if chunk.heading_path.is_empty() {
+    // A document whose first heading is its title does not name it twice.
+    let headings = match chunk.heading_path.split_first() {
+        Some((first, rest)) if first.trim() == chunk.title.trim() => rest,
+        _ => &chunk.heading_path[..],
+    };
+    let place = if headings.is_empty() {
         format!("**{}**", chunk.title)
     } else {
-        format!("**{}** · {}", chunk.heading_path.join(" › "), chunk.title)
+        format!("**{}** · {}", headings.join(" › "), chunk.title)
     };
     out.push_str(&place);
     out.push_str(&format!(
@@ -289,5 +294,15 @@ mod tests {
         assert!(md.contains("> Document: Backup policy > Backups > Retention"), "{md}");
         assert!(md.contains("unsaved changes") && md.contains("pending"), "{md}");
         assert!(!md.contains("changed on disk"), "{md}");
+    }
+
+    #[test]
+    fn hover_does_not_repeat_a_title_that_is_the_first_heading() {
+        let mut r = record("# Readline\n\nLines.\n", 1, 3);
+        r.title = "Readline".into();
+        r.heading_path = vec!["Readline".into()];
+        assert!(hover_markdown(&r, 1, Staleness::default()).starts_with("**Readline**\n"));
+        r.heading_path.push("Class: Interface".into());
+        assert!(hover_markdown(&r, 1, Staleness::default()).starts_with("**Class: Interface** · Readline\n"));
     }
 }

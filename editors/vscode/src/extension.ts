@@ -65,7 +65,12 @@ async function reindexWorkspace(server: Server): Promise<void> {
   }
 }
 
+/** New server settings: a server that runs is restarted if the user wants; one that does not (not found, failed) starts at once. */
 async function offerRestart(server: Server): Promise<void> {
+  if (!server.running) {
+    await server.restart();
+    return;
+  }
   const choice = await vscode.window.showInformationMessage(
     "The situate server settings changed. Restart the server to apply them?",
     "Restart",

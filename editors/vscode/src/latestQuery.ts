@@ -30,6 +30,8 @@ export interface LatestQueryOptions<Token, Result> {
   /** Called when there starts or stops being work in flight (a wait or a request). */
   onBusy?: (busy: boolean) => void;
   newSource: () => CancelSource<Token>;
+  /** Whether an answer may change as the index catches up (it came from an index still building). */
+  isStale?: (result: Result) => boolean;
   timers?: Timers;
 }
 
@@ -45,6 +47,8 @@ export class LatestQuery<Token, Result> {
   private timer: unknown;
   private inFlight: CancelSource<Token> | undefined;
   private busy = false;
+  /** The query whose answer is shown, when that answer is stale. */
+  private staleQuery: string | undefined;
 
   constructor(private readonly options: LatestQueryOptions<Token, Result>) {
     this.timers = options.timers ?? realTimers;
@@ -53,6 +57,7 @@ export class LatestQuery<Token, Result> {
   /** A new query: the previous one is abandoned and this one runs after the delay. */
   update(query: string): void {
     this.abandon();
+    this.staleQuery = undefined;
     const generation = this.generation;
     this.setBusy(true);
     this.timer = this.timers.set(() => {
@@ -61,9 +66,26 @@ export class LatestQuery<Token, Result> {
     }, this.options.delayMs);
   }
 
+  /**
+   * Asks again, at once, for the query whose answer is shown when that answer was stale
+   * (call it when the index has caught up). Nothing happens while a newer query is waited
+   * for or sent.
+   */
+  refresh(): void {
+    const query = this.staleQuery;
+    if (query === undefined || this.timer !== undefined || this.inFlight) {
+      return;
+    }
+    this.staleQuery = undefined;
+    this.abandon();
+    this.setBusy(true);
+    void this.send(query, this.generation);
+  }
+
   /** Abandons the pending wait and the running request, if any. */
   cancel(): void {
     this.abandon();
+    this.staleQuery = undefined;
     this.setBusy(false);
   }
 
@@ -100,6 +122,7 @@ export class LatestQuery<Token, Result> {
     source.dispose();
     this.setBusy(false);
     if (outcome.ok) {
+      this.staleQuery = this.options.isStale?.(outcome.result) ? query : undefined;
       this.options.onResult(query, outcome.result);
     } else {
       this.options.onError(query, outcome.error);

@@ -1,7 +1,7 @@
 // The Search Workspace and Find Related pickers: QuickPicks over the server's hits that open a hit at its range.
 import * as vscode from "vscode";
 import { LatestQuery } from "./latestQuery";
-import { ServerCommand, type SearchAnswer, type SimilarParams } from "./protocol";
+import { ServerCommand, type Hit, type SearchAnswer, type SimilarParams } from "./protocol";
 import { answerNotice, hitRows, termRanges, type HitRow } from "./results";
 import { errorMessage, showCommandError, type Server } from "./server";
 
@@ -13,7 +13,9 @@ interface HitItem extends vscode.QuickPickItem {
 }
 
 function toItems(answer: SearchAnswer, alwaysShow: boolean): HitItem[] {
-  return hitRows(answer).map((row) => ({
+  // As VS Code names the file: with its folder only in a workspace of several.
+  const placeOf = (hit: Hit): string => vscode.workspace.asRelativePath(vscode.Uri.parse(hit.uri));
+  return hitRows(answer, placeOf).map((row) => ({
     label: row.label,
     description: row.description,
     detail: row.detail,
@@ -84,6 +86,14 @@ export function searchWorkspace(server: Server): void {
       pick.busy = busy;
     },
     newSource: () => new vscode.CancellationTokenSource(),
+    isStale: (answer) => answer.indexing,
+  });
+  // An answer from an index still building is asked again once a run ends, so that the
+  // picker does not keep saying "no results yet" over a ready index.
+  const caughtUp = server.onProgress(({ ended }) => {
+    if (ended) {
+      latest.refresh();
+    }
   });
 
   pick.onDidChangeValue((value) => {
@@ -97,6 +107,7 @@ export function searchWorkspace(server: Server): void {
   });
   acceptOpens(pick);
   pick.onDidHide(() => {
+    caughtUp.dispose();
     latest.dispose();
     pick.dispose();
   });

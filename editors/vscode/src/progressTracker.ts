@@ -1,21 +1,32 @@
-// Follows the server's `$/progress` runs (one per indexed folder) and gives their overall percentage (vscode-free).
+// Follows the server's indexing runs reported through `$/progress` (one per folder) and gives their overall percentage (vscode-free).
 
 export type ProgressToken = string | number;
 
 /** The parts of a work-done progress notification this tracker reads. */
 export type ProgressValue =
-  | { kind: "begin"; percentage?: number }
+  | { kind: "begin"; title?: string; percentage?: number }
   | { kind: "report"; percentage?: number }
   | { kind: "end" };
+
+/**
+ * Whether a run that begins with this title indexes files. The server also reports work
+ * done in the background of a searchable index, "Embedding <folder>" (the pending vectors)
+ * and "Writing snippets for <folder>": those runs are not indexing.
+ */
+export function isIndexingRun(title: string | undefined): boolean {
+  return title === undefined || title.startsWith("Indexing");
+}
 
 export class ProgressTracker {
   private readonly runs = new Map<ProgressToken, number>();
 
-  /** Records one notification; returns whether a run ended with it. */
+  /** Records one notification; returns whether a run ended with it (of any kind). */
   update(token: ProgressToken, value: ProgressValue): boolean {
     switch (value.kind) {
       case "begin":
-        this.runs.set(token, value.percentage ?? 0);
+        if (isIndexingRun(value.title)) {
+          this.runs.set(token, value.percentage ?? 0);
+        }
         return false;
       case "report":
         if (this.runs.has(token)) {
@@ -23,11 +34,13 @@ export class ProgressTracker {
         }
         return false;
       case "end":
-        return this.runs.delete(token);
+        // A background run's end brings new figures to show too.
+        this.runs.delete(token);
+        return true;
     }
   }
 
-  /** The mean percentage of the running runs, or `undefined` when none runs. */
+  /** The mean percentage of the indexing runs under way, or `undefined` when none runs. */
   percentage(): number | undefined {
     if (this.runs.size === 0) {
       return undefined;

@@ -17,8 +17,16 @@ const SEPARATOR = " › ";
 const MAX_DETAIL = 200;
 
 /**
+ * Labels longer than this lose their middle headings: VS Code cuts the row's end, where
+ * the file and line are, to fit a long label.
+ */
+const MAX_LABEL = 60;
+
+/**
  * `title › heading › heading`. A first heading equal to the title (a document whose H1
- * is its title) is not repeated.
+ * is its title) is not repeated. A long path keeps the title and its last headings, with
+ * `…` for those left out (`OpenID Connect › … › redirectUrl`), and a heading too long by
+ * itself is cut.
  */
 export function hitLabel(hit: Pick<Hit, "title" | "heading_path" | "path">): string {
   const headings = [...hit.heading_path];
@@ -26,18 +34,27 @@ export function hitLabel(hit: Pick<Hit, "title" | "heading_path" | "path">): str
   if (headings.length > 0 && headings[0].trim() === title) {
     headings.shift();
   }
-  return escapeIcons([title, ...headings].join(SEPARATOR));
+  let label = [title, ...headings].join(SEPARATOR);
+  for (let left = 1; label.length > MAX_LABEL && left < headings.length; left++) {
+    label = [title, "…", ...headings.slice(left)].join(SEPARATOR);
+  }
+  if (label.length > MAX_LABEL) {
+    // One long heading (or title): its end goes.
+    label = `${label.slice(0, MAX_LABEL - 1).trimEnd()}…`;
+  }
+  return escapeIcons(label);
 }
 
 /**
  * `ops/backup.md:13 · #backup #ops · 0.136`: the line that matched (1-based), the
- * document's tags when its front matter has some, and the score.
+ * document's tags when its front matter has some, and the score. `place` is the file as
+ * the workspace names it, by default the path within its folder.
  */
-export function hitDescription(hit: Pick<Hit, "path" | "preview_line" | "score" | "metadata">): string {
+export function hitDescription(hit: Pick<Hit, "path" | "preview_line" | "score" | "metadata">, place: string = hit.path): string {
   const tags = tagsOf(hit.metadata)
     .map((t) => (t.startsWith("#") ? t : `#${t}`))
     .join(" ");
-  const parts = [`${hit.path}:${hit.preview_line + 1}`, ...(tags ? [tags] : []), formatScore(hit.score)];
+  const parts = [`${place}:${hit.preview_line + 1}`, ...(tags ? [tags] : []), formatScore(hit.score)];
   return escapeIcons(parts.join(" · "));
 }
 
@@ -88,10 +105,15 @@ export function formatScore(score: number): string {
   return score.toFixed(3);
 }
 
-export function hitRows(answer: SearchAnswer): HitRow[] {
+/**
+ * The rows of an answer. `placeOf` names a hit's file as the workspace does: in a
+ * workspace of several folders, two folders may each hold `README.md`, so VS Code puts the
+ * folder's name first (`notes/ops/backup.md`).
+ */
+export function hitRows(answer: SearchAnswer, placeOf: (hit: Hit) => string = (hit) => hit.path): HitRow[] {
   return answer.hits.map((hit) => ({
     label: hitLabel(hit),
-    description: hitDescription(hit),
+    description: hitDescription(hit, placeOf(hit)),
     detail: hitDetail(hit),
     uri: hit.uri,
     range: hit.range,

@@ -1,7 +1,12 @@
 // Owns the language client: finds and starts `situate lsp`, sends commands and settings, follows indexing progress.
+import * as readline from "node:readline";
+import type { Readable } from "node:stream";
 import * as vscode from "vscode";
 import {
+  CloseAction,
   DidChangeConfigurationNotification,
+  ErrorAction,
+  type ErrorHandler,
   ExecuteCommandRequest,
   LanguageClient,
   LanguageClientOptions,
@@ -10,8 +15,16 @@ import {
   TransportKind,
 } from "vscode-languageclient/node";
 import { ProgressTracker } from "./progressTracker";
-import { findServerHere } from "./serverBinary";
-import { configurationChange, explicitValue, sameSettings, serverSettings, type ServerSettings } from "./settings";
+import { logFilter, ServerLog } from "./serverLog";
+import { findServerHere, startMessage } from "./serverBinary";
+import {
+  configurationChange,
+  explicitValue,
+  openMachineSetting,
+  sameSettings,
+  serverSettings,
+  type ServerSettings,
+} from "./settings";
 
 /** The user's settings for the server, leaving out everything they did not set. */
 export function currentServerSettings(): ServerSettings {
@@ -34,6 +47,8 @@ export class Server implements vscode.Disposable {
   private sentSettings: ServerSettings = {};
   private notRunning: ServerNotRunning = new ServerNotRunning("situate is starting", false);
   private readonly progress = new ProgressTracker();
+  /** One channel for every run of the server, so that a restart keeps the earlier lines in view. */
+  private readonly channel = vscode.window.createOutputChannel("situate", { log: true });
   private readonly progressEmitter = new vscode.EventEmitter<{ percentage: number | undefined; ended: boolean }>();
   private readonly runningEmitter = new vscode.EventEmitter<boolean>();
 
@@ -62,6 +77,7 @@ export class Server implements vscode.Disposable {
     const found = findServerHere(config.get<string>("server.path"), root);
     if (!found.found) {
       this.notRunning = new ServerNotRunning(found.message, true);
+      this.channel.error(found.message);
       void showServerError(found.message);
       return;
     }
@@ -71,15 +87,45 @@ export class Server implements vscode.Disposable {
       command: found.path,
       args: ["lsp"],
       transport: TransportKind.stdio,
-      options: { env: { ...process.env, SITUATE_LOG: logLevel } },
+      options: { env: { ...process.env, SITUATE_LOG: logFilter(logLevel) } },
     };
     this.sentSettings = currentServerSettings();
+    // A binary that is not the situate server (an older build, another program) exits at
+    // once: it is not restarted again and again, and its last words name the problem.
+    let started = false;
+    const said: string[] = [];
+    let stderrClosed: Promise<unknown> = Promise.resolve();
+    // The client's own handler, for a server that did start; set once the client exists.
+    const usual: { handler?: ErrorHandler } = {};
     const clientOptions: LanguageClientOptions = {
+      initializationFailedHandler: () => false,
+      errorHandler: {
+        error: (error, message, count) =>
+          started && usual.handler ? usual.handler.error(error, message, count) : { action: ErrorAction.Shutdown, handled: true },
+        closed: () => (started && usual.handler ? usual.handler.closed() : { action: CloseAction.DoNotRestart, handled: true }),
+      },
       documentSelector: [
         { scheme: "file", language: "markdown" },
         { scheme: "file", language: "plaintext" },
       ],
       initializationOptions: this.sentSettings,
+      outputChannel: this.channel,
+      // The server logs to stderr at the level the user chose; each line keeps its level.
+      stdioOptions: {
+        stdout: (input, channel) => lines(input, (line) => channel.info(line)),
+        stderr: (input, channel) => {
+          const log = new ServerLog();
+          said.length = 0;
+          stderrClosed = new Promise((resolve) => input.once("close", resolve));
+          lines(input, (raw) => {
+            const { level, text } = log.line(raw);
+            channel[level](text);
+            if (!started && level === "error") {
+              said.push(text.trim());
+            }
+          });
+        },
+      },
       middleware: {
         handleWorkDoneProgress: (token, params, next) => {
           const ended = this.progress.update(token, params);
@@ -90,7 +136,9 @@ export class Server implements vscode.Disposable {
     };
 
     const client = new LanguageClient("situate", "situate", serverOptions, clientOptions);
+    usual.handler = client.createDefaultErrorHandler();
     client.onDidChangeState((e) => {
+      started ||= e.newState === State.Running;
       if (e.newState === State.Stopped) {
         this.progress.clear();
         this.notRunning = new ServerNotRunning("the situate server has stopped; run Situate: Restart Server", false);
@@ -98,11 +146,16 @@ export class Server implements vscode.Disposable {
       this.runningEmitter.fire(e.newState === State.Running);
     });
     this.client = client;
+    this.channel.info(startMessage(found, logLevel));
     try {
       await client.start();
     } catch (error) {
-      const message = `The situate server (${found.path}) could not start: ${errorMessage(error)}`;
+      // What the process wrote before it ended says more than the broken connection.
+      await Promise.race([stderrClosed, new Promise((resolve) => setTimeout(resolve, 2_000))]);
+      const why = said.length > 0 ? said.slice(-3).join(" ") : errorMessage(error);
+      const message = `The situate server (${found.path}) could not start: ${why}. Check that situate.server.path names the situate binary.`;
       this.notRunning = new ServerNotRunning(message, true);
+      this.channel.error(message);
       void showServerError(message);
     }
   }
@@ -111,7 +164,15 @@ export class Server implements vscode.Disposable {
     const client = this.client;
     this.client = undefined;
     this.progress.clear();
-    if (client && client.state !== State.Stopped) {
+    if (!client) {
+      return;
+    }
+    if (client.state === State.Starting) {
+      // The start under way ends first, one way or the other.
+      await client.start().catch(() => undefined);
+    }
+    // A client whose start failed has no server to stop, and refuses to be stopped.
+    if (client.state === State.Running) {
       await client.stop();
     }
   }
@@ -144,15 +205,22 @@ export class Server implements vscode.Disposable {
   dispose(): void {
     void this.stop();
     this.progressEmitter.dispose();
+    this.channel.dispose();
     this.runningEmitter.dispose();
   }
+}
+
+/** Calls `each` with every line of a stream. */
+function lines(input: Readable, each: (line: string) => void): void {
+  readline.createInterface({ input, crlfDelay: Infinity, terminal: false }).on("line", each);
 }
 
 /** An error about the server, with a button to the setting that fixes it. */
 export async function showServerError(message: string): Promise<void> {
   const choice = await vscode.window.showErrorMessage(message, "Open Settings");
   if (choice === "Open Settings") {
-    await vscode.commands.executeCommand("workbench.action.openSettings", "situate.server.path");
+    const open = openMachineSetting("situate.server.path", vscode.env.remoteName);
+    await vscode.commands.executeCommand(open.command, ...open.args);
   }
 }
 

@@ -28,6 +28,9 @@ export type Discovery =
 export const INSTALL_HINT =
   "Install it with `cargo install --path .` from the situate repository, or set `situate.server.path` to the binary.";
 
+/** Where nothing was set: an install alone changes no setting, so the server must be started by hand. */
+const RESTART_HINT = "Once it is installed, run Situate: Restart Server.";
+
 export function findServer(input: DiscoveryInput): Discovery {
   const windows = input.platform === "win32";
   const configured = input.configured?.trim();
@@ -76,7 +79,7 @@ export function findServer(input: DiscoveryInput): Discovery {
   return {
     found: false,
     fromSetting: false,
-    message: `The situate language server was not found: \`situate\` is not on PATH. ${INSTALL_HINT}`,
+    message: `The situate language server was not found: \`situate\` is not on PATH. ${INSTALL_HINT} ${RESTART_HINT}`,
   };
 }
 
@@ -123,4 +126,10 @@ export function findServerHere(configured: string | undefined, workspaceRoot: st
     workspaceRoot,
     isExecutable: (f) => isExecutableFile(f),
   });
+}
+
+/** The output channel's first line: which binary runs, where it was found, at which log level. */
+export function startMessage(found: { path: string; source: "setting" | "PATH" | "cargo" }, logLevel: string): string {
+  const where = { setting: "from situate.server.path", PATH: "found on PATH", cargo: "found in cargo's bin folder" }[found.source];
+  return `Starting ${found.path} lsp (${where}); server log level ${logLevel} (situate.server.logLevel)`;
 }

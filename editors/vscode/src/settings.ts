@@ -136,3 +136,20 @@ export function configurationChange(settings: ServerSettings): { settings: { sit
 export function sameSettings(a: ServerSettings, b: ServerSettings): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
+
+/** A command of VS Code and its arguments. */
+export interface CommandCall {
+  command: string;
+  args: unknown[];
+}
+
+/**
+ * What opens the Settings editor at one of the extension's settings of machine scope
+ * (`situate.server.path`). In a remote window (SSH, WSL, a container, code-server) such
+ * settings are listed under the Remote tab alone: the User tab would say "No Settings Found".
+ */
+export function openMachineSetting(key: string, remoteName: string | undefined): CommandCall {
+  return remoteName
+    ? { command: "workbench.action.openRemoteSettings", args: [{ query: key }] }
+    : { command: "workbench.action.openSettings", args: [key] };
+}

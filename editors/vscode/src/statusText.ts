@@ -35,10 +35,7 @@ export function statusBarText(status: StatusAnswer | undefined, progress?: numbe
   }
   const failed = folders.filter((f) => f.phase === "failed");
   if (failed.length > 0) {
-    return {
-      text: "$(error) situate",
-      tooltip: `The index of ${failed.map((f) => f.root).join(", ")} could not be opened. Click for details.`,
-    };
+    return { text: "$(error) situate", tooltip: [...failed.map(failedNote), "Click for details"].join("\n") };
   }
   const indexing = folders.filter((f) => f.phase === "indexing");
   if (indexing.length > 0) {
@@ -54,6 +51,16 @@ export function statusBarText(status: StatusAnswer | undefined, progress?: numbe
   const files = folders.reduce((sum, f) => sum + (f.index?.files ?? 0), 0);
   const pending = folders.reduce((sum, f) => sum + f.pending.length, 0);
   const notes = [`${count(files)} files, ${count(chunks)} chunks indexed`];
+  // The index is searchable while the strong model's vectors are computed in the background.
+  const filling = folders.filter((f) => f.index && f.index.vectors_pending > 0);
+  let vectors = "";
+  if (filling.length > 0) {
+    const left = filling.reduce((sum, f) => sum + (f.index?.vectors_pending ?? 0), 0);
+    vectors = `, vectors ${Math.floor((100 * (chunks - left)) / Math.max(chunks, 1))}%`;
+    // With several folders, each line names its folder.
+    const named = (f: FolderStatus): string => (folders.length > 1 ? `${folderName(f.root)}: ` : "");
+    notes.push(...filling.map((f) => named(f) + pendingVectorsText(f.index as IndexStatus)), "Search works meanwhile");
+  }
   if (pending > 0) {
     notes.push(`${count(pending)} changed ${pending === 1 ? "file" : "files"} waiting to be indexed`);
   }
@@ -65,7 +72,24 @@ export function statusBarText(status: StatusAnswer | undefined, progress?: numbe
     notes.push(snippets);
   }
   notes.push("Click for the index status");
-  return { text: `$(search) situate: ${count(chunks)} chunks`, tooltip: notes.join("\n") };
+  return { text: `$(search) situate: ${count(chunks)} chunks${vectors}`, tooltip: notes.join("\n") };
+}
+
+/** The last segment of a folder's path, as the explorer names it. */
+function folderName(root: string): string {
+  return root.replace(/[\\/]+$/, "").split(/[\\/]/).pop() || root;
+}
+
+/**
+ * Why a folder failed, with its last error. A folder whose settings went bad after its
+ * index opened (a broken situate.toml) is still searched, as of its last index.
+ */
+function failedNote(folder: FolderStatus): string {
+  const last = folder.errors[folder.errors.length - 1]?.trim().replace(/\.$/, "");
+  const why = last ? `: ${last}` : "";
+  return folder.index
+    ? `${folder.root} is not kept up to date${why}. Search answers from its last index.`
+    : `The index of ${folder.root} could not be opened${why}.`;
 }
 
 /** One tooltip line on the snippets of every folder that has them on, if any. */
@@ -90,7 +114,7 @@ function snippetsNote(folders: FolderStatus[]): string | undefined {
 
 /** A Markdown report of every folder: phase, index figures, pending files and problems. */
 export function statusReport(status: StatusAnswer, now: Date = new Date()): string {
-  const lines = ["# situate index status", "", `As of ${now.toISOString()}.`, ""];
+  const lines = ["# situate index status", "", `As of ${utcTime(now)}.`, ""];
   if (status.folders.length === 0) {
     lines.push("No workspace folder is indexed: open a folder on disk.", "");
   }
@@ -98,6 +122,11 @@ export function statusReport(status: StatusAnswer, now: Date = new Date()): stri
     lines.push(...folderReport(folder));
   }
   return lines.join("\n");
+}
+
+/** A time as the hover writes it too: "2026-11-21 14:05:09 UTC". */
+export function utcTime(date: Date): string {
+  return `${date.toISOString().slice(0, 19).replace("T", " ")} UTC`;
 }
 
 /** "e5 vectors: 1,240 of 5,285, about 9 min left; the built-in static model stands in for the rest". */
@@ -144,7 +173,7 @@ function folderReport(folder: FolderStatus): string[] {
       `- Model: ${index.embedder.provider} \`${index.embedder.model}\` (${index.embedder.dimensions} dimensions)`,
       ...languagesLine(index),
       `- Index folder: \`${index.index_dir}\` (${formatBytes(index.disk_bytes)})`,
-      `- Last commit: ${index.last_commit > 0 ? new Date(index.last_commit * 1000).toISOString() : "never"} (generation ${index.generation})`,
+      `- Last commit: ${index.last_commit > 0 ? utcTime(new Date(index.last_commit * 1000)) : "never"} (generation ${index.generation})`,
     );
   } else {
     lines.push("- The index is not open yet.");
@@ -252,7 +281,7 @@ function reasonLine(queue: SnippetQueueStatus): string | undefined {
     return `Paused: ${reason("the budget of this period is spent")} **Situate: Reindex Workspace** starts a new budget period.`;
   }
   if (queue.state === "stopped") {
-    const retry = queue.retry_at ? ` Next try at ${new Date(queue.retry_at * 1000).toISOString()};` : "";
+    const retry = queue.retry_at ? ` Next try at ${utcTime(new Date(queue.retry_at * 1000))};` : "";
     return `Stopped: ${reason("the model keeps failing")}${retry} **Situate: Reindex Workspace** tries again now.`;
   }
   return undefined;

@@ -24,6 +24,7 @@ import {
   type ProtocolConnection,
 } from "vscode-languageserver-protocol/node";
 import { LatestQuery } from "../../src/latestQuery";
+import { isIndexingRun, ProgressTracker } from "../../src/progressTracker";
 import { ServerCommand, type ReindexAnswer, type SearchAnswer, type StatusAnswer } from "../../src/protocol";
 import { hitRows, termRanges } from "../../src/results";
 import { configurationChange, serverSettings } from "../../src/settings";
@@ -52,6 +53,10 @@ let stderr = "";
 const progressEnded: Promise<void>[] = [];
 /** The kinds each progress token reported, in order, one list per token. */
 const progressEvents: string[][] = [];
+/** The title each progress token began with, in order. */
+const progressTitles: string[] = [];
+/** What the extension makes of the progress notifications. */
+const tracker = new ProgressTracker();
 
 function execute<T>(command: string, argument?: object, token?: CancellationToken): Promise<T> {
   const args = argument === undefined ? [] : [argument];
@@ -110,6 +115,10 @@ before(() => {
       new Promise<void>((resolve) => {
         connection.onProgress(WorkDoneProgress.type, token, (value) => {
           events.push(value.kind);
+          tracker.update(token, value);
+          if (value.kind === "begin") {
+            progressTitles.push(value.title);
+          }
           if (value.kind === "end") {
             resolve();
           }
@@ -163,9 +172,17 @@ test("initialize with the settings mapping, then indexing reports progress and e
     const s = await execute<StatusAnswer>(ServerCommand.status);
     return s.folders[0]?.phase === "ready" && (s.folders[0].index?.chunks ?? 0) > 0 ? s : undefined;
   });
-  const bar = statusBarText(status);
+  const bar = statusBarText(status, tracker.percentage());
   console.log(`status bar: ${bar.text}`);
-  assert.match(bar.text, /^\$\(search\) situate: \d+ chunks$/);
+  // While the e5 vectors fill in, the index is ready and searched: the bar says so.
+  const vectors = (status.folders[0].index?.vectors_pending ?? 0) > 0;
+  assert.match(bar.text, vectors ? /^\$\(search\) situate: \d+ chunks, vectors \d+%$/ : /^\$\(search\) situate: \d+ chunks$/);
+  assert.ok(isIndexingRun(progressTitles[0]), `the first run is indexing: ${progressTitles[0]}`);
+  if (vectors) {
+    // The vectors are filled under a run of their own, which the bar does not count as indexing.
+    const filling = await waitFor("the vectors' run", () => progressTitles.find((t) => t.startsWith("Embedding")));
+    assert.equal(isIndexingRun(filling), false);
+  }
 });
 
 test("situate.search: backup retention finds ops/backup.md › Backups › Retention, formatted as the picker shows it", async () => {

@@ -157,3 +157,43 @@ test("busy holds from the first keystroke to the answer, without flicker", async
   await settle();
   assert.deepEqual(busy, [true, false]);
 });
+
+test("refresh asks again for a query whose answer was stale, at once, and only then", async () => {
+  const timers = new FakeTimers();
+  const requests: Pending[] = [];
+  const results: string[] = [];
+  const latest = new LatestQuery<{ cancelled: boolean }, string>({
+    delayMs: 200,
+    timers,
+    newSource: () => new FakeSource(),
+    run: (query, token) => new Promise<string>((resolve, reject) => requests.push({ query, token, resolve, reject })),
+    onResult: (query, answer) => results.push(`${query}=${answer}`),
+    onError: () => {},
+    isStale: (answer) => answer === "building",
+  });
+  latest.refresh();
+  assert.equal(requests.length, 0, "nothing was asked yet");
+  latest.update("backup");
+  timers.advance(200);
+  requests[0].resolve("building");
+  await settle();
+  latest.refresh();
+  assert.deepEqual(
+    requests.map((r) => r.query),
+    ["backup", "backup"],
+    "the stale answer's query goes out again without a typing pause",
+  );
+  requests[1].resolve("ready");
+  await settle();
+  assert.deepEqual(results, ["backup=building", "backup=ready"]);
+  latest.refresh();
+  assert.equal(requests.length, 2, "a fresh answer is not asked again");
+
+  latest.update("backups");
+  timers.advance(200);
+  requests[2].resolve("building");
+  await settle();
+  latest.update("backups kept");
+  latest.refresh();
+  assert.equal(requests.length, 3, "a newer query waiting for its pause is not overtaken");
+});

@@ -103,3 +103,27 @@ test("the notice says when the index is still building or nothing was found", ()
   assert.equal(answerNotice(empty, ""), undefined);
   assert.equal(answerNotice({ indexing: false, hits: [retention] }, "x"), undefined);
 });
+
+test("rows name each file as the workspace does: with its folder when there are several", () => {
+  const zh: Hit = { ...retention, path: "README.md", uri: "file:///w/zh/README.md" };
+  const notes: Hit = { ...retention, path: "README.md", uri: "file:///w/notes/README.md" };
+  const placeOf = (hit: Hit): string => hit.uri.replace("file:///w/", "");
+  const rows = hitRows({ indexing: false, hits: [zh, notes] }, placeOf);
+  assert.deepEqual(
+    rows.map((r) => r.description),
+    ["zh/README.md:12 · 0.136", "notes/README.md:12 · 0.136"],
+  );
+});
+
+test("a long heading path keeps the title and the last headings, so the file and line stay in view", () => {
+  const deep = {
+    ...retention,
+    title: "OpenID Connect Authentication",
+    heading_path: ["Configuration Options", "redirectUrl", "Replace the Request URL with the Redirect URL"],
+  };
+  assert.equal(hitLabel(deep), "OpenID Connect Authentication › … › Replace the Request URL…");
+  assert.ok(hitLabel(deep).length <= 60);
+  const two = { ...deep, heading_path: ["Configuration Options", "redirectUrl", "Examples"] };
+  assert.equal(hitLabel(two), "OpenID Connect Authentication › … › redirectUrl › Examples", "as many last headings as fit");
+  assert.equal(hitLabel(retention), "Backup policy › Backups › Retention", "a short path is whole");
+});

@@ -4,7 +4,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
-import { findServer, isExecutableFile, type DiscoveryInput } from "../../src/serverBinary";
+import { findServer, isExecutableFile, startMessage, type DiscoveryInput } from "../../src/serverBinary";
 
 function input(executables: string[], overrides: Partial<DiscoveryInput> = {}): DiscoveryInput {
   return {
@@ -76,6 +76,7 @@ test("nothing found gives the fix: install with cargo or set the setting", () =>
     assert.match(found.message, /`situate` is not on PATH/);
     assert.match(found.message, /cargo install --path \. from the situate repository|cargo install --path \.`/);
     assert.match(found.message, /situate\.server\.path/);
+    assert.match(found.message, /Once it is installed, run Situate: Restart Server\.$/, "an install changes no setting, so nothing restarts the server");
   }
 });
 
@@ -93,4 +94,12 @@ test("only executable regular files count", { skip: process.platform === "win32"
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("the output channel's first line names the binary, where it was found and the log level", () => {
+  assert.equal(
+    startMessage({ path: "/home/me/.cargo/bin/situate", source: "cargo" }, "warn"),
+    "Starting /home/me/.cargo/bin/situate lsp (found in cargo's bin folder); server log level warn (situate.server.logLevel)",
+  );
+  assert.match(startMessage({ path: "/usr/bin/situate", source: "PATH" }, "info"), /found on PATH/);
 });

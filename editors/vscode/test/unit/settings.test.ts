@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { test } from "node:test";
-import { configurationChange, explicitValue, sameSettings, SERVER_SETTINGS, serverSettings } from "../../src/settings";
+import { configurationChange, explicitValue, openMachineSetting, sameSettings, SERVER_SETTINGS, serverSettings } from "../../src/settings";
 
 const packageRoot = path.resolve(__dirname, "../../..");
 
@@ -133,6 +133,8 @@ interface ConfigurationProperty {
   enum?: string[];
   minimum?: number;
   maximum?: number;
+  exclusiveMinimum?: number;
+  minItems?: number;
   markdownDescription?: string;
   scope?: string;
 }
@@ -274,6 +276,31 @@ test("the snippet settings carry the server's defaults, ranges and choices", () 
   }
 });
 
+test("the chunk and search settings carry the server's ranges, so the Settings editor flags a value the server refuses", () => {
+  // The ranges of src/config/validate.rs; a value outside them is replaced by the default.
+  const properties = contributedProperties();
+  const expected: Record<string, Partial<ConfigurationProperty>> = {
+    extensions: { minItems: 1 },
+    maxFileBytes: { minimum: 1 },
+    "chunk.maxTokens": { minimum: 16, maximum: 8192 },
+    "chunk.overlapTokens": { minimum: 0 },
+    "chunk.semanticThreshold": { minimum: 0 },
+    "search.limit": { minimum: 1, maximum: 1000 },
+    "search.candidates": { minimum: 1, maximum: 10000 },
+    "search.window": { minimum: 0, maximum: 100 },
+    "search.mergeShare": { exclusiveMinimum: 0, maximum: 1 },
+  };
+  for (const key of ["rrfK", "bm25Weight", "vectorWeight", "bm25Coverage", "titleBoost", "headingsBoost", "pathBoost", "snippetBoost"]) {
+    expected[`search.${key}`] = { minimum: 0 };
+  }
+  for (const [key, want] of Object.entries(expected)) {
+    const property = properties[`situate.${key}`];
+    for (const field of ["minimum", "maximum", "exclusiveMinimum", "minItems"] as const) {
+      assert.equal(property[field], want[field], `${field} of situate.${key}`);
+    }
+  }
+});
+
 test("every server setting says it is only sent when set, and no setting holds a key", () => {
   const properties = contributedProperties();
   for (const spec of SERVER_SETTINGS) {
@@ -284,4 +311,30 @@ test("every server setting says it is only sent when set, and no setting holds a
   for (const key of Object.keys(properties)) {
     assert.ok(!/apiKey$|secret|token$/i.test(key), `${key} would hold a secret; only variable names are settings`);
   }
+});
+
+test("the README's settings table lists every server setting with its situate.toml key", () => {
+  const readme = fs.readFileSync(path.join(packageRoot, "README.md"), "utf8");
+  const rows = new Map<string, string>();
+  for (const match of readme.matchAll(/^\| `situate\.([\w.]+)` \| `([\w.]+)` \|/gm)) {
+    rows.set(match[1], match[2]);
+  }
+  assert.deepEqual(
+    [...rows.keys()].sort(),
+    SERVER_SETTINGS.map((s) => s.key).sort(),
+  );
+  for (const spec of SERVER_SETTINGS) {
+    assert.equal(rows.get(spec.key), spec.server, `the row of situate.${spec.key}`);
+  }
+});
+
+test("the server path setting opens in the Remote tab of a remote window, where machine settings are listed", () => {
+  assert.deepEqual(openMachineSetting("situate.server.path", undefined), {
+    command: "workbench.action.openSettings",
+    args: ["situate.server.path"],
+  });
+  assert.deepEqual(openMachineSetting("situate.server.path", "ssh-remote"), {
+    command: "workbench.action.openRemoteSettings",
+    args: [{ query: "situate.server.path" }],
+  });
 });

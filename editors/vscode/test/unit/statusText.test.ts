@@ -179,7 +179,7 @@ test("snippets stopped: the reason without its repeated prefix, and the next try
   assert.equal(
     lines[1],
     "  - Stopped: the model keeps failing (HTTP 503); 939 chunks keep their header context and are tried again in 1 min. " +
-      "Next try at 2026-11-21T03:41:00.000Z; **Situate: Reindex Workspace** tries again now.",
+      "Next try at 2026-11-21 03:41:00 UTC; **Situate: Reindex Workspace** tries again now.",
   );
   const bare = snippetLines(snippetFolder({ state: "stopped" }));
   assert.equal(bare[1], "  - Stopped: the model keeps failing. **Situate: Reindex Workspace** tries again now.");
@@ -252,4 +252,51 @@ test("vectors of a slow model still being filled: how many, and how long the res
   assert.equal(pendingVectorsText({ ...filling, vectors_eta_secs: undefined }).includes("left"), false);
   const report = statusReport(one(folder({ index: filling, vectors_pending: 4045 })));
   assert.match(report, /e5 vectors: 1,240 of 5,285, about 9 min left/);
+});
+
+test("progress: runs of background work on a searchable index are not indexing", () => {
+  const tracker = new ProgressTracker();
+  tracker.update("v", { kind: "begin", title: "Embedding notes", percentage: 0 });
+  tracker.update("v", { kind: "report", percentage: 40 });
+  tracker.update("s", { kind: "begin", title: "Writing snippets for notes" });
+  assert.equal(tracker.percentage(), undefined);
+  tracker.update("i", { kind: "begin", title: "Indexing notes", percentage: 20 });
+  assert.equal(tracker.percentage(), 20);
+  assert.equal(tracker.update("v", { kind: "end" }), true, "the end of a background run asks for fresh figures");
+  assert.equal(tracker.percentage(), 20);
+});
+
+test("ready while the strong model's vectors are filled in: the chunk count, the share done, and that search works", () => {
+  const filling: IndexStatus = { ...index, chunks: 2128, vectors: 96, vectors_pending: 2032, vectors_eta_secs: 540, embedder: { provider: "e5", model: "e5-small", dimensions: 384 } };
+  const { text, tooltip } = statusBarText(one(folder({ index: filling, vectors_pending: 2032 })));
+  assert.equal(text, "$(search) situate: 2,128 chunks, vectors 4%");
+  assert.match(tooltip, /e5 vectors: 96 of 2,128, about 9 min left/);
+  assert.match(tooltip, /Search works meanwhile/);
+});
+
+test("failed: the tooltip gives the folder's last error, and says a folder with an open index is still searched", () => {
+  const error = "notes: /home/me/notes/situate.toml:3:8: not valid TOML: string values must be quoted";
+  const broken = statusBarText(one(folder({ phase: "failed", errors: ["an older one", error] })));
+  assert.equal(broken.text, "$(error) situate");
+  assert.match(broken.tooltip, /situate\.toml:3:8: not valid TOML/);
+  assert.match(broken.tooltip, /Search answers from its last index/);
+  assert.doesNotMatch(broken.tooltip, /could not be opened/);
+  const unopened = statusBarText(one(folder({ phase: "failed", index: null, errors: ["cannot create /x."] })));
+  assert.equal(unopened.tooltip, "The index of /home/me/notes could not be opened: cannot create /x.\nClick for details");
+});
+
+test("vectors filling in several folders: each tooltip line names its folder", () => {
+  const e5 = { provider: "e5", model: "e5-small", dimensions: 384 };
+  const zh = folder({ root: "/w/zh", index: { ...index, chunks: 164, vectors_pending: 100, embedder: e5 } });
+  const notes = folder({ root: "/w/notes", index: { ...index, chunks: 8, vectors_pending: 0 } });
+  const { text, tooltip } = statusBarText({ folders: [notes, zh] });
+  assert.equal(text, "$(search) situate: 172 chunks, vectors 41%");
+  assert.match(tooltip, /^zh: e5 vectors: 64 of 164;/m);
+  assert.doesNotMatch(tooltip, /notes: e5/);
+});
+
+test("the report's times read as the hover's, in UTC without the ISO punctuation", () => {
+  const report = statusReport(one(folder()), new Date(Date.UTC(2026, 10, 27, 15, 17, 30, 130)));
+  assert.ok(report.includes("As of 2026-11-27 15:17:30 UTC."), report);
+  assert.match(report, /- Last commit: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(generation 12\)/);
 });
