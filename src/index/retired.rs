@@ -22,9 +22,9 @@ use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use super::Index;
 use super::files;
 use super::manifest::ChunkRef;
-use super::open::Index;
 
 const MAGIC: &[u8; 8] = b"SITRET01";
 const ENTRY_LEN: usize = 24;
