@@ -6,6 +6,7 @@
 
 mod common;
 mod http_server;
+mod lsp_client;
 mod postgres;
 
 use std::sync::Arc;
@@ -685,4 +686,40 @@ fn the_index_summary_says_why_the_team_gave_or_took_nothing() {
     let url = pg.super_url();
     let (out, _) = situate(&b, &["index"], &[("SITUATE_TEAM_URL", url.as_str())]);
     assert!(out.contains("computed here (reading only: push = false)"), "{out}");
+}
+
+#[test]
+fn the_language_server_says_once_that_the_team_cache_is_unreachable_and_fills_here() {
+    // No PostgreSQL at all: a port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let f = Fixture::standard();
+    let embeddings = http_server::TestServer::start();
+    let mut client = lsp_client::LspClient::start(f.index.path());
+    let options = serde_json::json!({
+        "embedding": { "provider": "openai", "model": "mini", "base_url": embeddings.openai_url(), "max_retries": 0 },
+        "team": { "url": format!("postgres://situate@127.0.0.1:{port}/situate"), "timeout_secs": 1 },
+    });
+    client.initialize(f.root(), options, serde_json::json!({}));
+    let shown = client.wait_for(|m| m["method"] == "window/showMessage");
+    let message = shown["params"]["message"].as_str().unwrap();
+    assert!(message.contains(&format!("the team cache at postgres://situate@127.0.0.1:{port}")), "{message}");
+    assert!(message.contains("is unreachable") && message.contains("computed here"), "{message}");
+    // The fill goes on here, and the outage is told once.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let status = client.command("situate.status", serde_json::Value::Null).unwrap();
+        let folder = &status["folders"][0];
+        if folder["phase"] == "ready"
+            && folder["vectors_pending"] == 0
+            && folder["index"]["chunks"].as_u64() > Some(0)
+        {
+            assert_eq!(folder["index"]["vectors"], folder["index"]["chunks"], "{folder}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the vectors were not filled: {folder}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let shown = client.received.iter().filter(|m| m["method"] == "window/showMessage").count();
+    assert_eq!(shown, 1, "the outage is told once");
+    assert!(client.shutdown().success());
 }

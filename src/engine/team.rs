@@ -51,11 +51,14 @@ pub(super) struct TeamFill {
     /// if that is longer (a pass over a million waiting chunks takes a while, and finds
     /// nothing when nobody else is filling).
     next_pass: Option<Instant>,
+    /// The cache was found unreachable and that was told ([`Engine::team_outage`]).
+    outage_told: bool,
 }
 
 impl TeamFill {
     pub(super) fn new(team: Arc<Team>, embedder: &dyn Embedder) -> TeamFill {
-        TeamFill { team, model: model_key(embedder), cursor: None, pass_started: None, next_pass: None }
+        let model = model_key(embedder);
+        TeamFill { team, model, cursor: None, pass_started: None, next_pass: None, outage_told: false }
     }
 }
 
@@ -70,6 +73,28 @@ pub(super) fn model_key(embedder: &dyn Embedder) -> ModelKey {
 }
 
 impl Engine {
+    /// Once per outage, that the team cache a fill asks has become unreachable, and why: a
+    /// server tells its user, since the fill goes on computing every vector here meanwhile.
+    pub fn team_outage(&mut self) -> Option<String> {
+        let fill = self.team_fill.as_mut()?;
+        let status = fill.team.status();
+        match status.state.strip_prefix("unreachable: ") {
+            Some(why) if !fill.outage_told => {
+                fill.outage_told = true;
+                Some(format!(
+                    "the team cache at {} is unreachable ({why}): vectors are computed here \
+                     meanwhile, and the cache is tried again now and then",
+                    status.target
+                ))
+            }
+            Some(_) => None,
+            None => {
+                fill.outage_told = false;
+                None
+            }
+        }
+    }
+
     /// Stores up to about `max` pending vectors (more when they come from the team cache)
     /// and commits them.
     pub fn fill_pending_step(&mut self, max: usize) -> Result<Filled, EngineError> {

@@ -555,6 +555,9 @@ impl Worker {
         let result = engine.fill_pending_vectors(engine.fill_step_size());
         let left = engine.pending_vectors();
         self.folder.publish_with(engine, |state| state.vectors_pending = left);
+        if let Some(outage) = engine.team_outage() {
+            self.error(format!("{}: {outage}", self.folder.name()));
+        }
         if let Err(e) = result {
             // Left for later: the texts stay searchable, and the next run tries again.
             self.filling = None;
