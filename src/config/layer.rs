@@ -6,6 +6,20 @@
 /// cannot tell an empty table from an empty list) means an empty table.
 pub(super) const TABLES: [&str; 5] = ["chunk", "context", "search", "embedding", "snippets"];
 
+/// Whether the editor's settings `over` set the dotted `key` (`search.mode`), or a table
+/// that holds it: a problem with it is then the editor's to fix, not the file's.
+pub(super) fn sets_key(over: &serde_json::Value, key: &str) -> bool {
+    let mut value = over;
+    for part in key.split('.') {
+        match value.get(part) {
+            Some(serde_json::Value::Null) | None => return false,
+            Some(inner) if inner.is_object() => value = inner,
+            Some(_) => return true,
+        }
+    }
+    true
+}
+
 /// Lays `over` onto `base`: objects merge key by key, `null` changes nothing, anything else
 /// replaces.
 pub(super) fn merge_json(base: &mut serde_json::Value, over: &serde_json::Value) {

@@ -286,6 +286,13 @@ impl Config {
             merge_json(&mut base, overrides);
         }
         let mut loaded = Config::from_json(base);
+        // Editors name their settings after these keys (`situate.search.mode` in VS Code):
+        // a bad value the editor set is said to be there.
+        for problem in &mut loaded.problems {
+            if overrides.is_object() && layer::sets_key(overrides, &problem.key) {
+                problem.message.push_str(" (set in the editor's settings)");
+            }
+        }
         problems.append(&mut loaded.problems);
         loaded.problems = problems;
         loaded
@@ -525,6 +532,23 @@ mod tests {
         let layered = Config::from_layers(None, &serde_json::json!({ "chunk": { "max_tokens": 80 } }));
         assert_eq!(layered.config.chunk.overlap_tokens, 39);
         assert_eq!(Config::from_toml("[chunk]\nmax_tokens = 200\n").config.chunk.overlap_tokens, 40);
+    }
+
+    #[test]
+    fn a_bad_value_the_editor_set_is_said_to_be_in_the_editors_settings() {
+        let file = "[search]\nmode = \"fuzzy\"\n[chunk]\nmax_tokens = 3\n";
+        let editor = serde_json::json!({ "search": { "limit": 0 }, "chunk": null, "exclude": 5 });
+        let loaded = Config::from_layers(Some(Ok(file)), &editor);
+        let shown = |key: &str| loaded.problems.iter().find(|p| p.key == key).unwrap().to_string();
+        assert!(
+            shown("search.limit").contains("(set in the editor's settings)"),
+            "{}",
+            shown("search.limit")
+        );
+        assert!(shown("exclude").contains("(set in the editor's settings)"), "{}", shown("exclude"));
+        // The file's own bad values are the file's.
+        assert!(!shown("search.mode").contains("editor"), "{}", shown("search.mode"));
+        assert!(!shown("chunk.max_tokens").contains("editor"), "{}", shown("chunk.max_tokens"));
     }
 
     #[test]
