@@ -481,6 +481,21 @@ fn a_server_that_goes_away_or_stalls_mid_fill_loses_nothing() {
             }
             std::thread::sleep(Duration::from_millis(500));
         }
+        // What was computed here while the cache was away goes out once it is back, with
+        // the fill's next steps: teammates then take it instead of computing it again.
+        let chunks = engine.status().chunks as i64;
+        for m in 0..3 {
+            if vector_rows(&pg) >= chunks {
+                break;
+            }
+            f.write(&format!("after/{m}.md"), format!("# After {m}\n\nOne more note, number {m}.\n"));
+            engine.reconcile(&mut |_| {}).unwrap();
+        }
+        assert_eq!(
+            vector_rows(&pg),
+            engine.status().chunks as i64,
+            "{fault:?}: every vector reached the cache"
+        );
         pg.sql("TRUNCATE situate_vectors, situate_claims");
     }
 }

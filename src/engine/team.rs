@@ -19,6 +19,10 @@ use crate::team::{BATCH, ModelKey, Team};
 
 /// How often the whole queue is looked up again while computing (teammates push meanwhile).
 const REPASS: Duration = Duration::from_secs(30);
+/// Chunks whose vectors were computed while the cache could not take them, kept (by id) to
+/// be pushed once it can, at most this many; a process that exits first leaves them for
+/// its teammates to compute.
+const UNSHARED_MAX: usize = 1_000_000;
 
 /// What one step of a fill did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -53,12 +57,51 @@ pub(super) struct TeamFill {
     next_pass: Option<Instant>,
     /// The cache was found unreachable and that was told ([`Engine::team_outage`]).
     outage_told: bool,
+    /// Chunks whose vectors were computed here while the cache could not take them.
+    unshared: Vec<u64>,
 }
 
 impl TeamFill {
     pub(super) fn new(team: Arc<Team>, embedder: &dyn Embedder) -> TeamFill {
         let model = model_key(embedder);
-        TeamFill { team, model, cursor: None, pass_started: None, next_pass: None, outage_told: false }
+        TeamFill {
+            team,
+            model,
+            cursor: None,
+            pass_started: None,
+            next_pass: None,
+            outage_told: false,
+            unshared: Vec::new(),
+        }
+    }
+
+    /// Keeps these chunks' vectors, computed while the cache could not take them, to push
+    /// later (a member who only reads pushes nothing).
+    fn keep_unshared(&mut self, ids: impl IntoIterator<Item = u64>) {
+        if self.team.writes() {
+            let room = UNSHARED_MAX.saturating_sub(self.unshared.len());
+            self.unshared.extend(ids.into_iter().take(room));
+        }
+    }
+
+    /// Pushes a batch of the vectors computed while the cache could not take them.
+    fn share_unshared(&mut self, index: &Index) -> Result<(), EngineError> {
+        let take = self.unshared.len().min(BATCH);
+        let ids = &self.unshared[..take];
+        let records = index.snapshot().records(ids)?;
+        let mut items = Vec::with_capacity(take);
+        for id in ids {
+            // A chunk removed meanwhile is passed over.
+            if let (Some(record), Some(vector)) = (records.get(id), index.stored_vector(*id)?) {
+                items.push((record.embedding_text(), vector));
+            }
+        }
+        let items: Vec<(&str, &[f32])> = items.iter().map(|(t, v)| (t.as_str(), v.as_slice())).collect();
+        self.team.push_vectors(&self.model, &items);
+        if self.team.usable() {
+            self.unshared.drain(..take);
+        }
+        Ok(())
     }
 }
 
@@ -124,9 +167,16 @@ impl Engine {
         let Some(fill) = self.team_fill.as_mut().filter(|f| f.team.usable()) else {
             let ids = self.index.pending_vector_ids(0, max);
             let pending = self.index.pending_texts(&ids)?;
+            let made: Vec<u64> = pending.texts.iter().map(|(id, _)| *id).collect();
             let computed = compute_texts(&mut self.index, embedder.as_ref(), pending.texts, None)?;
+            if let Some(fill) = self.team_fill.as_mut() {
+                fill.keep_unshared(made);
+            }
             return Ok(Filled { computed, reused: pending.reused, ..Filled::default() });
         };
+        if !fill.unshared.is_empty() {
+            fill.share_unshared(&self.index)?;
+        }
         if fill.cursor.is_none() && fill.next_pass.is_none_or(|at| Instant::now() >= at) {
             fill.cursor = Some(0);
             fill.pass_started = Some(Instant::now());
@@ -185,12 +235,13 @@ impl Engine {
     }
 }
 
-/// Embeds these waiting texts here, stores them, notes the rate, and shares them.
+/// Embeds these waiting texts here, stores them, notes the rate, and shares them (or keeps
+/// them to share, when the cache goes away meanwhile).
 fn compute_texts(
     index: &mut Index,
     embedder: &dyn Embedder,
     texts: Vec<(u64, String)>,
-    team: Option<&TeamFill>,
+    team: Option<&mut TeamFill>,
 ) -> Result<usize, EngineError> {
     if texts.is_empty() {
         return Ok(0);
@@ -202,6 +253,9 @@ fn compute_texts(
         let items: Vec<(&str, &[f32])> =
             texts.iter().zip(&vectors).map(|((_, text), (_, v))| (text.as_str(), v.as_slice())).collect();
         fill.team.push_vectors(&fill.model, &items);
+        if !fill.team.usable() {
+            fill.keep_unshared(texts.iter().map(|(id, _)| *id));
+        }
     }
     Ok(index.put_pending_vectors(vectors)?)
 }

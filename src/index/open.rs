@@ -395,7 +395,7 @@ impl Index {
     }
 
     /// The stored vector of a chunk (staged ones included), as stored.
-    pub(super) fn stored_vector(&self, id: u64) -> Result<Option<Vec<f32>>, IndexError> {
+    pub fn stored_vector(&self, id: u64) -> Result<Option<Vec<f32>>, IndexError> {
         match &self.model_log {
             Some(log) => log.vector_of(id).map_err(io_err(&self.layout.vectors())),
             None => self.model.vector_of(id),
