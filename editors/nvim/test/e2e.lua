@@ -440,6 +440,39 @@ local function test_snippets(chunks)
   chat:close()
 end
 
+-- situate.toml is no buffer of the client: its save reaches the server from the plugin,
+-- which reopens the folder with the new settings.
+local function test_settings_saved(client)
+  local function files()
+    local answer = status(client)
+    local folder = answer and answer.folders and answer.folders[1]
+    return folder and folder.phase == "ready" and folder.index ~= vim.NIL and folder.index.files or nil
+  end
+  vim.cmd("edit " .. vim.fn.fnameescape(workspace .. "/situate.toml"))
+  vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'exclude = ["kitchen/**"]' })
+  -- Polled by hand: a status request inside vim.wait's condition can keep it past its
+  -- timeout on Neovim 0.7.
+  local function poll(count)
+    local seen
+    for _ = 1, 100 do
+      seen = files()
+      if seen == count then
+        break
+      end
+      vim.wait(100)
+    end
+    return seen
+  end
+  vim.cmd("silent write")
+  local seen = poll(3)
+  check("a saved situate.toml reopens the folder with its settings", seen == 3, tostring(seen) .. " files")
+  vim.api.nvim_buf_set_lines(0, 0, -1, false, {})
+  vim.cmd("silent write")
+  seen = poll(4)
+  check("the folder back to its four files", seen == 4, tostring(seen) .. " files")
+  vim.cmd("bwipeout")
+end
+
 local function main()
   vim.cmd("filetype on")
   vim.o.swapfile = false
@@ -456,6 +489,7 @@ local function main()
   test_related()
   local chunks = status(situate_client()).folders[1].index.chunks
   test_status_and_health()
+  test_settings_saved(require("situate.compat").clients()[1])
   test_describe_languages()
   test_describe_snippets()
   test_snippets(chunks)

@@ -123,6 +123,22 @@ function M.attach(bufnr)
   vim.lsp.buf_attach_client(bufnr, id)
 end
 
+--- Tells each server whose root holds the settings file of buffer `bufnr` that it changed.
+function M.settings_saved(bufnr)
+  local file = buffer_file(bufnr)
+  if not file then
+    return
+  end
+  file = vim.fn.fnamemodify(file, ":p")
+  local uri = vim.uri_from_fname(file)
+  for _, client in ipairs(compat.clients()) do
+    local root = client.config.root_dir and vim.fn.fnamemodify(client.config.root_dir, ":p")
+    if root and file:sub(1, #root) == root then
+      compat.notify(client, "workspace/didChangeWatchedFiles", { changes = { { uri = uri, type = 2 } } })
+    end
+  end
+end
+
 --- Configures the plugin: attaches the client to matching buffers, now and from now on,
 --- and defines :Situate. Calling it again replaces the options.
 function M.setup(opts)
@@ -140,6 +156,16 @@ function M.setup(opts)
     pattern = M.config.filetypes,
     callback = function(args)
       M.attach(args.buf)
+    end,
+  })
+  -- A situate.toml is not a buffer of the client, so its save is no didSave. Neovim on
+  -- Linux does not watch files for the server either, so tell the server of the save as a
+  -- watcher would: it reopens the folder with the new settings.
+  vim.api.nvim_create_autocmd("BufWritePost", {
+    group = group,
+    pattern = "situate.toml",
+    callback = function(args)
+      M.settings_saved(args.buf)
     end,
   })
   -- Buffers opened before setup (a lazy-loaded plugin) are attached too.
