@@ -473,6 +473,52 @@ local function test_settings_saved(client)
   vim.cmd("bwipeout")
 end
 
+-- A folder of its own, with one note; returns the note's path.
+local function other_root(name)
+  local dir = vim.fn.tempname() .. "-" .. name
+  vim.fn.mkdir(dir, "p")
+  vim.fn.writefile({}, dir .. "/situate.toml")
+  vim.fn.writefile({ "# Penguins", "", "Emperor penguins breed in the Antarctic winter." }, dir .. "/note.md")
+  return dir .. "/note.md"
+end
+
+local function stop_all(what)
+  local compat = require("situate.compat")
+  for _, c in ipairs(compat.clients()) do
+    compat.stop(c)
+  end
+  wait_for(what, 5000, function()
+    return #compat.clients() == 0
+  end)
+end
+
+-- With servers for two roots, :Situate status shows both in one message: a message
+-- each would leave only the last on the screen.
+local function test_status_of_two_roots()
+  require("situate").setup({ cmd = { server, "lsp" } })
+  vim.cmd("edit " .. vim.fn.fnameescape(workspace .. "/ops/backup.md"))
+  local note = other_root("notes")
+  vim.cmd("edit " .. vim.fn.fnameescape(note))
+  wait_for("two clients", 10000, function()
+    local clients = require("situate.compat").clients()
+    return #clients == 2 and clients[1].initialized and clients[2].initialized
+  end)
+  local before = #messages
+  vim.cmd("Situate status")
+  wait_for("status of two roots shown", 5000, function()
+    return last_message("situate: status") ~= nil and #messages > before
+  end)
+  vim.wait(300)
+  local shown = {}
+  for i = before + 1, #messages do
+    table.insert(shown, messages[i].message)
+  end
+  local text = table.concat(shown, "\n---\n")
+  check("status of two roots is one message", #shown == 1 and text:find(realpath(workspace) .. ": ", 1, true) ~= nil
+    and text:find(vim.fn.fnamemodify(note, ":h") .. ": ", 1, true) ~= nil, text)
+  stop_all("the clients of two roots to stop")
+end
+
 local function main()
   vim.cmd("filetype on")
   vim.o.swapfile = false
@@ -501,6 +547,8 @@ local function main()
     end
   end
   check("no warnings or errors shown", true)
+
+  test_status_of_two_roots()
 end
 
 -- A hang must fail the run, not block it; run.sh also kills nvim after a while.

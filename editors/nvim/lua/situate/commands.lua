@@ -339,21 +339,34 @@ function M.describe_folder(folder, with_errors)
   return lines
 end
 
---- Shows situate.status of every running client.
+--- Shows situate.status of every running client in one message, once all have answered:
+--- a message each would leave only the last on the screen.
 function M.status()
   local clients = compat.clients()
   if #clients == 0 then
     notify("no server is running; open a markdown or text file of the workspace first", vim.log.levels.WARN)
     return
   end
-  for _, client in ipairs(clients) do
-    execute(client, "situate.status", vim.empty_dict(), function(answer)
+  local answers, waiting, failed = {}, #clients, false
+  for i, client in ipairs(clients) do
+    local params = { command = "situate.status", arguments = { vim.empty_dict() } }
+    compat.request(client, "workspace/executeCommand", params, function(err, answer)
       local lines = {}
-      for _, folder in ipairs(answer.folders or {}) do
-        vim.list_extend(lines, M.describe_folder(folder, true))
+      if err then
+        failed = true
+        table.insert(lines, string.format("%s: situate.status failed: %s", tostring(client.config.root_dir),
+          err.message or tostring(err)))
+      else
+        for _, folder in ipairs(answer.folders or {}) do
+          vim.list_extend(lines, M.describe_folder(folder, true))
+        end
       end
-      notify("status\n" .. table.concat(lines, "\n"))
-    end)
+      answers[i] = table.concat(lines, "\n")
+      waiting = waiting - 1
+      if waiting == 0 then
+        notify("status\n" .. table.concat(answers, "\n"), failed and vim.log.levels.ERROR or nil)
+      end
+    end, vim.api.nvim_get_current_buf())
   end
 end
 
