@@ -519,6 +519,33 @@ local function test_status_of_two_roots()
   stop_all("the clients of two roots to stop")
 end
 
+-- A server that exits at once, or cannot be started: the commands and the health check
+-- say so and why, not that no file was opened.
+local function test_failed_server()
+  require("situate").setup({ cmd = { server, "no-such-subcommand" } })
+  vim.cmd("edit " .. vim.fn.fnameescape(other_root("exits")))
+  wait_for("the server to exit", 10000, function()
+    return next(require("situate").failures) ~= nil
+  end)
+  vim.cmd("Situate search penguins")
+  local shown = last_message("situate: ")
+  check("a search says the server exited, with its code", shown ~= nil
+    and shown.message:find("is not running: `" .. server .. " no-such-subcommand` exited with code 2", 1, true) ~= nil
+    and shown.message:find(vim.lsp.get_log_path(), 1, true) ~= nil, shown and shown.message)
+
+  require("situate").failures = {}
+  require("situate").setup({ cmd = { "/nonexistent/situate", "lsp" } })
+  vim.cmd("edit " .. vim.fn.fnameescape(other_root("missing")))
+  vim.cmd("Situate status")
+  shown = last_message("situate: ")
+  check("status says the server could not be started", shown ~= nil
+    and shown.message:find("/nonexistent/situate is not found or not executable", 1, true) ~= nil, shown and shown.message)
+  vim.cmd("silent checkhealth situate")
+  local report = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  check("health says why the server is not running",
+    report:find("ERROR: the server for .* is not running: `/nonexistent/situate lsp` could not be started") ~= nil, report)
+end
+
 local function main()
   vim.cmd("filetype on")
   vim.o.swapfile = false
@@ -549,6 +576,7 @@ local function main()
   check("no warnings or errors shown", true)
 
   test_status_of_two_roots()
+  test_failed_server()
 end
 
 -- A hang must fail the run, not block it; run.sh also kills nvim after a while.

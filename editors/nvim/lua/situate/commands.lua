@@ -8,12 +8,31 @@ local function notify(message, level)
   vim.notify("situate: " .. message, level or vim.log.levels.INFO)
 end
 
+-- Says why no server is there: the reasons it failed, else that none was started.
+local function no_server(fallback)
+  local failures = require("situate").failures
+  local roots = vim.tbl_keys(failures)
+  if #roots == 0 then
+    notify(fallback, vim.log.levels.WARN)
+    return
+  end
+  table.sort(roots)
+  local lines = {}
+  for _, root in ipairs(roots) do
+    table.insert(lines, string.format("the server for %s is not running: %s", root, failures[root]))
+  end
+  table.insert(lines, "its messages are in " .. vim.lsp.get_log_path() .. "; see also :checkhealth situate")
+  notify(table.concat(lines, "\n"), vim.log.levels.ERROR)
+end
+
+local NO_SERVER = "no server is running; open a markdown or text file of the workspace first"
+
 -- The client of the current buffer, else any running one: a search from a buffer of
 -- another filetype still goes to the workspace's server.
 local function pick_client()
   local client = compat.buffer_client(vim.api.nvim_get_current_buf()) or compat.clients()[1]
   if not client then
-    notify("no server is running; open a markdown or text file of the workspace first", vim.log.levels.WARN)
+    no_server(NO_SERVER)
   end
   return client
 end
@@ -169,7 +188,7 @@ function M.related(to_quickfix)
   local bufnr = vim.api.nvim_get_current_buf()
   local client = compat.buffer_client(bufnr)
   if not client then
-    notify("this buffer is not a file of a situate workspace", vim.log.levels.WARN)
+    no_server("this buffer is not a file of a situate workspace")
     return
   end
   -- The position is counted in the client's encoding (UTF-16 unless the server chose UTF-8).
@@ -344,7 +363,7 @@ end
 function M.status()
   local clients = compat.clients()
   if #clients == 0 then
-    notify("no server is running; open a markdown or text file of the workspace first", vim.log.levels.WARN)
+    no_server(NO_SERVER)
     return
   end
   local answers, waiting, failed = {}, #clients, false
