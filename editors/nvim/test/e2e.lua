@@ -575,6 +575,10 @@ local function main()
   end
   check("no warnings or errors shown", true)
 
+  local ok, err = pcall(vim.cmd, "Situate")
+  local usage = last_message("situate: usage:")
+  check(":Situate alone shows the usage", ok and usage ~= nil and usage.level == vim.log.levels.INFO, tostring(err))
+
   test_status_of_two_roots()
   test_failed_server()
 end

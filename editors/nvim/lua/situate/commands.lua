@@ -414,7 +414,9 @@ local function run(opts)
   end
   local subcommand = subcommands[name]
   if not subcommand then
-    notify("usage: :Situate search[!] [query] | related[!] | reindex [file] | status", vim.log.levels.ERROR)
+    -- A bare :Situate asks what there is; a wrong name is an error.
+    notify("usage: :Situate search[!] [query] | related[!] | reindex [file] | status",
+      name == "" and vim.log.levels.INFO or vim.log.levels.ERROR)
     return
   end
   subcommand(args, bang)
@@ -441,7 +443,8 @@ end
 
 function M.define()
   vim.api.nvim_create_user_command("Situate", run, {
-    nargs = "+",
+    -- "*", not "+": a bare :Situate shows the usage rather than E471.
+    nargs = "*",
     bang = true,
     complete = complete,
     desc = "situate: search, related, reindex, status",
