@@ -440,6 +440,112 @@ local function test_snippets(chunks)
   chat:close()
 end
 
+-- situate.toml is no buffer of the client: its save reaches the server from the plugin,
+-- which reopens the folder with the new settings.
+local function test_settings_saved(client)
+  local function files()
+    local answer = status(client)
+    local folder = answer and answer.folders and answer.folders[1]
+    return folder and folder.phase == "ready" and folder.index ~= vim.NIL and folder.index.files or nil
+  end
+  vim.cmd("edit " .. vim.fn.fnameescape(workspace .. "/situate.toml"))
+  vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'exclude = ["kitchen/**"]' })
+  -- Polled by hand: a status request inside vim.wait's condition can keep it past its
+  -- timeout on Neovim 0.7.
+  local function poll(count)
+    local seen
+    for _ = 1, 100 do
+      seen = files()
+      if seen == count then
+        break
+      end
+      vim.wait(100)
+    end
+    return seen
+  end
+  vim.cmd("silent write")
+  local seen = poll(3)
+  check("a saved situate.toml reopens the folder with its settings", seen == 3, tostring(seen) .. " files")
+  vim.api.nvim_buf_set_lines(0, 0, -1, false, {})
+  vim.cmd("silent write")
+  seen = poll(4)
+  check("the folder back to its four files", seen == 4, tostring(seen) .. " files")
+  vim.cmd("bwipeout")
+end
+
+-- A folder of its own, with one note; returns the note's path.
+local function other_root(name)
+  local dir = vim.fn.tempname() .. "-" .. name
+  vim.fn.mkdir(dir, "p")
+  vim.fn.writefile({}, dir .. "/situate.toml")
+  vim.fn.writefile({ "# Penguins", "", "Emperor penguins breed in the Antarctic winter." }, dir .. "/note.md")
+  return dir .. "/note.md"
+end
+
+local function stop_all(what)
+  local compat = require("situate.compat")
+  for _, c in ipairs(compat.clients()) do
+    compat.stop(c)
+  end
+  wait_for(what, 5000, function()
+    return #compat.clients() == 0
+  end)
+end
+
+-- With servers for two roots, :Situate status shows both in one message: a message
+-- each would leave only the last on the screen.
+local function test_status_of_two_roots()
+  require("situate").setup({ cmd = { server, "lsp" } })
+  vim.cmd("edit " .. vim.fn.fnameescape(workspace .. "/ops/backup.md"))
+  local note = other_root("notes")
+  vim.cmd("edit " .. vim.fn.fnameescape(note))
+  wait_for("two clients", 10000, function()
+    local clients = require("situate.compat").clients()
+    return #clients == 2 and clients[1].initialized and clients[2].initialized
+  end)
+  local before = #messages
+  vim.cmd("Situate status")
+  wait_for("status of two roots shown", 5000, function()
+    return last_message("situate: status") ~= nil and #messages > before
+  end)
+  vim.wait(300)
+  local shown = {}
+  for i = before + 1, #messages do
+    table.insert(shown, messages[i].message)
+  end
+  local text = table.concat(shown, "\n---\n")
+  check("status of two roots is one message", #shown == 1 and text:find(realpath(workspace) .. ": ", 1, true) ~= nil
+    and text:find(vim.fn.fnamemodify(note, ":h") .. ": ", 1, true) ~= nil, text)
+  stop_all("the clients of two roots to stop")
+end
+
+-- A server that exits at once, or cannot be started: the commands and the health check
+-- say so and why, not that no file was opened.
+local function test_failed_server()
+  require("situate").setup({ cmd = { server, "no-such-subcommand" } })
+  vim.cmd("edit " .. vim.fn.fnameescape(other_root("exits")))
+  wait_for("the server to exit", 10000, function()
+    return next(require("situate").failures) ~= nil
+  end)
+  vim.cmd("Situate search penguins")
+  local shown = last_message("situate: ")
+  check("a search says the server exited, with its code", shown ~= nil
+    and shown.message:find("is not running: `" .. server .. " no-such-subcommand` exited with code 2", 1, true) ~= nil
+    and shown.message:find(vim.lsp.get_log_path(), 1, true) ~= nil, shown and shown.message)
+
+  require("situate").failures = {}
+  require("situate").setup({ cmd = { "/nonexistent/situate", "lsp" } })
+  vim.cmd("edit " .. vim.fn.fnameescape(other_root("missing")))
+  vim.cmd("Situate status")
+  shown = last_message("situate: ")
+  check("status says the server could not be started", shown ~= nil
+    and shown.message:find("/nonexistent/situate is not found or not executable", 1, true) ~= nil, shown and shown.message)
+  vim.cmd("silent checkhealth situate")
+  local report = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  check("health says why the server is not running",
+    report:find("ERROR: the server for .* is not running: `/nonexistent/situate lsp` could not be started") ~= nil, report)
+end
+
 local function main()
   vim.cmd("filetype on")
   vim.o.swapfile = false
@@ -456,6 +562,7 @@ local function main()
   test_related()
   local chunks = status(situate_client()).folders[1].index.chunks
   test_status_and_health()
+  test_settings_saved(require("situate.compat").clients()[1])
   test_describe_languages()
   test_describe_snippets()
   test_snippets(chunks)
@@ -467,6 +574,13 @@ local function main()
     end
   end
   check("no warnings or errors shown", true)
+
+  local ok, err = pcall(vim.cmd, "Situate")
+  local usage = last_message("situate: usage:")
+  check(":Situate alone shows the usage", ok and usage ~= nil and usage.level == vim.log.levels.INFO, tostring(err))
+
+  test_status_of_two_roots()
+  test_failed_server()
 end
 
 -- A hang must fail the run, not block it; run.sh also kills nvim after a while.

@@ -8,12 +8,31 @@ local function notify(message, level)
   vim.notify("situate: " .. message, level or vim.log.levels.INFO)
 end
 
+-- Says why no server is there: the reasons it failed, else that none was started.
+local function no_server(fallback)
+  local failures = require("situate").failures
+  local roots = vim.tbl_keys(failures)
+  if #roots == 0 then
+    notify(fallback, vim.log.levels.WARN)
+    return
+  end
+  table.sort(roots)
+  local lines = {}
+  for _, root in ipairs(roots) do
+    table.insert(lines, string.format("the server for %s is not running: %s", root, failures[root]))
+  end
+  table.insert(lines, "its messages are in " .. vim.lsp.get_log_path() .. "; see also :checkhealth situate")
+  notify(table.concat(lines, "\n"), vim.log.levels.ERROR)
+end
+
+local NO_SERVER = "no server is running; open a markdown or text file of the workspace first"
+
 -- The client of the current buffer, else any running one: a search from a buffer of
 -- another filetype still goes to the workspace's server.
 local function pick_client()
   local client = compat.buffer_client(vim.api.nvim_get_current_buf()) or compat.clients()[1]
   if not client then
-    notify("no server is running; open a markdown or text file of the workspace first", vim.log.levels.WARN)
+    no_server(NO_SERVER)
   end
   return client
 end
@@ -169,7 +188,7 @@ function M.related(to_quickfix)
   local bufnr = vim.api.nvim_get_current_buf()
   local client = compat.buffer_client(bufnr)
   if not client then
-    notify("this buffer is not a file of a situate workspace", vim.log.levels.WARN)
+    no_server("this buffer is not a file of a situate workspace")
     return
   end
   -- The position is counted in the client's encoding (UTF-16 unless the server chose UTF-8).
@@ -339,21 +358,34 @@ function M.describe_folder(folder, with_errors)
   return lines
 end
 
---- Shows situate.status of every running client.
+--- Shows situate.status of every running client in one message, once all have answered:
+--- a message each would leave only the last on the screen.
 function M.status()
   local clients = compat.clients()
   if #clients == 0 then
-    notify("no server is running; open a markdown or text file of the workspace first", vim.log.levels.WARN)
+    no_server(NO_SERVER)
     return
   end
-  for _, client in ipairs(clients) do
-    execute(client, "situate.status", vim.empty_dict(), function(answer)
+  local answers, waiting, failed = {}, #clients, false
+  for i, client in ipairs(clients) do
+    local params = { command = "situate.status", arguments = { vim.empty_dict() } }
+    compat.request(client, "workspace/executeCommand", params, function(err, answer)
       local lines = {}
-      for _, folder in ipairs(answer.folders or {}) do
-        vim.list_extend(lines, M.describe_folder(folder, true))
+      if err then
+        failed = true
+        table.insert(lines, string.format("%s: situate.status failed: %s", tostring(client.config.root_dir),
+          err.message or tostring(err)))
+      else
+        for _, folder in ipairs(answer.folders or {}) do
+          vim.list_extend(lines, M.describe_folder(folder, true))
+        end
       end
-      notify("status\n" .. table.concat(lines, "\n"))
-    end)
+      answers[i] = table.concat(lines, "\n")
+      waiting = waiting - 1
+      if waiting == 0 then
+        notify("status\n" .. table.concat(answers, "\n"), failed and vim.log.levels.ERROR or nil)
+      end
+    end, vim.api.nvim_get_current_buf())
   end
 end
 
@@ -382,7 +414,9 @@ local function run(opts)
   end
   local subcommand = subcommands[name]
   if not subcommand then
-    notify("usage: :Situate search[!] [query] | related[!] | reindex [file] | status", vim.log.levels.ERROR)
+    -- A bare :Situate asks what there is; a wrong name is an error.
+    notify("usage: :Situate search[!] [query] | related[!] | reindex [file] | status",
+      name == "" and vim.log.levels.INFO or vim.log.levels.ERROR)
     return
   end
   subcommand(args, bang)
@@ -409,7 +443,8 @@ end
 
 function M.define()
   vim.api.nvim_create_user_command("Situate", run, {
-    nargs = "+",
+    -- "*", not "+": a bare :Situate shows the usage rather than E471.
+    nargs = "*",
     bang = true,
     complete = complete,
     desc = "situate: search, related, reindex, status",

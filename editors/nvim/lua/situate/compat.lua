@@ -22,6 +22,14 @@ function M.request_sync(client, method, params, timeout_ms, bufnr)
   return client.request_sync(method, params, timeout_ms, bufnr)
 end
 
+--- client.notify(method, params) on every version.
+function M.notify(client, method, params)
+  if methods then
+    return client:notify(method, params)
+  end
+  return client.notify(method, params)
+end
+
 function M.is_stopped(client)
   if methods then
     return client:is_stopped()

@@ -25,6 +25,10 @@ M.config = nil
 -- On Neovim 0.7, where vim.lsp.start is missing, one client per root directory.
 local client_by_root = {}
 
+--- Why the server of a root is not running, by root: it could not be started, or it
+--- exited on its own. Cleared when a server for that root starts.
+M.failures = {}
+
 local function is_dir(path)
   local stat = vim.loop.fs_stat(path)
   return stat ~= nil and stat.type == "directory"
@@ -80,6 +84,10 @@ local function on_attach(_, bufnr)
   end
 end
 
+local function command_line(cmd)
+  return table.concat(cmd, " ")
+end
+
 local function client_config(root)
   local config = M.config
   return {
@@ -89,7 +97,23 @@ local function client_config(root)
     -- An empty Lua table would be sent as [], which the server rejects.
     init_options = next(config.settings) and config.settings or vim.empty_dict(),
     on_attach = on_attach,
+    on_init = function()
+      M.failures[root] = nil
+    end,
+    -- Neovim only says "Client 1 quit with exit code 2"; keep the reason for :Situate and
+    -- :checkhealth. A server asked to stop exits with 0.
+    on_exit = function(code, signal)
+      if code ~= 0 or signal ~= 0 then
+        M.failures[root] = string.format("`%s` exited with code %d%s", command_line(config.cmd), code,
+          signal ~= 0 and (" (signal " .. signal .. ")") or "")
+      end
+    end,
   }
+end
+
+local function start_failed(root)
+  M.failures[root] = string.format("`%s` could not be started: %s is not found or not executable",
+    command_line(M.config.cmd), M.config.cmd[1])
 end
 
 --- Starts or reuses the client for the buffer's workspace and attaches it.
@@ -107,7 +131,14 @@ function M.attach(bufnr)
     -- vim.lsp.start reuses the client of the same name and root. Neovim 0.8 attaches it to
     -- the current buffer whatever `bufnr` says, so make the buffer current.
     vim.api.nvim_buf_call(bufnr, function()
-      vim.lsp.start(client_config(root), { bufnr = bufnr })
+      -- A command that cannot be spawned gives nil, or an error on some versions.
+      local ok, id = pcall(vim.lsp.start, client_config(root), { bufnr = bufnr })
+      if not ok then
+        vim.notify(tostring(id), vim.log.levels.WARN)
+      end
+      if not ok or not id then
+        start_failed(root)
+      end
     end)
     return
   end
@@ -116,11 +147,28 @@ function M.attach(bufnr)
   if not client or compat.is_stopped(client) then
     id = vim.lsp.start_client(client_config(root))
     if not id then
+      start_failed(root)
       return
     end
     client_by_root[root] = id
   end
   vim.lsp.buf_attach_client(bufnr, id)
+end
+
+--- Tells each server whose root holds the settings file of buffer `bufnr` that it changed.
+function M.settings_saved(bufnr)
+  local file = buffer_file(bufnr)
+  if not file then
+    return
+  end
+  file = vim.fn.fnamemodify(file, ":p")
+  local uri = vim.uri_from_fname(file)
+  for _, client in ipairs(compat.clients()) do
+    local root = client.config.root_dir and vim.fn.fnamemodify(client.config.root_dir, ":p")
+    if root and file:sub(1, #root) == root then
+      compat.notify(client, "workspace/didChangeWatchedFiles", { changes = { { uri = uri, type = 2 } } })
+    end
+  end
 end
 
 --- Configures the plugin: attaches the client to matching buffers, now and from now on,
@@ -140,6 +188,16 @@ function M.setup(opts)
     pattern = M.config.filetypes,
     callback = function(args)
       M.attach(args.buf)
+    end,
+  })
+  -- A situate.toml is not a buffer of the client, so its save is no didSave. Neovim on
+  -- Linux does not watch files for the server either, so tell the server of the save as a
+  -- watcher would: it reopens the folder with the new settings.
+  vim.api.nvim_create_autocmd("BufWritePost", {
+    group = group,
+    pattern = "situate.toml",
+    callback = function(args)
+      M.settings_saved(args.buf)
     end,
   })
   -- Buffers opened before setup (a lazy-loaded plugin) are attached too.
