@@ -370,7 +370,21 @@ fn a_settings_file_that_cannot_be_parsed_keeps_the_folder_from_being_indexed_unt
     let uri = file_uri(&f.root().join("situate.toml"));
     client.notify("workspace/didChangeWatchedFiles", json!({ "changes": [{ "uri": uri, "type": 2 }] }));
     client.wait_indexed();
-    client.eventually(|c| (status(c)["index"]["files"] == 3).then_some(()));
+    let s = client.eventually(|c| {
+        let s = status(c);
+        (s["index"]["files"] == 3).then_some(s)
+    });
+    // The error the broken file gave goes with it; one the fixed file gives is listed.
+    assert_eq!(s["errors"], json!([]), "{s}");
+    f.write("situate.toml", "exclude = [\"kitchen/**\"]\n[search]\nmode = \"fuzzy\"\n");
+    client.notify("workspace/didChangeWatchedFiles", json!({ "changes": [{ "uri": uri, "type": 2 }] }));
+    let s = client.eventually(|c| {
+        let s = status(c);
+        (s["errors"].as_array().is_some_and(|e| !e.is_empty()) && s["phase"] == "ready").then_some(s)
+    });
+    let errors = s["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{s}");
+    assert!(errors[0].as_str().unwrap().contains("search.mode"), "{s}");
     assert!(client.shutdown().success());
 }
 

@@ -7,6 +7,7 @@
 //! answers to jobs as plain reports.
 
 mod batch;
+mod problems;
 mod read;
 mod snippet_queue;
 mod takeover;

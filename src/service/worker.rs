@@ -30,7 +30,7 @@ pub(super) struct Worker {
     jobs: Receiver<Job>,
     /// Jobs received while gathering a batch, to run after it.
     backlog: VecDeque<Job>,
-    notices: UnboundedSender<Notice>,
+    pub(super) notices: UnboundedSender<Notice>,
     embedders: Arc<Embedders>,
     settings: Option<serde_json::Value>,
     pub(super) engine: Option<Engine>,
@@ -43,6 +43,8 @@ pub(super) struct Worker {
     snippets: SnippetQueue,
     /// The progress token of the running snippet run.
     snippet_token: Option<String>,
+    /// The folder's errors that the settings last opened with gave (`problems.rs`).
+    pub(super) settings_errors: Vec<String>,
 }
 
 impl Worker {
@@ -66,6 +68,7 @@ impl Worker {
             filling: None,
             snippets: SnippetQueue::default(),
             snippet_token: None,
+            settings_errors: Vec::new(),
         }
     }
 
@@ -149,7 +152,7 @@ impl Worker {
         }
     }
 
-    fn state(&self) -> MutexGuard<'_, FolderState> {
+    pub(super) fn state(&self) -> MutexGuard<'_, FolderState> {
         lock(&self.folder.state)
     }
 
@@ -297,66 +300,23 @@ impl Worker {
         self.publish_snippets();
     }
 
-    /// Tells the user (once per message) of files read with replacement characters, as the
-    /// command line warns of them; `situate.status` lists them all.
-    fn warn_lossy(&self, lossy: &[String]) {
-        let message = match lossy {
-            [] => return,
-            [one] => format!(
-                "{}: {one} is not valid UTF-8; decoded with replacement characters",
-                self.folder.name()
-            ),
-            [first, rest @ ..] => format!(
-                "{}: {first} and {} more files are not valid UTF-8; decoded with replacement characters",
-                self.folder.name(),
-                rest.len()
-            ),
-        };
-        tracing::warn!("{message}");
-        let _ = self.notices.send(Notice::Problem(message));
-    }
-
-    /// A problem the user may act on while work goes on (a bad setting, a stopped snippet
-    /// queue): listed in the folder's errors and shown once as a warning.
-    fn error(&self, message: String) {
-        tracing::warn!(folder = %self.folder.root.display(), "{message}");
-        self.record(&message);
-        let _ = self.notices.send(Notice::Problem(message));
-    }
-
-    /// Something that failed (the index cannot be opened, a run failed): listed in the
-    /// folder's errors and shown once as an error.
-    fn failure(&self, message: String) {
-        tracing::error!(folder = %self.folder.root.display(), "{message}");
-        self.record(&message);
-        let _ = self.notices.send(Notice::Failure(message));
-    }
-
-    fn record(&self, message: &str) {
-        let mut state = self.state();
-        // A problem that repeats (a server that stays down) is listed once in a row.
-        if state.errors.last().is_none_or(|last| last != message) {
-            state.errors.push(message.to_string());
-        }
-    }
-
     /// Opens the engine with the current settings (read-only when another process writes)
     /// and publishes its last commit.
     pub(super) fn open(&mut self) {
-        let root = &self.folder.root;
+        self.forget_settings_errors();
+        let folder = Arc::clone(&self.folder);
+        let root = &folder.root;
         let loaded = Config::load_layered(root, self.folder.config_file.as_deref(), self.settings.as_ref());
         if let Some(problem) = loaded.unusable() {
             // The defaults would take in files that the settings file may leave out: the
             // index is not written until the file is fixed (saving it reopens the folder).
-            self.error(format!(
-                "{}: {problem}; nothing is indexed until the file is fixed",
-                self.folder.name()
-            ));
+            let name = self.folder.name();
+            self.settings_error(format!("{name}: {problem}; nothing is indexed until the file is fixed"));
             self.set_phase(Phase::Failed);
             return;
         }
         for problem in &loaded.problems {
-            self.error(format!("{}: {problem} ({})", self.folder.name(), problem.effect.note()));
+            self.settings_error(format!("{}: {problem} ({})", self.folder.name(), problem.effect.note()));
         }
         let embedder = match self.embedders.get(&loaded.config.embedding) {
             Ok(e) => e,
