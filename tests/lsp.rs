@@ -417,6 +417,21 @@ fn a_second_server_on_the_same_folder_reads_the_shared_index_and_takes_over_when
     second
         .eventually(|c| paths(&search(c, "narwhal rota")).first().filter(|p| *p == "ops/pager.md").cloned());
 
+    // What the second one saves, the first one indexes (an editor that watches no files
+    // would never tell the first of it), and the second one then sees it indexed.
+    f.write("ops/runbook.md", "# Runbook\n\nThe pangolin checklist opens every incident.\n");
+    second.notify(
+        "textDocument/didSave",
+        json!({ "textDocument": { "uri": file_uri(&f.root().join("ops/runbook.md")) } }),
+    );
+    first.eventually(|c| {
+        paths(&search(c, "pangolin checklist")).first().filter(|p| *p == "ops/runbook.md").cloned()
+    });
+    second.eventually(|c| {
+        let s = status(c);
+        (s["pending"] == json!([]) && paths(&search(c, "pangolin checklist")).first().is_some()).then_some(())
+    });
+
     assert!(first.shutdown().success());
     second.eventually(|c| (status(c)["phase"] == "ready").then_some(()));
     f.write("ops/oncall.md", "# On call\n\nThe axolotl handbook lists every escalation.\n");

@@ -255,6 +255,20 @@ impl Engine {
         Ok(())
     }
 
+    /// Hands files saved here to the process that writes the index, when this one only
+    /// reads it: that process indexes them at once ([`Engine::take_handed_over`]).
+    pub fn hand_over(&self, paths: &[String]) -> Result<(), EngineError> {
+        Ok(self.index.hand_over(paths)?)
+    }
+
+    /// Files that processes which only read the index handed over for this one to index.
+    pub fn take_handed_over(&self) -> Vec<String> {
+        self.index.take_handed_over().unwrap_or_else(|e| {
+            tracing::warn!("files handed over by another process not read: {e}");
+            Vec::new()
+        })
+    }
+
     /// Re-indexes these files alone, without walking the workspace (an editor's save, a
     /// file watcher's event). Paths are workspace-relative or absolute. A file that exists
     /// and is selected is re-chunked if its contents changed; one that is gone, no longer

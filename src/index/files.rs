@@ -33,6 +33,11 @@ impl IndexLayout {
     pub fn vectors(&self) -> PathBuf {
         self.dir.join("vectors.vec")
     }
+    /// Files saved in a process that only reads the index, for the writer to index (the
+    /// handoff module).
+    pub fn handed_over(&self) -> PathBuf {
+        self.dir.join("handed-over")
+    }
     /// Which text each of the model's kept rows belongs to (the retired module).
     pub fn retired(&self) -> PathBuf {
         self.dir.join("retired.list")

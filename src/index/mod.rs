@@ -16,6 +16,7 @@
 mod checked;
 mod commit;
 pub mod files;
+mod handoff;
 mod journal;
 mod load;
 pub mod lock;

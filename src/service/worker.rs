@@ -45,6 +45,8 @@ pub(super) struct Worker {
     snippet_token: Option<String>,
     /// The folder's errors that the settings last opened with gave (`problems.rs`).
     pub(super) settings_errors: Vec<String>,
+    /// When files handed over by processes that only read the index were last looked for.
+    handoff_checked: Instant,
 }
 
 impl Worker {
@@ -69,6 +71,7 @@ impl Worker {
             snippets: SnippetQueue::default(),
             snippet_token: None,
             settings_errors: Vec::new(),
+            handoff_checked: Instant::now(),
         }
     }
 
@@ -110,6 +113,16 @@ impl Worker {
             if let Some(job) = self.backlog.pop_front() {
                 return Some(Some(job));
             }
+            // Files saved in another editor on this folder, which only reads the index.
+            if self.handoff_checked.elapsed() >= POLL
+                && let Some(engine) = self.engine.as_ref().filter(|e| !e.is_read_only())
+            {
+                self.handoff_checked = Instant::now();
+                let paths = engine.take_handed_over();
+                if !paths.is_empty() {
+                    return Some(Some(Job::Update { paths, reply: None }));
+                }
+            }
             // Vectors are filled in while nothing else waits, and no search read the folder
             // just now: a person searching has the cores first.
             if self.engine.as_ref().is_some_and(|e| e.pending_vectors() > 0) {
@@ -148,7 +161,12 @@ impl Worker {
                     Err(RecvTimeoutError::Disconnected) => return None,
                 }
             }
-            return self.jobs.recv().ok().map(Some);
+            // A writer wakes now and then for files handed over.
+            return match self.jobs.recv_timeout(POLL) {
+                Ok(job) => Some(Some(job)),
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => None,
+            };
         }
     }
 
@@ -452,7 +470,11 @@ impl Worker {
             replies.extend(reply);
         }
         let Some(engine) = self.engine.as_mut().filter(|e| !e.is_read_only()) else {
-            // Kept pending: the other writer or a later reopen picks them up.
+            // Kept pending, and handed to the process that writes the index.
+            let paths: Vec<String> = batch.into_iter().collect();
+            if let Some(Err(e)) = self.engine.as_ref().map(|engine| engine.hand_over(&paths)) {
+                tracing::warn!(folder = %self.folder.root.display(), "saved files not handed over: {e}");
+            }
             let message = self.cannot_write();
             for reply in replies {
                 answer(Some(reply), Err(message.clone()));
