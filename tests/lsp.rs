@@ -429,7 +429,7 @@ fn a_second_server_on_the_same_folder_reads_the_shared_index_and_takes_over_when
     });
     second.eventually(|c| {
         let s = status(c);
-        (s["pending"] == json!([]) && paths(&search(c, "pangolin checklist")).first().is_some()).then_some(())
+        (s["pending"] == json!([]) && !paths(&search(c, "pangolin checklist")).is_empty()).then_some(())
     });
 
     assert!(first.shutdown().success());
