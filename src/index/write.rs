@@ -121,6 +121,10 @@ impl Index {
         if stats.files_written + stats.files_removed > 0 {
             self.store_dirty = true;
         }
+        if !self.pending_removals.is_empty() {
+            // A waiting chunk that went must not take a vector when its twin's arrives.
+            self.fill_twins.clear();
+        }
         self.embed_hashes = Some(reusable);
         Ok(stats)
     }
