@@ -120,14 +120,13 @@ impl Engine {
     /// server tells its user, since the fill goes on computing every vector here meanwhile.
     pub fn team_outage(&mut self) -> Option<String> {
         let fill = self.team_fill.as_mut()?;
-        let status = fill.team.status();
-        match status.state.strip_prefix("unreachable: ") {
+        match fill.team.unreachable() {
             Some(why) if !fill.outage_told => {
                 fill.outage_told = true;
                 Some(format!(
                     "the team cache at {} is unreachable ({why}): vectors are computed here \
                      meanwhile, and the cache is tried again now and then",
-                    status.target
+                    fill.team.shown()
                 ))
             }
             Some(_) => None,

@@ -214,6 +214,12 @@ impl Team {
         Sha256::digest(text.as_bytes()).to_vec()
     }
 
+    /// Why the cache cannot be reached now, when it cannot (the server away, the login
+    /// refused, no tables to read): what `status` shows after "unreachable:".
+    pub fn unreachable(&self) -> Option<String> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).down.clone()
+    }
+
     pub fn status(&self) -> TeamStatus {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let shown = match (&state.down, &state.client, state.contacted) {
