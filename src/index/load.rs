@@ -61,7 +61,7 @@ impl Index {
             let kept = retired.ids();
             let (mut log, note) =
                 VectorLog::open_keeping(&path, &name, dims, record.as_ref(), &wanted, &|id| {
-                    !kept.is_empty() && kept.contains(&id)
+                    kept.contains(&id)
                 })
                 .map_err(io_err(&path))?;
             retired.retain(|id| log.keeps(id));

@@ -12,7 +12,7 @@ use super::vector_file::VectorSet;
 use super::vector_log::VectorLog;
 use super::vector_open;
 use super::write::embed_texts;
-use super::{Index, IndexError, io_err};
+use super::{ChunkRecord, Index, IndexError, io_err};
 use crate::providers::Embedder;
 
 /// What a step of the fill asks the model for: the texts of waiting chunks that need
@@ -21,6 +21,16 @@ use crate::providers::Embedder;
 pub struct PendingTexts {
     pub texts: Vec<(u64, String)>,
     pub reused: usize,
+}
+
+/// What a waiting chunk needs ([`Index::pending_texts`]).
+enum Waiting<'a> {
+    /// Its text embedded: the first chunk of its text in the step.
+    Embed(&'a ChunkRecord),
+    /// The vector of the step's first chunk of its text, once stored.
+    Twin { first: u64, id: u64, hash: u64 },
+    /// A vector already made for its text.
+    Made(u64, Vec<f32>),
 }
 
 impl Index {
@@ -223,42 +233,50 @@ impl Index {
             }
         }
         let known = self.take_embed_hashes();
-        let mut first_of_text: HashMap<u64, u64> = HashMap::new();
+        let sorted = self.sort_waiting(ids.iter().filter_map(|id| records.get(id)), &known);
+        self.embed_hashes = Some(known);
         let mut pending = PendingTexts::default();
-        let mut outcome = Ok(());
-        for record in ids.iter().filter_map(|id| records.get(id)) {
-            let hash = record.embed_hash;
-            if let Some(first) = first_of_text.get(&hash) {
-                self.fill_twins.entry(*first).or_insert((hash, Vec::new())).1.push(record.id);
-                continue;
-            }
-            let made = match self.reusable_vector(&known, hash) {
-                Ok(made) => made,
-                Err(e) => {
-                    outcome = Err(e);
-                    break;
-                }
-            };
-            match made {
-                Some(vector) => {
-                    if let Err(e) = self.stage_vector(record.id, vector) {
-                        outcome = Err(e);
-                        break;
-                    }
-                    done.insert(record.id);
-                    pending.reused += 1;
-                }
-                None => {
-                    first_of_text.insert(hash, record.id);
-                    self.fill_twins.insert(record.id, (hash, Vec::new()));
+        for waiting in sorted? {
+            match waiting {
+                Waiting::Embed(record) => {
+                    self.fill_twins.insert(record.id, (record.embed_hash, Vec::new()));
                     pending.texts.push((record.id, record.embedding_text()));
+                }
+                Waiting::Twin { first, id, hash } => {
+                    self.fill_twins.entry(first).or_insert((hash, Vec::new())).1.push(id);
+                }
+                Waiting::Made(id, vector) => {
+                    self.stage_vector(id, vector)?;
+                    done.insert(id);
+                    pending.reused += 1;
                 }
             }
         }
-        self.embed_hashes = Some(known);
-        outcome?;
         self.remove_pending(&done);
         Ok(pending)
+    }
+
+    /// What each waiting chunk needs, in order: its text embedded (the first of its text),
+    /// the vector of the first chunk of its text in this step, or a vector already made.
+    fn sort_waiting<'a>(
+        &self,
+        records: impl Iterator<Item = &'a ChunkRecord>,
+        known: &super::manifest::IdsByEmbedHash,
+    ) -> Result<Vec<Waiting<'a>>, IndexError> {
+        let mut first_of_text: HashMap<u64, u64> = HashMap::new();
+        let mut sorted = Vec::new();
+        for record in records {
+            let hash = record.embed_hash;
+            if let Some(first) = first_of_text.get(&hash) {
+                sorted.push(Waiting::Twin { first: *first, id: record.id, hash });
+            } else if let Some(vector) = self.reusable_vector(known, hash)? {
+                sorted.push(Waiting::Made(record.id, vector));
+            } else {
+                first_of_text.insert(hash, record.id);
+                sorted.push(Waiting::Embed(record));
+            }
+        }
+        Ok(sorted)
     }
 
     /// Stores vectors of waiting chunks (made here, or taken from a team cache) and takes
