@@ -10,16 +10,10 @@ end
 
 -- Says why no server is there: the reasons it failed, else that none was started.
 local function no_server(fallback)
-  local failures = require("situate").failures
-  local roots = vim.tbl_keys(failures)
-  if #roots == 0 then
+  local lines = require("situate").failure_lines()
+  if #lines == 0 then
     notify(fallback, vim.log.levels.WARN)
     return
-  end
-  table.sort(roots)
-  local lines = {}
-  for _, root in ipairs(roots) do
-    table.insert(lines, string.format("the server for %s is not running: %s", root, failures[root]))
   end
   table.insert(lines, "its messages are in " .. vim.lsp.get_log_path() .. "; see also :checkhealth situate")
   notify(table.concat(lines, "\n"), vim.log.levels.ERROR)

@@ -82,11 +82,9 @@ function M.check()
   end
   check_binary(report, (config and config.cmd) or { "situate", "lsp" })
 
-  local failures = require("situate").failures
-  local roots = vim.tbl_keys(failures)
-  table.sort(roots)
-  for _, root in ipairs(roots) do
-    report.error(string.format("the server for %s is not running: %s", root, failures[root]), {
+  local failures = require("situate").failure_lines()
+  for _, line in ipairs(failures) do
+    report.error(line, {
       "Its messages are in " .. vim.lsp.get_log_path(),
       "Run the command in a terminal to see what it says",
     })
@@ -94,7 +92,7 @@ function M.check()
 
   local clients = compat.clients()
   if #clients == 0 then
-    if #roots == 0 then
+    if #failures == 0 then
       report.warn("no situate client is running", { "Open a markdown or text file of the workspace" })
     end
     return

@@ -29,6 +29,17 @@ local client_by_root = {}
 --- exited on its own. Cleared when a server for that root starts.
 M.failures = {}
 
+--- One line per root whose server is not running, and why, sorted by root.
+function M.failure_lines()
+  local roots = vim.tbl_keys(M.failures)
+  table.sort(roots)
+  local lines = {}
+  for _, root in ipairs(roots) do
+    table.insert(lines, string.format("the server for %s is not running: %s", root, M.failures[root]))
+  end
+  return lines
+end
+
 local function is_dir(path)
   local stat = vim.loop.fs_stat(path)
   return stat ~= nil and stat.type == "directory"
