@@ -113,7 +113,7 @@ fn a_session_indexes_searches_hovers_follows_saves_and_deletions_and_survives_ba
     let mut text = std::fs::read_to_string(&deploy).unwrap();
     text.push_str("\n## Canary\n\nThe quokka canary takes five percent of traffic for an hour.\n");
     std::fs::write(&deploy, text).unwrap();
-    client.notify("textDocument/didSave", json!({ "textDocument": { "uri": file_uri(&deploy) } }));
+    client.saved(&deploy);
     let found = client.eventually(|c| {
         let hits = search(c, "quokka canary");
         hits.first().filter(|h| h["path"] == "ops/deploy.md").cloned()
@@ -410,20 +410,14 @@ fn a_second_server_on_the_same_folder_reads_the_shared_index_and_takes_over_when
 
     // What the first one indexes, the second one sees.
     f.write("ops/pager.md", "# Pager\n\nThe narwhal rota changes every Tuesday.\n");
-    first.notify(
-        "textDocument/didSave",
-        json!({ "textDocument": { "uri": file_uri(&f.root().join("ops/pager.md")) } }),
-    );
+    first.saved(&f.root().join("ops/pager.md"));
     second
         .eventually(|c| paths(&search(c, "narwhal rota")).first().filter(|p| *p == "ops/pager.md").cloned());
 
     // What the second one saves, the first one indexes (an editor that watches no files
     // would never tell the first of it), and the second one then sees it indexed.
     f.write("ops/runbook.md", "# Runbook\n\nThe pangolin checklist opens every incident.\n");
-    second.notify(
-        "textDocument/didSave",
-        json!({ "textDocument": { "uri": file_uri(&f.root().join("ops/runbook.md")) } }),
-    );
+    second.saved(&f.root().join("ops/runbook.md"));
     first.eventually(|c| {
         paths(&search(c, "pangolin checklist")).first().filter(|p| *p == "ops/runbook.md").cloned()
     });
@@ -435,10 +429,7 @@ fn a_second_server_on_the_same_folder_reads_the_shared_index_and_takes_over_when
     assert!(first.shutdown().success());
     second.eventually(|c| (status(c)["phase"] == "ready").then_some(()));
     f.write("ops/oncall.md", "# On call\n\nThe axolotl handbook lists every escalation.\n");
-    second.notify(
-        "textDocument/didSave",
-        json!({ "textDocument": { "uri": file_uri(&f.root().join("ops/oncall.md")) } }),
-    );
+    second.saved(&f.root().join("ops/oncall.md"));
     second.eventually(|c| {
         paths(&search(c, "axolotl handbook")).first().filter(|p| *p == "ops/oncall.md").cloned()
     });
@@ -779,7 +770,7 @@ fn a_folder_inside_another_open_folder_is_served_by_the_outer_index() {
     // A save in the nested folder updates the index that serves it.
     let backup = f.root().join("ops/backup.md");
     std::fs::write(&backup, "# Backups\n\nThe wombat archive rotates every fortnight.\n").unwrap();
-    client.notify("textDocument/didSave", json!({ "textDocument": { "uri": file_uri(&backup) } }));
+    client.saved(&backup);
     let saved = client.eventually(|c| {
         let hits = search(c, "wombat archive fortnight");
         hits.first().filter(|h| h["preview"].as_str().unwrap_or("").contains("wombat")).cloned()

@@ -87,6 +87,11 @@ impl LspClient {
         self.send(&json!({ "jsonrpc": "2.0", "method": method, "params": params }));
     }
 
+    /// Tells the server that the file at `path` was saved.
+    pub fn saved(&mut self, path: &Path) {
+        self.notify("textDocument/didSave", json!({ "textDocument": { "uri": file_uri(path) } }));
+    }
+
     /// Sends a request without waiting; returns its id.
     pub fn send_request(&mut self, method: &str, params: Value) -> i64 {
         let id = self.next_id;
