@@ -364,18 +364,21 @@ fn errors_are_clear_and_exit_non_zero() {
     assert!(String::from_utf8(out.stderr).unwrap().contains("no file `missing.md` in the workspace"));
 }
 
-#[test]
-fn an_index_killed_mid_write_recovers_on_the_next_run() {
-    let cli = Cli { fixture: Fixture::empty() };
-    let files = 3000;
+/// Writes `files` short notes, each with a word of its own (`marker{i}`).
+fn write_numbered_notes(cli: &Cli, files: usize) {
     for i in 0..files {
         cli.fixture.write(
             &format!("notes/{:02}/n{i}.md", i % 50),
             format!("# Note {i}\n\n## Body\n\nThis note mentions the token marker{i} and some filler words about gardens.\n"),
         );
     }
-    // Time one whole run, then kill runs at a fifth, a half and four fifths of it: before,
-    // around and after the periodic commit that a long run makes, whatever the machine.
+}
+
+/// Times one whole `situate index` of the fixture, then kills runs at a fifth, a half and
+/// four fifths of that time (before, around and after the commits a long run makes,
+/// whatever the machine), and checks after each that the next run leaves a whole index:
+/// every file, a vector for every chunk, the last note found by its word.
+fn kill_index_runs_and_check_recovery(cli: &Cli, files: usize) {
     let started = std::time::Instant::now();
     cli.ok(&["index"]);
     let whole = started.elapsed();
@@ -402,11 +405,31 @@ fn an_index_killed_mid_write_recovers_on_the_next_run() {
         let status: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(status["files"], files, "after a kill at {delay:?}: {out}");
         assert_eq!(status["chunks"], status["vectors"], "after a kill at {delay:?}: {out}");
-        let (out, _) = cli.ok(&["search", "marker2999", "--json", "-k", "1", "--mode", "bm25"]);
-        assert!(out.contains("notes/49/n2999.md"), "{out}");
+        let last = format!("marker{}", files - 1);
+        let (out, _) = cli.ok(&["search", &last, "--json", "-k", "1", "--mode", "bm25"]);
+        assert!(out.contains(&format!("notes/{:02}/n{}.md", (files - 1) % 50, files - 1)), "{out}");
         // Start over for the next kill.
         std::fs::remove_dir_all(cli.fixture.index.path().join("situate")).unwrap();
     }
+}
+
+#[test]
+fn an_index_killed_while_it_reads_files_recovers_on_the_next_run() {
+    // The static model embeds as it reads, so the whole run is the file phase: enough files
+    // for commits by count (every 2,000) as well as by time.
+    let cli = Cli { fixture: Fixture::empty() };
+    cli.fixture.write("situate.toml", "[embedding]\nprovider = \"static\"\n");
+    write_numbered_notes(&cli, 3000);
+    kill_index_runs_and_check_recovery(&cli, 3000);
+}
+
+#[test]
+fn an_index_killed_while_e5_fills_its_vectors_recovers_on_the_next_run() {
+    // With the default model the files are read in a moment and most of the run is e5's
+    // fill, which commits every few seconds: the kills land in it.
+    let cli = Cli { fixture: Fixture::empty() };
+    write_numbered_notes(&cli, 300);
+    kill_index_runs_and_check_recovery(&cli, 300);
 }
 
 #[test]
