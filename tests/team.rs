@@ -501,6 +501,59 @@ fn a_server_that_goes_away_or_stalls_mid_fill_loses_nothing() {
 }
 
 #[test]
+fn vectors_computed_while_the_cache_was_away_reach_it_when_it_is_back_even_after_an_exit() {
+    let Some(pg) = Postgres::start() else { return };
+    let proxy = Proxy::to(pg.port);
+    let url = proxy.url("situate", postgres::SUPER_PASSWORD, "postgres");
+    let settings = |f: &Fixture| {
+        let mut settings = f.config();
+        settings.team = Some(TeamConfig { timeout_secs: 1, ..team(&url) });
+        settings
+    };
+
+    // A process that stays (a language server): the cache comes back with nothing left to
+    // embed, and the vectors go to it between other work.
+    let f = pages(40);
+    proxy.set(Mode::Cut);
+    let mut engine = f.engine_with(settings(&f), Counting::slow());
+    engine.reconcile(&mut |_| {}).unwrap();
+    let chunks = engine.status().chunks;
+    assert_eq!(engine.status().vectors_pending, 0);
+    proxy.set(Mode::Pass);
+    let mut shared = 0;
+    for _ in 0..240 {
+        if engine.vectors_to_share() > 0 {
+            shared += engine.share_vectors_step().unwrap();
+        }
+        if shared >= chunks {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert_eq!((shared, vector_rows(&pg)), (chunks, chunks as i64));
+    assert_eq!(engine.vectors_to_share(), 0);
+    drop(engine);
+    pg.sql("TRUNCATE situate_vectors, situate_claims");
+
+    // A process that exits first (`situate index`): the next one on the index pushes them,
+    // with nothing to embed.
+    let f = pages(30);
+    proxy.set(Mode::Cut);
+    let mut engine = f.engine_with(settings(&f), Counting::slow());
+    engine.reconcile(&mut |_| {}).unwrap();
+    let chunks = engine.status().chunks as i64;
+    drop(engine);
+    assert!(f.index_dir().join("unshared.list").exists());
+    proxy.set(Mode::Pass);
+    let embedder = Counting::slow();
+    let mut engine = f.engine_with(settings(&f), embedder.clone());
+    let report = engine.reconcile(&mut |_| {}).unwrap();
+    assert_eq!((report.vectors_embedded, embedder.count()), (0, 0));
+    assert_eq!(vector_rows(&pg), chunks, "every vector reached the cache");
+    assert!(!f.index_dir().join("unshared.list").exists());
+}
+
+#[test]
 fn a_newer_schema_or_a_full_disk_makes_a_member_read_only() {
     let Some(pg) = Postgres::start() else { return };
     let (a, b, c) = (Fixture::standard(), Fixture::standard(), Fixture::standard());

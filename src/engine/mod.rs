@@ -10,6 +10,7 @@ mod report;
 mod snippets;
 mod sync;
 mod team;
+mod unshared;
 mod view;
 
 use std::collections::HashSet;
@@ -288,7 +289,7 @@ impl Engine {
         let team_fill = team
             .as_ref()
             .filter(|_| quick.is_some())
-            .map(|t| team::TeamFill::new(Arc::clone(t), embedder.as_ref()));
+            .map(|t| team::TeamFill::new(Arc::clone(t), embedder.as_ref(), &index_dir));
         let setup = Arc::new(Setup { root, config, config_problems, embedder, quick, snippets, team });
         Ok(Engine {
             setup,

@@ -240,6 +240,11 @@ impl Engine {
                 break;
             }
         }
+        // Vectors computed while the team cache was away, in this run or an earlier one, go
+        // to it once it answers.
+        while !report.interrupted && self.share_vectors_step()? > 0 {
+            report.interrupted = self.interrupt.swap(false, Ordering::Relaxed);
+        }
         self.index.commit()?;
         if let Some(team) = &self.setup.team {
             let s = team.status();

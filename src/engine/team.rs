@@ -8,9 +8,11 @@
 //! to the back of the queue. The pass is repeated now and then, for what others pushed
 //! meanwhile. Without a reachable cache, a step is a plain local fill.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::unshared::Unshared;
 use super::{Engine, EngineError};
 use crate::index::{Index, PendingTexts, embed_texts};
 use crate::providers::Embedder;
@@ -19,10 +21,6 @@ use crate::team::{BATCH, ModelKey, Team};
 
 /// How often the whole queue is looked up again while computing (teammates push meanwhile).
 const REPASS: Duration = Duration::from_secs(30);
-/// Chunks whose vectors were computed while the cache could not take them, kept (by id) to
-/// be pushed once it can, at most this many; a process that exits first leaves them for
-/// its teammates to compute.
-const UNSHARED_MAX: usize = 1_000_000;
 
 /// What one step of a fill did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -57,12 +55,13 @@ pub(super) struct TeamFill {
     next_pass: Option<Instant>,
     /// The cache was found unreachable and that was told ([`Engine::team_outage`]).
     outage_told: bool,
-    /// Chunks whose vectors were computed here while the cache could not take them.
-    unshared: Vec<u64>,
+    /// Chunks whose vectors were computed here while the cache could not take them, in this
+    /// process or an earlier one on the index.
+    unshared: Unshared,
 }
 
 impl TeamFill {
-    pub(super) fn new(team: Arc<Team>, embedder: &dyn Embedder) -> TeamFill {
+    pub(super) fn new(team: Arc<Team>, embedder: &dyn Embedder, index_dir: &Path) -> TeamFill {
         let model = model_key(embedder);
         TeamFill {
             team,
@@ -71,7 +70,7 @@ impl TeamFill {
             pass_started: None,
             next_pass: None,
             outage_told: false,
-            unshared: Vec::new(),
+            unshared: Unshared::open(index_dir),
         }
     }
 
@@ -79,30 +78,50 @@ impl TeamFill {
     /// later (a member who only reads pushes nothing).
     fn keep_unshared(&mut self, ids: impl IntoIterator<Item = u64>) {
         if self.team.writes() {
-            let room = UNSHARED_MAX.saturating_sub(self.unshared.len());
-            self.unshared.extend(ids.into_iter().take(room));
+            self.unshared.keep(ids);
         }
     }
 
-    /// Pushes a batch of the vectors computed while the cache could not take them.
-    fn share_unshared(&mut self, index: &Index) -> Result<(), EngineError> {
-        let take = self.unshared.len().min(BATCH);
-        let ids = &self.unshared[..take];
-        let records = index.snapshot().records(ids)?;
-        let mut items = Vec::with_capacity(take);
-        for id in ids {
-            // A chunk removed meanwhile is passed over.
-            if let (Some(record), Some(vector)) = (records.get(id), index.stored_vector(*id)?) {
-                items.push((record.embedding_text(), vector));
+    /// Whether vectors computed while the cache could not take them wait, and it may be
+    /// tried now.
+    fn may_share(&self) -> bool {
+        self.unshared.len() > 0 && self.team.writes() && self.team.usable()
+    }
+
+    /// Pushes a batch of the vectors computed while the cache could not take them; returns
+    /// how many went (none when the cache is still away). A batch the index cannot give is
+    /// given up, so that a damaged index does not make every step try it again.
+    fn share_unshared(&mut self, index: &Index) -> Result<usize, EngineError> {
+        let ids = self.unshared.next(BATCH);
+        let take = ids.len();
+        let items = match stored_texts_and_vectors(index, ids) {
+            Ok(items) => items,
+            Err(e) => {
+                self.unshared.pushed(take);
+                return Err(e);
             }
-        }
+        };
         let items: Vec<(&str, &[f32])> = items.iter().map(|(t, v)| (t.as_str(), v.as_slice())).collect();
         self.team.push_vectors(&self.model, &items);
-        if self.team.usable() {
-            self.unshared.drain(..take);
+        if !self.team.usable() {
+            return Ok(0);
         }
-        Ok(())
+        self.unshared.pushed(take);
+        Ok(take)
     }
+}
+
+/// The embedded text and stored vector of each of these chunks; a chunk removed meanwhile
+/// is passed over.
+fn stored_texts_and_vectors(index: &Index, ids: &[u64]) -> Result<Vec<(String, Vec<f32>)>, EngineError> {
+    let records = index.snapshot().records(ids)?;
+    let mut items = Vec::with_capacity(ids.len());
+    for id in ids {
+        if let (Some(record), Some(vector)) = (records.get(id), index.stored_vector(*id)?) {
+            items.push((record.embedding_text(), vector));
+        }
+    }
+    Ok(items)
 }
 
 /// How the team cache names a model: `provider/model`, whose `model` part carries what
@@ -116,6 +135,27 @@ pub(super) fn model_key(embedder: &dyn Embedder) -> ModelKey {
 }
 
 impl Engine {
+    /// How many vectors computed while the team cache could not take them wait to be
+    /// pushed, when it may be tried now (0 otherwise, without a cache, and in a process that
+    /// only reads the index: the list is the writer's).
+    pub fn vectors_to_share(&self) -> usize {
+        self.shared_fill().map_or(0, |f| f.unshared.len())
+    }
+
+    /// Pushes a batch of the vectors computed while the team cache could not take them, in
+    /// this process or an earlier one; returns how many went.
+    pub fn share_vectors_step(&mut self) -> Result<usize, EngineError> {
+        let read_only = self.index.is_read_only();
+        match self.team_fill.as_mut().filter(|f| !read_only && f.may_share()) {
+            Some(fill) => fill.share_unshared(&self.index),
+            None => Ok(0),
+        }
+    }
+
+    fn shared_fill(&self) -> Option<&TeamFill> {
+        self.team_fill.as_ref().filter(|f| !self.index.is_read_only() && f.may_share())
+    }
+
     /// Once per outage, that the team cache a fill asks has become unreachable, and why: a
     /// server tells its user, since the fill goes on computing every vector here meanwhile.
     pub fn team_outage(&mut self) -> Option<String> {
@@ -173,7 +213,7 @@ impl Engine {
             }
             return Ok(Filled { computed, reused: pending.reused, ..Filled::default() });
         };
-        if !fill.unshared.is_empty() {
+        if fill.may_share() {
             fill.share_unshared(&self.index)?;
         }
         if fill.cursor.is_none() && fill.next_pass.is_none_or(|at| Instant::now() >= at) {

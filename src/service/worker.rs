@@ -142,6 +142,17 @@ impl Worker {
                     Err(TryRecvError::Disconnected) => return None,
                 }
             }
+            // Vectors computed while the team cache was away go to it once it answers.
+            if self.engine.as_ref().is_some_and(|e| e.vectors_to_share() > 0) {
+                match self.jobs.try_recv() {
+                    Ok(job) => return Some(Some(job)),
+                    Err(TryRecvError::Empty) => {
+                        self.share_vectors();
+                        continue;
+                    }
+                    Err(TryRecvError::Disconnected) => return None,
+                }
+            }
             if self.needs_polling() {
                 return match self.jobs.recv_timeout(POLL) {
                     Ok(job) => Some(Some(job)),
@@ -518,6 +529,14 @@ impl Worker {
                     answer(Some(reply), Err(message.clone()));
                 }
             }
+        }
+    }
+
+    /// Pushes a batch of the vectors computed while the team cache was away.
+    fn share_vectors(&mut self) {
+        let Some(engine) = self.engine.as_mut() else { return };
+        if let Err(e) = engine.share_vectors_step() {
+            tracing::warn!("team cache: vectors not shared: {e}");
         }
     }
 
