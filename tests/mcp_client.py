@@ -112,7 +112,7 @@ async def scenario(binary, workspace):
     out["search_where"] = await call(s1, "search", {"query": "snapshots", "where": ["title=Backup Policy"]})
     out["error_where"] = await call(s1, "search", {"query": "snapshots", "where": ["title"]})
     out["search_small_budget"] = await call(
-        s1, "search", {"query": "snapshot restore backups", "k": 10, "max_tokens": 100}
+        s1, "search", {"query": "snapshot restore backups", "k": 10, "max_tokens": 300}
     )
     out["show_line"] = await call(s1, "show", {"path": "ops/backup.md:12"})
     out["show_file"] = await call(s1, "show", {"path": "ops/backup.md"})

@@ -38,7 +38,8 @@ around each passage. The answer stays within `max_tokens`; read more of a file w
 const SHOW: &str = "Show a file as it was indexed, or only the passage at one of its lines: its \
 passages in order, each with its line range, heading path, the context header it was indexed with, \
 its LLM-written snippet if there is one, and its text. Give `path` alone for the whole file (within \
-`max_tokens`), or `path` and `line` (or \"path:line\") for one passage.";
+`max_tokens`), `path` and `line` (or \"path:line\") for one passage, or `line` and `end_line` for the \
+passages over a range of lines; when the budget cuts an answer, its note says where to read on.";
 
 const SIMILAR: &str = "Find passages on the same subject as a given passage, elsewhere in the \
 folder: give its file and any of its lines (a search result's `path` and `start_line`). Results \
