@@ -164,6 +164,11 @@ fn an_mcp_client_lists_and_calls_every_tool_and_a_second_server_reads_then_takes
         assert_eq!(r["metadata"], serde_json::json!({"title": ["Backup policy"]}), "{r:#}");
     }
     assert!(tool_error(&t, "error_where").contains("write FIELD=VALUE"), "{}", t["error_where"]);
+    let nothing = ok(&t, "search_where_nothing");
+    assert!(
+        nothing["note"].as_str().unwrap().contains("nothing matched within `paths` and `where`"),
+        "{nothing:#}"
+    );
 
     // A budget too small for the hits: fewer hits, and a note that says why.
     let small = ok(&t, "search_small_budget");
@@ -225,6 +230,11 @@ fn an_mcp_client_lists_and_calls_every_tool_and_a_second_server_reads_then_takes
     let unknown = t["error_unknown_tool"]["protocol_error"].as_str().unwrap_or("");
     assert!(unknown.contains("no tool named `reindex`"), "{:#}", t["error_unknown_tool"]);
     assert_eq!(located(&ok(&t, "after_errors")["results"]), ["kitchen/bread.md:1-5"]);
+
+    // The SDK's default client speaks the newest revision, and gets the same answers.
+    let sdk = &t["sdk_client"];
+    assert_eq!(sdk["protocol_version"], "2026-07-28", "{sdk:#}");
+    assert_eq!(ok(&t, "sdk_client")["results"][0]["path"], "ops/backup.md", "{sdk:#}");
 
     // Each call brings the index up to date first.
     assert_eq!(ok(&t, "search_new_file")["results"][0]["path"], "ops/oncall.md");
