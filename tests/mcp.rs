@@ -156,12 +156,13 @@ fn an_mcp_client_lists_and_calls_every_tool_and_a_second_server_reads_then_takes
         "{marked:#}"
     );
 
-    // Front matter filters, and the fields each passage's document has.
+    // Front matter filters. The document's only field is its title, which each passage
+    // gives already.
     let within = ok(&t, "search_where")["results"].as_array().unwrap().clone();
     assert!(!within.is_empty(), "{within:?}");
     for r in &within {
         assert_eq!(r["path"], "ops/backup.md", "{r:#}");
-        assert_eq!(r["metadata"], serde_json::json!({"title": ["Backup policy"]}), "{r:#}");
+        assert_eq!((&r["title"], &r["metadata"]), (&"Backup policy".into(), &Value::Null), "{r:#}");
     }
     assert!(tool_error(&t, "error_where").contains("write FIELD=VALUE"), "{}", t["error_where"]);
     let nothing = ok(&t, "search_where_nothing");
@@ -616,4 +617,24 @@ fn show_reads_a_range_of_lines_and_says_where_to_read_on() {
             .unwrap()
             .contains("`end_line` 3 comes before `line` 9")
     );
+}
+
+#[test]
+fn a_documents_front_matter_comes_once_per_answer_with_its_first_passage() {
+    let fixture = quick_fixture();
+    let front = "---\ntitle: Narwhal counts\ntags: [sea, census]\ndescription: How many narwhals were seen, day by day.\n---\n";
+    fixture.write("sea/narwhals.md", format!("{front}{}", long_section()));
+    let mut server = RawSession::start(&fixture, &["--idle", "3600"]);
+    let found = server
+        .call("search", serde_json::json!({"query": "narwhal count", "mode": "bm25", "paths": ["sea"]}));
+    let results = found["results"].as_array().unwrap();
+    assert!(results.len() >= 2, "{found:#}");
+    assert_eq!(
+        results[0]["metadata"],
+        serde_json::json!({"description": ["How many narwhals were seen, day by day."], "tags": ["sea", "census"]}),
+        "{found:#}"
+    );
+    for r in &results[1..] {
+        assert_eq!((&r["title"], &r["metadata"]), (&"Narwhal counts".into(), &Value::Null), "{r:#}");
+    }
 }

@@ -138,7 +138,8 @@ pub struct Passage {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub matched_lines: Vec<MatchedLine>,
     /// The front matter fields of the passage's document (tags, category, aliases, dates…),
-    /// each with its values.
+    /// each with its values: given with the document's first passage in an answer only, and
+    /// without a `title` that says what `title` does.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, Vec<String>>,
 }

@@ -302,9 +302,10 @@ fn join(notes: Vec<Option<String>>) -> Option<String> {
     (!notes.is_empty()).then(|| notes.join(". "))
 }
 
-/// Hits as passages, best first. Split sections overlap by a few tokens, so two chunks of a
-/// file may share lines: a passage leaves out the text of better ones of its file, and one
-/// that holds nothing else is left out.
+/// Hits as passages, best first, without repeats. Split sections overlap by a few tokens,
+/// so two chunks of a file may share lines: a passage leaves out the text of better ones of
+/// its file, and one that holds nothing else is left out. A document's front matter comes
+/// with its first passage only, and without the title the passage gives already.
 fn passages(hits: &[Hit]) -> Vec<Passage> {
     let mut given: Vec<(&str, u64, u64)> = Vec::new();
     let mut out = Vec::with_capacity(hits.len());
@@ -318,6 +319,11 @@ fn passages(hits: &[Hit]) -> Vec<Passage> {
             if !without_repeats(&mut p, c.start_byte, c.end_byte, &earlier) {
                 continue;
             }
+        }
+        if given.iter().any(|(path, ..)| *path == c.path) {
+            p.metadata.clear();
+        } else if p.metadata.get("title").is_some_and(|t| *t == [p.title.as_str()]) {
+            p.metadata.remove("title");
         }
         given.push((&c.path, c.start_byte, c.end_byte));
         out.push(p);
