@@ -638,3 +638,36 @@ fn a_documents_front_matter_comes_once_per_answer_with_its_first_passage() {
         assert_eq!((&r["title"], &r["metadata"]), (&"Narwhal counts".into(), &Value::Null), "{r:#}");
     }
 }
+
+#[test]
+fn a_call_that_waits_for_indexing_tells_the_client_how_far_it_has_got() {
+    let fixture = quick_fixture();
+    let mut server = RawSession::start(&fixture, &["--idle", "3600"]);
+    assert!(!server.search("backups").is_empty());
+    for n in 0..300 {
+        fixture.write(&format!("many/note-{n}.md"), format!("# Note {n}\n\nThe walrus number {n} sleeps.\n"));
+    }
+    server.send(&serde_json::json!({
+        "jsonrpc": "2.0", "id": 99, "method": "tools/call",
+        "params": {"name": "search", "arguments": {"query": "walrus"}, "_meta": {"progressToken": "walk"}}
+    }));
+    let mut steps = Vec::new();
+    let answer = loop {
+        let line = server.lines.next().expect("an answer").expect("a line");
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == 99 {
+            break message;
+        }
+        if message["method"] == "notifications/progress" {
+            steps.push(message["params"].clone());
+        }
+    };
+    assert_eq!(answer["result"]["isError"], false, "{answer:#}");
+    assert!(steps.len() >= 2, "{steps:#?}");
+    assert!(steps.iter().all(|s| s["progressToken"] == "walk"), "{steps:#?}");
+    let progress: Vec<f64> = steps.iter().map(|s| s["progress"].as_f64().unwrap()).collect();
+    assert!(progress.windows(2).all(|w| w[0] < w[1]), "{progress:?}");
+    let last = steps.last().unwrap();
+    assert_eq!((last["progress"].as_f64(), last["total"].as_f64()), (Some(300.0), Some(300.0)), "{steps:#?}");
+    assert!(last["message"].as_str().unwrap().contains("300 of 300"), "{last}");
+}
