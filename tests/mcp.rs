@@ -156,20 +156,26 @@ fn an_mcp_client_lists_and_calls_every_tool_and_a_second_server_reads_then_takes
         "{marked:#}"
     );
 
-    // Front matter filters, and the fields each passage's document has.
+    // Front matter filters. The document's only field is its title, which each passage
+    // gives already.
     let within = ok(&t, "search_where")["results"].as_array().unwrap().clone();
     assert!(!within.is_empty(), "{within:?}");
     for r in &within {
         assert_eq!(r["path"], "ops/backup.md", "{r:#}");
-        assert_eq!(r["metadata"], serde_json::json!({"title": ["Backup policy"]}), "{r:#}");
+        assert_eq!((&r["title"], &r["metadata"]), (&"Backup policy".into(), &Value::Null), "{r:#}");
     }
     assert!(tool_error(&t, "error_where").contains("write FIELD=VALUE"), "{}", t["error_where"]);
+    let nothing = ok(&t, "search_where_nothing");
+    assert!(
+        nothing["note"].as_str().unwrap().contains("nothing matched within `paths` and `where`"),
+        "{nothing:#}"
+    );
 
     // A budget too small for the hits: fewer hits, and a note that says why.
     let small = ok(&t, "search_small_budget");
     assert!(small["omitted"].as_u64().unwrap() > 0, "{small:#}");
     assert!(small["note"].as_str().unwrap().contains("max_tokens"), "{small:#}");
-    assert!(t["search_small_budget"]["text"].as_str().unwrap().len() <= 100 * 4 + 50, "{small:#}");
+    assert!(t["search_small_budget"]["text"].as_str().unwrap().len() <= 300 * 4, "{small:#}");
 
     // show: the chunk at a line, and a whole file.
     let shown = ok(&t, "show_line");
@@ -225,6 +231,11 @@ fn an_mcp_client_lists_and_calls_every_tool_and_a_second_server_reads_then_takes
     let unknown = t["error_unknown_tool"]["protocol_error"].as_str().unwrap_or("");
     assert!(unknown.contains("no tool named `reindex`"), "{:#}", t["error_unknown_tool"]);
     assert_eq!(located(&ok(&t, "after_errors")["results"]), ["kitchen/bread.md:1-5"]);
+
+    // The SDK's default client speaks the newest revision, and gets the same answers.
+    let sdk = &t["sdk_client"];
+    assert_eq!(sdk["protocol_version"], "2026-07-28", "{sdk:#}");
+    assert_eq!(ok(&t, "sdk_client")["results"][0]["path"], "ops/backup.md", "{sdk:#}");
 
     // Each call brings the index up to date first.
     assert_eq!(ok(&t, "search_new_file")["results"][0]["path"], "ops/oncall.md");
@@ -448,4 +459,215 @@ fn malformed_messages_are_answered_with_errors_and_the_server_keeps_serving() {
     assert_eq!((&pong["id"], &pong["result"]), (&11.into(), &serde_json::json!({})), "{pong}");
     drop(stdin);
     let _ = child.wait();
+}
+
+impl RawSession {
+    /// A tool call's structured answer, checked to be a success.
+    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let answer = self.request("tools/call", serde_json::json!({"name": tool, "arguments": arguments}));
+        let result = &answer["result"];
+        assert_eq!(result["isError"], false, "{tool} {arguments}: {answer:#}");
+        result["structuredContent"].clone()
+    }
+}
+
+/// A workspace on the static model, which answers at once.
+fn quick_fixture() -> Fixture {
+    let fixture = Fixture::standard();
+    fixture.write("situate.toml", "[embedding]\nprovider = \"static\"\n");
+    fixture
+}
+
+/// Sections of Chinese prose, each long enough to be a passage of its own.
+fn chinese_sections(count: usize) -> String {
+    let sentence = "所有权是这门语言最独特的功能，它让程序在没有垃圾回收器的情况下保障内存安全。";
+    (1..=count).map(|n| format!("## 第{n}节\n\n{}\n\n", sentence.repeat(6))).collect()
+}
+
+#[test]
+fn answers_in_chinese_stay_within_their_token_budget() {
+    // A Chinese character is three bytes and about a token: counted at four bytes a token,
+    // an answer of Chinese text ran a third over its budget.
+    let fixture = quick_fixture();
+    fixture.write("zh/ownership.md", format!("# 所有权\n\n{}", chinese_sections(30)));
+    let mut server = RawSession::start(&fixture, &["--idle", "3600"]);
+    for budget in [600, 1500] {
+        let shown = server.call("show", serde_json::json!({"path": "zh/ownership.md", "max_tokens": budget}));
+        let chunks = shown["chunks"].as_array().unwrap();
+        assert!(chunks.len() > 1 && shown["omitted"].as_u64() > Some(0), "{shown:#}");
+        // Each whole chunk's cl100k count, as the index measured it.
+        let whole: u64 = chunks
+            .iter()
+            .filter(|c| c["truncated"] != true)
+            .map(|c| c["token_count"].as_u64().unwrap())
+            .sum();
+        assert!(whole <= budget, "{whole} tokens of text in an answer of at most {budget}");
+    }
+}
+
+#[test]
+fn an_answer_never_comes_back_empty_for_its_size_alone_and_its_notes_count_against_the_budget() {
+    let fixture = quick_fixture();
+    // Deep headings: the passage's context and heading path alone take most of a small
+    // budget.
+    let lines: String = (1..=200).map(|n| format!("Line {n} of the long note.\n")).collect();
+    fixture.write(
+        "long.md",
+        format!(
+            "# Long notes on the many lines of a note\n\n## The first of its sections, which holds them all\n\n\
+             ### A subsection that is named at some length\n\n{lines}"
+        ),
+    );
+    let mut server = RawSession::start(&fixture, &["--idle", "3600"]);
+    let answer = server.request(
+        "tools/call",
+        serde_json::json!({"name": "show", "arguments": {"path": "long.md", "max_tokens": 100}}),
+    );
+    let shown = &answer["result"]["structuredContent"];
+    let chunks = shown["chunks"].as_array().unwrap();
+    assert_eq!(chunks.len(), 1, "{shown:#}");
+    assert_eq!(chunks[0]["truncated"], true, "{shown:#}");
+    assert!(chunks[0]["text"].as_str().unwrap().starts_with("### A subsection"), "{shown:#}");
+    // With a roomier budget, the whole answer (its note included) fits in it.
+    for budget in [300, 1000] {
+        let answer = server.request(
+            "tools/call",
+            serde_json::json!({"name": "show", "arguments": {"path": "long.md", "max_tokens": budget}}),
+        );
+        let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.len() <= budget * 4, "{} bytes for max_tokens = {budget}: {text}", text.len());
+    }
+}
+
+/// A section too long for one chunk: the chunker cuts it into pieces that overlap by a few
+/// lines.
+fn long_section() -> String {
+    let lines: String = (1..=150).map(|n| format!("On day {n} the narwhal count was {}.\n", n * 7)).collect();
+    format!("# Narwhals\n\n## Counts\n\n{lines}")
+}
+
+#[test]
+fn search_results_never_repeat_the_lines_of_a_better_one() {
+    let fixture = quick_fixture();
+    fixture.write("sea/narwhals.md", long_section());
+    let mut server = RawSession::start(&fixture, &["--idle", "3600"]);
+    let found = server.call(
+        "search",
+        serde_json::json!({"query": "narwhal count", "mode": "bm25", "paths": ["sea"], "max_tokens": 50000}),
+    );
+    let results = found["results"].as_array().unwrap();
+    assert!(results.len() >= 3, "{found:#}");
+    let mut seen = std::collections::BTreeSet::new();
+    for r in results {
+        let (start, end) = (r["start_line"].as_u64().unwrap(), r["end_line"].as_u64().unwrap());
+        let text = r["text"].as_str().unwrap();
+        assert_eq!(text.lines().count() as u64, end - start + 1, "{r:#}");
+        for (line, n) in text.lines().zip(start..) {
+            assert!(seen.insert(line.to_string()), "line {n} ({line}) is in two results: {found:#}");
+        }
+        for m in r["matched_lines"].as_array().into_iter().flatten() {
+            assert!((start..=end).contains(&m["line"].as_u64().unwrap()), "{r:#}");
+        }
+    }
+}
+
+#[test]
+fn show_reads_a_range_of_lines_and_says_where_to_read_on() {
+    let fixture = quick_fixture();
+    fixture.write("sea/narwhals.md", long_section());
+    let mut server = RawSession::start(&fixture, &["--idle", "3600"]);
+    let whole = server.call("show", serde_json::json!({"path": "sea/narwhals.md", "max_tokens": 50000}));
+    let all = whole["chunks"].as_array().unwrap().clone();
+    assert!(all.len() >= 3, "{whole:#}");
+    let last_line = all.last().unwrap()["end_line"].as_u64().unwrap();
+
+    // A small budget: the note says where the answer stopped and how to read on.
+    let first = server.call("show", serde_json::json!({"path": "sea/narwhals.md", "max_tokens": 500}));
+    let kept = first["chunks"].as_array().unwrap();
+    let stop = kept.last().unwrap()["end_line"].as_u64().unwrap();
+    let note = first["note"].as_str().unwrap();
+    assert!(note.contains(&format!("`line` {} and `end_line` {last_line}", stop + 1)), "{note}");
+    let rest = server.call(
+        "show",
+        serde_json::json!({"path": "sea/narwhals.md", "line": stop + 1, "end_line": last_line, "max_tokens": 50000}),
+    );
+    let rest = rest["chunks"].as_array().unwrap();
+    assert!(rest[0]["start_line"].as_u64().unwrap() <= stop + 1, "{rest:?}");
+    assert_eq!(rest.last().unwrap()["end_line"].as_u64(), Some(last_line));
+
+    // A range: the passages that hold its lines.
+    let (from, to) = (all[1]["start_line"].as_u64().unwrap(), all[1]["end_line"].as_u64().unwrap());
+    let range =
+        server.call("show", serde_json::json!({"path": "sea/narwhals.md", "line": from + 1, "end_line": to}));
+    let lines: Vec<(u64, u64)> = range["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["start_line"].as_u64().unwrap(), c["end_line"].as_u64().unwrap()))
+        .collect();
+    assert!(lines.contains(&(from, to)) && lines.iter().all(|&(s, e)| e > from && s <= to), "{lines:?}");
+    let backwards = server.request(
+        "tools/call",
+        serde_json::json!({"name": "show", "arguments": {"path": "sea/narwhals.md", "line": 9, "end_line": 3}}),
+    );
+    assert_eq!(backwards["result"]["isError"], true, "{backwards:#}");
+    assert!(
+        backwards["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("`end_line` 3 comes before `line` 9")
+    );
+}
+
+#[test]
+fn a_documents_front_matter_comes_once_per_answer_with_its_first_passage() {
+    let fixture = quick_fixture();
+    let front = "---\ntitle: Narwhal counts\ntags: [sea, census]\ndescription: How many narwhals were seen, day by day.\n---\n";
+    fixture.write("sea/narwhals.md", format!("{front}{}", long_section()));
+    let mut server = RawSession::start(&fixture, &["--idle", "3600"]);
+    let found = server
+        .call("search", serde_json::json!({"query": "narwhal count", "mode": "bm25", "paths": ["sea"]}));
+    let results = found["results"].as_array().unwrap();
+    assert!(results.len() >= 2, "{found:#}");
+    assert_eq!(
+        results[0]["metadata"],
+        serde_json::json!({"description": ["How many narwhals were seen, day by day."], "tags": ["sea", "census"]}),
+        "{found:#}"
+    );
+    for r in &results[1..] {
+        assert_eq!((&r["title"], &r["metadata"]), (&"Narwhal counts".into(), &Value::Null), "{r:#}");
+    }
+}
+
+#[test]
+fn a_call_that_waits_for_indexing_tells_the_client_how_far_it_has_got() {
+    let fixture = quick_fixture();
+    let mut server = RawSession::start(&fixture, &["--idle", "3600"]);
+    assert!(!server.search("backups").is_empty());
+    for n in 0..300 {
+        fixture.write(&format!("many/note-{n}.md"), format!("# Note {n}\n\nThe walrus number {n} sleeps.\n"));
+    }
+    server.send(&serde_json::json!({
+        "jsonrpc": "2.0", "id": 99, "method": "tools/call",
+        "params": {"name": "search", "arguments": {"query": "walrus"}, "_meta": {"progressToken": "walk"}}
+    }));
+    let mut steps = Vec::new();
+    let answer = loop {
+        let line = server.lines.next().expect("an answer").expect("a line");
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == 99 {
+            break message;
+        }
+        if message["method"] == "notifications/progress" {
+            steps.push(message["params"].clone());
+        }
+    };
+    assert_eq!(answer["result"]["isError"], false, "{answer:#}");
+    assert!(steps.len() >= 2, "{steps:#?}");
+    assert!(steps.iter().all(|s| s["progressToken"] == "walk"), "{steps:#?}");
+    let progress: Vec<f64> = steps.iter().map(|s| s["progress"].as_f64().unwrap()).collect();
+    assert!(progress.windows(2).all(|w| w[0] < w[1]), "{progress:?}");
+    let last = steps.last().unwrap();
+    assert_eq!((last["progress"].as_f64(), last["total"].as_f64()), (Some(300.0), Some(300.0)), "{steps:#?}");
+    assert!(last["message"].as_str().unwrap().contains("300 of 300"), "{last}");
 }

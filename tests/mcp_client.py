@@ -111,8 +111,9 @@ async def scenario(binary, workspace):
     out["search_marked"] = await call(s1, "search", {"query": "error rate doubles", "k": 1})
     out["search_where"] = await call(s1, "search", {"query": "snapshots", "where": ["title=Backup Policy"]})
     out["error_where"] = await call(s1, "search", {"query": "snapshots", "where": ["title"]})
+    out["search_where_nothing"] = await call(s1, "search", {"query": "snapshots", "where": ["title=No such note"]})
     out["search_small_budget"] = await call(
-        s1, "search", {"query": "snapshot restore backups", "k": 10, "max_tokens": 100}
+        s1, "search", {"query": "snapshot restore backups", "k": 10, "max_tokens": 300}
     )
     out["show_line"] = await call(s1, "show", {"path": "ops/backup.md:12"})
     out["show_file"] = await call(s1, "show", {"path": "ops/backup.md"})
@@ -140,6 +141,10 @@ async def scenario(binary, workspace):
         "# On-call\n\nThe pager rotation changes every Monday at noon.\n"
     )
     out["search_new_file"] = await call(s1, "search", {"query": "pager rotation", "k": 1})
+
+    # The SDK's own client negotiates the newest revision it knows (`server/discover`, then
+    # `initialize` for a server that does not serve it), and reads the same answers.
+    out["sdk_client"] = await sdk_client(binary, workspace)
 
     second = await Server(binary, workspace).start()
     s2 = second.session
@@ -174,6 +179,18 @@ async def scenario(binary, workspace):
     out["search_rebuilt"] = await call(s2, "search", {"query": "espresso grinder setting", "k": 1})
     await second.stop()
     return out
+
+
+async def sdk_client(binary, workspace):
+    """A search through `mcp.client.Client`, as an agent built on the SDK makes it."""
+    from mcp.client.client import Client
+
+    params = StdioServerParameters(
+        command=binary, args=["mcp", "--dir", workspace, "--idle", "3600"], env=dict(os.environ)
+    )
+    async with Client(params) as client:
+        result = await client.call_tool("search", {"query": "how long are backups kept?", "k": 1})
+        return {"protocol_version": client.session.protocol_version, **answer(result)}
 
 
 async def wait_for_writer(session):

@@ -14,7 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
-use crate::engine::{CommitStamp, Engine, OpenMode, PendingVectors, View};
+use tokio::sync::watch;
+
+use crate::engine::{CommitStamp, Engine, OpenMode, PendingVectors, Progress, View};
 
 /// A workspace and its engine, shared by the tool calls of one server.
 pub struct Folder {
@@ -30,6 +32,17 @@ pub struct Folder {
     last_call: Mutex<Instant>,
     /// How long without a call before a writing server lets go of the writer lock.
     idle: Duration,
+    /// How far the reconcile under way has got, whichever call (or the warm-up at start)
+    /// runs it: the calls that wait for it tell their clients.
+    indexing: watch::Sender<Option<Indexing>>,
+}
+
+/// How far a reconcile has got: files indexed out of those that changed (none counted yet
+/// while it walks the folder).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Indexing {
+    pub done: usize,
+    pub total: Option<usize>,
 }
 
 #[derive(Default)]
@@ -59,7 +72,13 @@ impl Folder {
             stopping: AtomicBool::new(false),
             last_call: Mutex::new(Instant::now()),
             idle,
+            indexing: watch::Sender::new(None),
         }
+    }
+
+    /// Follows the progress of the reconciles to come and the one under way.
+    pub fn indexing(&self) -> watch::Receiver<Option<Indexing>> {
+        self.indexing.subscribe()
     }
 
     /// Closes the engine when this server writes the index, no call came for `idle`, and no
@@ -121,7 +140,18 @@ impl Folder {
                 engine.other_writer()
             ));
         } else {
-            match engine.reconcile(&mut |_| {}) {
+            let indexing = &self.indexing;
+            let reconciled = engine.reconcile(&mut |p| match p {
+                Progress::Scanned { .. } => {
+                    indexing.send_replace(Some(Indexing { done: 0, total: None }));
+                }
+                Progress::Indexing { done, total } => {
+                    indexing.send_replace(Some(Indexing { done, total: Some(total) }));
+                }
+                Progress::Embedding { .. } => {}
+            });
+            indexing.send_replace(None);
+            match reconciled {
                 Ok(report) if report.files_indexed + report.files_removed > 0 => tracing::info!(
                     indexed = report.files_indexed,
                     removed = report.files_removed,

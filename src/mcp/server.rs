@@ -4,20 +4,23 @@
 //! included, comes back as a tool error the model can read and act on; only a call to a tool
 //! that does not exist is a protocol error.
 
+use std::pin::Pin;
 use std::sync::Arc;
 
 use rmcp::handler::server::tool::schema_for_input;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use tokio::sync::watch;
 
-use super::folder::{Folder, Fresh};
+use super::folder::{Folder, Fresh, Indexing};
 use super::shapes::{
     SearchArgs, SearchResult, ShowArgs, ShowResult, SimilarArgs, SimilarResult, StatusArgs, StatusResult,
 };
@@ -38,7 +41,8 @@ around each passage. The answer stays within `max_tokens`; read more of a file w
 const SHOW: &str = "Show a file as it was indexed, or only the passage at one of its lines: its \
 passages in order, each with its line range, heading path, the context header it was indexed with, \
 its LLM-written snippet if there is one, and its text. Give `path` alone for the whole file (within \
-`max_tokens`), or `path` and `line` (or \"path:line\") for one passage.";
+`max_tokens`), `path` and `line` (or \"path:line\") for one passage, or `line` and `end_line` for the \
+passages over a range of lines; when the budget cuts an answer, its note says where to read on.";
 
 const SIMILAR: &str = "Find passages on the same subject as a given passage, elsewhere in the \
 folder: give its file and any of its lines (a search result's `path` and `start_line`). Results \
@@ -104,16 +108,16 @@ impl ServerHandler for Server {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
         let folder = Arc::clone(&self.folder);
         let started = std::time::Instant::now();
-        let result = match request.name.as_ref() {
-            "search" => call(folder, arguments, tools::search).await,
-            "show" => call(folder, arguments, tools::show).await,
-            "similar" => call(folder, arguments, tools::similar).await,
-            "status" => call(folder, arguments, |fresh, _: StatusArgs| Ok(tools::status(fresh))).await,
+        let work: Pin<Box<dyn Future<Output = CallToolResult> + Send>> = match request.name.as_ref() {
+            "search" => Box::pin(call(folder, arguments, tools::search)),
+            "show" => Box::pin(call(folder, arguments, tools::show)),
+            "similar" => Box::pin(call(folder, arguments, tools::similar)),
+            "status" => Box::pin(call(folder, arguments, |fresh, _: StatusArgs| Ok(tools::status(fresh)))),
             other => {
                 return Err(ErrorData::invalid_params(
                     format!("no tool named `{other}`: the tools are search, show, similar and status"),
@@ -121,8 +125,54 @@ impl ServerHandler for Server {
                 ));
             }
         };
+        let result = match context.meta.get_progress_token() {
+            Some(token) => with_progress(work, self.folder.indexing(), &context.peer, token).await,
+            None => work.await,
+        };
         tracing::debug!(tool = %request.name, ms = started.elapsed().as_secs_f64() * 1e3, "tool call");
         Ok(result.into())
+    }
+}
+
+/// Runs a tool call, telling the client how far the indexing it waits for has got (a cold
+/// index of a large folder takes minutes): a progress notification for each batch of files
+/// indexed, whichever call or the warm-up at start indexes them.
+async fn with_progress<T>(
+    work: impl Future<Output = T>,
+    mut indexing: watch::Receiver<Option<Indexing>>,
+    peer: &Peer<RoleServer>,
+    token: ProgressToken,
+) -> T {
+    tokio::pin!(work);
+    // A reconcile may be under way already.
+    indexing.mark_changed();
+    // Each notification must say more than the last.
+    let mut said: Option<usize> = None;
+    loop {
+        tokio::select! {
+            out = &mut work => return out,
+            changed = indexing.changed() => {
+                if changed.is_err() {
+                    return work.await;
+                }
+                let Some(step) = *indexing.borrow_and_update() else { continue };
+                if said.is_some_and(|said| step.done <= said) {
+                    continue;
+                }
+                said = Some(step.done);
+                let message = match step.total {
+                    Some(total) => format!("indexing the folder: {} of {total} new or changed files", step.done),
+                    None => "indexing the folder: looking for new and changed files".to_string(),
+                };
+                let mut param = ProgressNotificationParam::new(token.clone(), step.done as f64).with_message(message);
+                if let Some(total) = step.total {
+                    param = param.with_total(total as f64);
+                }
+                if let Err(e) = peer.notify_progress(param).await {
+                    tracing::debug!("cannot send progress: {e}");
+                }
+            }
+        }
     }
 }
 

@@ -69,10 +69,14 @@ pub struct ShowArgs {
     /// A file, workspace-relative as search results give it, e.g. "ops/backup.md";
     /// "ops/backup.md:12" names a line too.
     pub path: String,
-    /// A 1-based line of the file: only the passage that holds it. Default: every passage of
-    /// the file, in order.
+    /// A 1-based line of the file: only the passage that holds it (or, with `end_line`, the
+    /// passages from it on). Default: every passage of the file, in order.
     #[schemars(range(min = 1))]
     pub line: Option<u32>,
+    /// The last 1-based line to show: every passage that holds a line from `line` (default
+    /// 1) to this one, in order. To read on where an answer stopped, as its note says.
+    #[schemars(range(min = 1))]
+    pub end_line: Option<u32>,
     /// Size limit of the answer in tokens (estimated), 100 to 50000. Default: 4000.
     #[schemars(range(min = 100, max = 50000))]
     pub max_tokens: Option<u32>,
@@ -134,7 +138,8 @@ pub struct Passage {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub matched_lines: Vec<MatchedLine>,
     /// The front matter fields of the passage's document (tags, category, aliases, dates…),
-    /// each with its values.
+    /// each with its values: given with the document's first passage in an answer only, and
+    /// without a `title` that says what `title` does.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, Vec<String>>,
 }

@@ -91,39 +91,71 @@ pub fn search(fresh: &Fresh, args: SearchArgs) -> Result<SearchResult, ToolError
         filters,
     };
     let hits = view.search(&SearchRequest::with_defaults(query, options, &view.config().search))?;
-    let empty = hits.is_empty();
-    let fitted = budget::fit(hits.iter().map(passage).collect(), max_tokens as usize);
-    let mut notes = vec![fresh.notice.clone(), fitted.note(max_tokens as usize)];
-    if empty {
+    let mut notes = vec![fresh.notice.clone()];
+    if hits.is_empty() {
         notes.push(Some(if view.indexed_paths().next().is_none() {
             "the index holds no files: the workspace has no markdown or text file that its settings select"
                 .to_string()
+        } else if !args.paths.as_deref().unwrap_or_default().is_empty()
+            || !args.filters.as_deref().unwrap_or_default().is_empty()
+        {
+            "nothing matched within `paths` and `where`: try without them, or with other words".to_string()
         } else {
             "nothing matched: try other words, or mode `vector` to match by meaning alone".to_string()
         }));
     }
+    let results = passages(&hits);
+    let envelope = budget::tokens_of(&SearchResult {
+        results: Vec::new(),
+        omitted: results.len(),
+        note: join(notes.clone()),
+    });
+    let fitted = budget::fit(results, max_tokens as usize, envelope);
+    notes.push(fitted.note(max_tokens as usize));
     Ok(SearchResult { results: fitted.kept, omitted: fitted.omitted, note: join(notes) })
 }
 
-/// `show`: the chunks of a file, or the one at a line, as they were indexed.
+/// `show`: the chunks of a file, those over a range of its lines, or the one at a line.
 pub fn show(fresh: &Fresh, args: ShowArgs) -> Result<ShowResult, ToolError> {
     let view = &fresh.view;
     let max_tokens = bounded("max_tokens", args.max_tokens, MAX_TOKENS, DEFAULT_MAX_TOKENS)?;
     let (rel, line) = target(view, &args.path, args.line)?;
-    let records = records_at(view, &rel, line)?;
+    let records = match args.end_line {
+        None => records_at(view, &rel, line)?,
+        Some(end_line) => records_over(view, &rel, line.unwrap_or(1), end_line)?,
+    };
     let title = records.first().map(|r| r.title.clone()).unwrap_or_default();
+    let last_line = view.passages(&rel, None)?.last().map_or(0, |r| r.end_line);
     let chunks: Vec<ShownChunk> = records.iter().map(shown_chunk).collect();
-    let fitted = budget::fit(chunks, max_tokens as usize);
     let freshness = view.freshness(&rel);
-    Ok(ShowResult {
+    let mut shown = ShowResult {
         passages_in_file: view.chunk_count(&rel),
         changed_on_disk: freshness == Freshness::Changed || freshness == Freshness::Removed,
         path: rel,
         title,
-        note: join(vec![fresh.notice.clone(), fitted.note(max_tokens as usize)]),
-        omitted: fitted.omitted,
-        chunks: fitted.kept,
-    })
+        // The longest note the answer may get, for the budget to count.
+        note: join(vec![fresh.notice.clone(), Some(read_on(last_line, last_line))]),
+        omitted: chunks.len(),
+        chunks: Vec::new(),
+    };
+    let fitted = budget::fit(chunks, max_tokens as usize, budget::tokens_of(&shown));
+    let next_line = match fitted.kept.last() {
+        Some(last) if fitted.cut => Some(last.end_line + 1),
+        _ => records.get(fitted.kept.len()).map(|r| r.start_line),
+    };
+    shown.note = join(vec![
+        fresh.notice.clone(),
+        fitted.note(max_tokens as usize),
+        next_line.map(|next| read_on(next, last_line)),
+    ]);
+    shown.omitted = fitted.omitted;
+    shown.chunks = fitted.kept;
+    Ok(shown)
+}
+
+/// How to read on, from `next` to the file's `last_line`.
+fn read_on(next: u32, last_line: u32) -> String {
+    format!("the file goes on: read on with show, `line` {next} and `end_line` {last_line}")
 }
 
 /// `similar`: the passages most related to the one at a line.
@@ -136,18 +168,23 @@ pub fn similar(fresh: &Fresh, args: SimilarArgs) -> Result<SimilarResult, ToolEr
         return error(format!("`{rel}` has no passages: it is empty"));
     };
     let hits = view.similar(&of, k as usize)?;
-    let fitted: Fitted<Passage> = budget::fit(hits.iter().map(passage).collect(), max_tokens as usize);
-    Ok(SimilarResult {
+    let results = passages(&hits);
+    let mut similar = SimilarResult {
         of: PassageRef {
             path: of.path.clone(),
             start_line: of.start_line,
             end_line: of.end_line,
             heading_path: of.heading_path.clone(),
         },
-        note: join(vec![fresh.notice.clone(), fitted.note(max_tokens as usize)]),
-        omitted: fitted.omitted,
-        results: fitted.kept,
-    })
+        note: fresh.notice.clone(),
+        omitted: results.len(),
+        results: Vec::new(),
+    };
+    let fitted: Fitted<Passage> = budget::fit(results, max_tokens as usize, budget::tokens_of(&similar));
+    similar.note = join(vec![fresh.notice.clone(), fitted.note(max_tokens as usize)]);
+    similar.omitted = fitted.omitted;
+    similar.results = fitted.kept;
+    Ok(similar)
 }
 
 /// `status`: what the index holds, what is stale and what is pending.
@@ -245,10 +282,91 @@ fn records_at(view: &View, rel: &str, line: Option<u32>) -> Result<Vec<ChunkReco
     Ok(view.passages(rel, line)?)
 }
 
+/// The chunks of an indexed file that hold any of the lines `line` to `end_line`; the one
+/// after them when the lines fall between two chunks.
+fn records_over(view: &View, rel: &str, line: u32, end_line: u32) -> Result<Vec<ChunkRecord>, ToolError> {
+    if end_line < line {
+        return error(format!("`end_line` {end_line} comes before `line` {line}"));
+    }
+    let first = records_at(view, rel, Some(line))?;
+    let over: Vec<ChunkRecord> = records_at(view, rel, None)?
+        .into_iter()
+        .filter(|r| r.end_line >= line && r.start_line <= end_line)
+        .collect();
+    Ok(if over.is_empty() { first } else { over })
+}
+
 /// Notes joined into one, or none.
 fn join(notes: Vec<Option<String>>) -> Option<String> {
     let notes: Vec<String> = notes.into_iter().flatten().collect();
     (!notes.is_empty()).then(|| notes.join(". "))
+}
+
+/// Hits as passages, best first, without repeats. Split sections overlap by a few tokens,
+/// so two chunks of a file may share lines: a passage leaves out the text of better ones of
+/// its file, and one that holds nothing else is left out. A document's front matter comes
+/// with its first passage only, and without the title the passage gives already.
+fn passages(hits: &[Hit]) -> Vec<Passage> {
+    let mut given: Vec<(&str, u64, u64)> = Vec::new();
+    let mut out = Vec::with_capacity(hits.len());
+    for hit in hits {
+        let mut p = passage(hit);
+        let c = &hit.chunk;
+        // Widened passages never overlap: the search joins them.
+        if hit.expanded.is_none() {
+            let earlier: Vec<(u64, u64)> =
+                given.iter().filter(|(path, ..)| *path == c.path).map(|&(_, a, b)| (a, b)).collect();
+            if !without_repeats(&mut p, c.start_byte, c.end_byte, &earlier) {
+                continue;
+            }
+        }
+        if given.iter().any(|(path, ..)| *path == c.path) {
+            p.metadata.clear();
+        } else if p.metadata.get("title").is_some_and(|t| *t == [p.title.as_str()]) {
+            p.metadata.remove("title");
+        }
+        given.push((&c.path, c.start_byte, c.end_byte));
+        out.push(p);
+    }
+    out
+}
+
+/// Leaves out of `p` (the file's bytes `start..end`) the bytes it shares with the `earlier`
+/// ranges at its start or its end, with the lines they cover; false when nothing is left.
+fn without_repeats(p: &mut Passage, mut start: u64, mut end: u64, earlier: &[(u64, u64)]) -> bool {
+    for &(a, b) in earlier {
+        if a >= end || b <= start {
+            continue;
+        }
+        if a <= start && b >= end {
+            return false;
+        }
+        if a <= start {
+            // Its head is repeated: it starts after the earlier passage's end.
+            let mut cut = ((b - start) as usize).min(p.text.len());
+            while !p.text.is_char_boundary(cut) {
+                cut += 1;
+            }
+            let rest = p.text[cut..].trim_start_matches(['\r', '\n']);
+            let dropped = p.text.len() - rest.len();
+            p.start_line += u32::try_from(p.text[..dropped].matches('\n').count()).unwrap_or(0);
+            start += dropped as u64;
+            p.text = rest.to_string();
+        } else if b >= end {
+            // Its tail is repeated: it ends where the earlier passage starts.
+            let mut cut = ((a - start) as usize).min(p.text.len());
+            while !p.text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let kept = p.text[..cut].trim_end();
+            p.end_line = p.start_line + u32::try_from(kept.matches('\n').count()).unwrap_or(0);
+            end = start + kept.len() as u64;
+            p.text = kept.to_string();
+        }
+    }
+    let (first, last) = (p.start_line, p.end_line);
+    p.matched_lines.retain(|m| (first..=last).contains(&m.line));
+    !p.text.trim().is_empty()
 }
 
 /// A hit as a passage: the widened passage when the search expanded it.
