@@ -9,6 +9,7 @@ mod lsp_client;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use common::Fixture;
@@ -146,6 +147,28 @@ fn a_second_run_makes_no_call_and_a_rebuilt_index_takes_snippets_from_the_cache(
     assert_eq!(e.status().snippets.unwrap().done, CHUNKS);
     assert_eq!(first_hit(&e, "archival lifespan", SearchMode::Bm25), retention());
     assert!(server.chat_requests().is_empty());
+}
+
+#[test]
+fn a_snippet_paid_for_is_kept_even_when_the_process_dies_before_indexing_it() {
+    let server = TestServer::start();
+    server.set_reply(reply);
+    let f = Fixture::standard();
+    let mut e = engine(&f, config(&f, snippet_config(&server)));
+    e.reconcile(&mut |_| {}).unwrap();
+    let runner = e.snippet_runner(Totals::default()).unwrap().unwrap();
+    let mut answered = 0;
+    // The answers come back but never reach the index, as when `situate index --snippets`
+    // is killed between two commits.
+    runner.run(&AtomicBool::new(false), &mut |_| answered += 1);
+    assert_eq!((answered, server.chat_requests().len()), (CHUNKS, CHUNKS));
+    drop(e);
+
+    let mut e = engine(&f, config(&f, snippet_config(&server)));
+    let again = run(&mut e);
+    assert_eq!((again.totals.calls, again.waiting), (0, 0), "{again:?}");
+    assert_eq!(server.chat_requests().len(), CHUNKS, "no snippet is paid for twice");
+    assert_eq!(first_hit(&e, "archival lifespan", SearchMode::Bm25), retention());
 }
 
 #[test]
