@@ -252,6 +252,45 @@ fn a_model_that_keeps_failing_stops_the_run_and_nothing_is_lost() {
 }
 
 #[test]
+fn a_refused_key_or_an_unknown_model_stops_the_run_at_the_first_answer() {
+    let server = TestServer::start();
+    server.set_reply(reply);
+    let f = Fixture::standard();
+    // SAFETY: no other test of this binary reads or writes this variable.
+    unsafe { std::env::set_var("SITUATE_TEST_REFUSED_KEY", "sk-wrong") };
+    server.require_key("sk-right");
+    let snippets = SnippetConfig {
+        concurrency: 1,
+        api_key_env: Some("SITUATE_TEST_REFUSED_KEY".to_string()),
+        ..snippet_config(&server)
+    };
+    let mut e = engine(&f, config(&f, snippets));
+    let r = run(&mut e);
+    match &r.end {
+        RunEnd::Failing { error } => {
+            assert!(error.contains("401") && error.contains("SITUATE_TEST_REFUSED_KEY"), "{error}");
+            assert!(!error.contains("sk-wrong"), "{error}");
+        }
+        other => panic!("expected the run to stop, got {other:?}"),
+    }
+    assert_eq!(server.chat_requests().len(), 1, "one refusal is enough");
+    assert_eq!((r.totals.failed, r.waiting), (1, CHUNKS));
+    drop(e);
+
+    // A model the server does not know is as hopeless for every chunk.
+    let other = TestServer::start();
+    other.always(Some(Fault::Status(404)));
+    let snippets = SnippetConfig { api_key_env: None, ..snippet_config(&other) };
+    let mut e = engine(&f, config(&f, SnippetConfig { concurrency: 1, ..snippets }));
+    let r = run(&mut e);
+    match &r.end {
+        RunEnd::Failing { error } => assert!(error.contains("snippets.model"), "{error}"),
+        other => panic!("expected the run to stop, got {other:?}"),
+    }
+    assert_eq!(other.chat_requests().len(), 1);
+}
+
+#[test]
 fn the_budget_pauses_the_run_and_the_rest_waits() {
     let server = TestServer::start();
     server.set_reply(reply);

@@ -13,6 +13,7 @@ use std::sync::{Mutex, PoisonError, mpsc};
 
 use super::{Snippet, SnippetSetup, now_secs, prompt};
 use crate::providers::chat::{ChatRequest, Usage};
+use crate::providers::http::ErrorKind;
 
 /// Jobs failing one after another (each after its own retries) before a run stops.
 pub const FAILURE_LIMIT: u32 = 3;
@@ -216,7 +217,7 @@ fn work(
                 }
                 break;
             }
-            let outcome = generate(setup, &job);
+            let (outcome, hopeless) = generate(setup, &job);
             {
                 let mut s = lock();
                 match &outcome {
@@ -226,7 +227,7 @@ fn work(
                     }
                     Outcome::Failed { error, .. } => {
                         s.failures_in_a_row += 1;
-                        if s.failures_in_a_row >= FAILURE_LIMIT && s.end.is_none() {
+                        if (hopeless || s.failures_in_a_row >= FAILURE_LIMIT) && s.end.is_none() {
                             s.end = Some(RunEnd::Failing { error: error.clone() });
                         }
                     }
@@ -238,9 +239,10 @@ fn work(
     }
 }
 
-/// One call, its reply cleaned.
-fn generate(setup: &SnippetSetup, job: &SnippetJob) -> Outcome {
-    match setup.chat.complete(&job.request) {
+/// One call, its reply cleaned; and whether its failure will be every other call's too
+/// (the run then stops at once instead of after [`FAILURE_LIMIT`] failures).
+fn generate(setup: &SnippetSetup, job: &SnippetJob) -> (Outcome, bool) {
+    let outcome = match setup.chat.complete(&job.request) {
         Ok(reply) => {
             let text = match prompt::clean_reply(&reply.text) {
                 Ok(text) => text,
@@ -254,7 +256,32 @@ fn generate(setup: &SnippetSetup, job: &SnippetJob) -> Outcome {
         }
         Err(e) => {
             tracing::warn!(path = %job.path, chunk = job.chunk_id, "snippet failed: {e}");
-            Outcome::Failed { chunk_id: job.chunk_id, error: e.to_string() }
+            let hint = hopeless(setup, &e.kind);
+            let error = match &hint {
+                Some(hint) => format!("{e}; {hint}"),
+                None => e.to_string(),
+            };
+            return (Outcome::Failed { chunk_id: job.chunk_id, error }, hint.is_some());
         }
+    };
+    (outcome, false)
+}
+
+/// What to do about a refusal that no other chunk would escape: a key the server does not
+/// take, or a model or endpoint it does not know. `None` for failures that may be this
+/// chunk's alone or pass.
+fn hopeless(setup: &SnippetSetup, kind: &ErrorKind) -> Option<String> {
+    let ErrorKind::Client { status, .. } = kind else { return None };
+    let config = &setup.config;
+    match status {
+        401 | 403 => Some(match &config.api_key_env {
+            Some(var) => format!("the server refused the API key in {var}"),
+            None => "the server wants an API key: name its variable in snippets.api_key_env".to_string(),
+        }),
+        404 => Some(format!(
+            "the server knows no model `{}` at {}: check snippets.model and snippets.base_url",
+            config.model, config.base_url
+        )),
+        _ => None,
     }
 }
