@@ -13,7 +13,7 @@ use crate::providers::chat::ChatRequest;
 
 /// Version of the prompt wording. It is part of the snippet cache key: bump it whenever a
 /// prompt below changes, so that snippets written under the old wording are regenerated.
-pub const PROMPT_VERSION: u32 = 1;
+pub const PROMPT_VERSION: u32 = 2;
 
 /// Default upper bound on a reply. One or two sentences take about 60 tokens; the margin lets
 /// a wordy reply finish its sentence instead of being cut off.
@@ -60,8 +60,8 @@ pub struct ChunkInput<'a> {
 /// Instructions shared by both modes.
 const SYSTEM: &str = "You write context notes for a search index over markdown documents. A note \
 situates one chunk of a document within that document: which part of the document the chunk \
-belongs to and what it is about there, in the document's own terms, so that a search for those \
-terms finds the chunk. You answer with the note alone.";
+belongs to and what it is about there, in the document's own terms and in its language, so that \
+a search for those terms finds the chunk. You answer with the note alone.";
 
 /// The request of [`SnippetMode::Section`]: the model sees the document's title and path, the
 /// chunk's heading path and the chunk.
@@ -77,7 +77,7 @@ pub fn section_request(chunk: &ChunkInput, max_tokens: u32) -> ChatRequest {
     };
     let prompt = format!(
         "{place}\n\n<chunk>\n{text}\n</chunk>\n\nWrite 1–2 complete sentences that situate this chunk \
-         within the document, using {terms}. Answer with the sentences only: no preamble, no \
+         within the document, using {terms}, in the language the chunk is written in. Answer with the sentences only: no preamble, no \
          quotes, no markdown.",
         place = section_place(chunk.heading_path),
         text = chunk.text.trim_end(),
@@ -118,8 +118,8 @@ pub fn document_request(
     let prompt = format!(
         "{window}Here is the chunk to situate within the whole document, {place}:\n<chunk>\n{text}\n\
          </chunk>\n\nGive a short, succinct context of 1–2 complete sentences that situates this \
-         chunk within the overall document, to improve search retrieval of the chunk. Answer with \
-         the sentences only and nothing else: no preamble, no quotes, no markdown.",
+         chunk within the overall document, to improve search retrieval of the chunk. Write them in \
+         the language the chunk is written in. Answer with the sentences only and nothing else: no preamble, no quotes, no markdown.",
         place = document_place(chunk.heading_path),
         text = chunk.text.trim_end(),
     );
@@ -680,6 +680,21 @@ mod tests {
         assert!(!request.prompt.contains("\"\""), "an empty heading path rendered as quotes");
         assert!(!request.document.contains("Title:"));
         assert!(request.document.contains("Path: notes.md"));
+    }
+
+    #[test]
+    fn both_prompts_ask_for_the_snippet_in_the_chunks_language() {
+        let headings = vec!["所有权规则".to_string()];
+        let chunk = ChunkInput {
+            path: "ch04.md",
+            title: "什么是所有权？",
+            heading_path: &headings,
+            text: "首先，让我们看一下所有权的规则。",
+        };
+        for request in [section_request(&chunk, 150), document_request(&[chunk], 0, 6000, 150)] {
+            assert!(request.prompt.contains("in the language the chunk is written in"), "{}", request.prompt);
+            assert!(request.system.contains("in its language"), "{}", request.system);
+        }
     }
 
     #[test]
