@@ -89,14 +89,14 @@ impl std::fmt::Display for Totals {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} calls ({} failed, {} replies rejected), {} input tokens ({} from the prompt cache), {} output tokens",
-            self.calls,
-            self.failed,
-            self.rejected,
-            self.input_tokens,
-            self.cache_read_tokens,
-            self.output_tokens
-        )
+            "{} calls ({} failed, {} replies rejected), {} input tokens ({} from the prompt cache",
+            self.calls, self.failed, self.rejected, self.input_tokens, self.cache_read_tokens,
+        )?;
+        // Anthropic bills writes to its cache above plain input; OpenAI reports none.
+        if self.cache_write_tokens > 0 {
+            write!(f, ", {} written to it", self.cache_write_tokens)?;
+        }
+        write!(f, "), {} output tokens", self.output_tokens)
     }
 }
 
@@ -283,5 +283,26 @@ fn hopeless(setup: &SnippetSetup, kind: &ErrorKind) -> Option<String> {
             config.model, config.base_url
         )),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn totals_tell_the_tokens_written_to_the_prompt_cache_when_there_are_any() {
+        let mut totals = Totals { calls: 3, input_tokens: 900, output_tokens: 60, ..Totals::default() };
+        totals.cache_read_tokens = 500;
+        assert_eq!(
+            totals.to_string(),
+            "3 calls (0 failed, 0 replies rejected), 900 input tokens (500 from the prompt cache), 60 output tokens"
+        );
+        totals.cache_write_tokens = 250;
+        assert_eq!(
+            totals.to_string(),
+            "3 calls (0 failed, 0 replies rejected), 900 input tokens (500 from the prompt cache, 250 \
+             written to it), 60 output tokens"
+        );
     }
 }
