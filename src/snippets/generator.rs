@@ -11,7 +11,8 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError, mpsc};
 
-use super::{Snippet, SnippetSetup, now_secs, prompt};
+use super::prompt::SnippetMode;
+use super::{Snippet, SnippetConfig, SnippetSetup, now_secs, prompt};
 use crate::providers::chat::{ChatRequest, Usage};
 use crate::providers::http::ErrorKind;
 
@@ -256,39 +257,82 @@ fn generate(setup: &SnippetSetup, job: &SnippetJob) -> (Outcome, bool) {
         }
         Err(e) => {
             tracing::warn!(path = %job.path, chunk = job.chunk_id, "snippet failed: {e}");
-            let hint = hopeless(setup, &e.kind);
-            let error = match &hint {
-                Some(hint) => format!("{e}; {hint}"),
-                None => e.to_string(),
+            let (error, hopeless) = match hint(&setup.config, &e.kind) {
+                Some((hint, hopeless)) => (format!("{e}; {hint}"), hopeless),
+                None => (e.to_string(), false),
             };
-            return (Outcome::Failed { chunk_id: job.chunk_id, error }, hint.is_some());
+            return (Outcome::Failed { chunk_id: job.chunk_id, error }, hopeless);
         }
     };
     (outcome, false)
 }
 
-/// What to do about a refusal that no other chunk would escape: a key the server does not
-/// take, or a model or endpoint it does not know. `None` for failures that may be this
-/// chunk's alone or pass.
-fn hopeless(setup: &SnippetSetup, kind: &ErrorKind) -> Option<String> {
-    let ErrorKind::Client { status, .. } = kind else { return None };
-    let config = &setup.config;
+/// What to do about a refusal, and whether no other chunk would escape it (a key the server
+/// does not take, a model or endpoint it does not know). `None` when there is nothing to say.
+fn hint(config: &SnippetConfig, kind: &ErrorKind) -> Option<(String, bool)> {
+    let ErrorKind::Client { status, message } = kind else { return None };
     match status {
-        401 | 403 => Some(match &config.api_key_env {
-            Some(var) => format!("the server refused the API key in {var}"),
-            None => "the server wants an API key: name its variable in snippets.api_key_env".to_string(),
-        }),
-        404 => Some(format!(
-            "the server knows no model `{}` at {}: check snippets.model and snippets.base_url",
-            config.model, config.base_url
+        401 | 403 => Some((
+            match &config.api_key_env {
+                Some(var) => format!("the server refused the API key in {var}"),
+                None => "the server wants an API key: name its variable in snippets.api_key_env".to_string(),
+            },
+            true,
+        )),
+        404 => Some((
+            format!(
+                "the server knows no model `{}` at {}: check snippets.model and snippets.base_url",
+                config.model, config.base_url
+            ),
+            true,
+        )),
+        400 | 413 if config.mode == SnippetMode::Document && is_context_overflow(message) => Some((
+            format!(
+                "the document is more than the model can read at once: lower snippets.document_budget \
+                 (now {}) or use mode = \"section\"",
+                config.document_budget
+            ),
+            false,
         )),
         _ => None,
     }
 }
 
+/// Whether a refusal says the prompt is longer than the model's context, in the words of
+/// OpenAI, Anthropic, vLLM and llama.cpp's server.
+fn is_context_overflow(message: &str) -> bool {
+    let message = message.to_lowercase();
+    ["context length", "context size", "context window", "too long", "too many tokens"]
+        .iter()
+        .any(|words| message.contains(words))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::snippets::ChatProvider;
+
+    fn refused(status: u16, message: &str) -> ErrorKind {
+        ErrorKind::Client { status, message: message.to_string() }
+    }
+
+    #[test]
+    fn a_prompt_longer_than_the_model_reads_names_the_budget_to_lower() {
+        let config =
+            SnippetConfig { mode: SnippetMode::Document, ..SnippetConfig::new(ChatProvider::Anthropic, "m") };
+        for message in [
+            "prompt is too long: 2277 tokens > 2000 maximum",
+            "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+            "the request exceeds the available context size, try increasing it",
+        ] {
+            let (hint, hopeless) = hint(&config, &refused(400, message)).unwrap();
+            assert!(hint.contains("snippets.document_budget (now 6000)"), "{hint}");
+            assert!(!hopeless, "other documents may fit");
+        }
+        assert_eq!(hint(&config, &refused(400, "invalid value for temperature")), None);
+        let section = SnippetConfig { mode: SnippetMode::Section, ..config };
+        assert_eq!(hint(&section, &refused(400, "prompt is too long")), None);
+    }
 
     #[test]
     fn totals_tell_the_tokens_written_to_the_prompt_cache_when_there_are_any() {
