@@ -157,11 +157,29 @@ fn a_snippet_paid_for_is_kept_even_when_the_process_dies_before_indexing_it() {
     let mut e = engine(&f, config(&f, snippet_config(&server)));
     e.reconcile(&mut |_| {}).unwrap();
     let runner = e.snippet_runner(Totals::default()).unwrap().unwrap();
-    let mut answered = 0;
-    // The answers come back but never reach the index, as when `situate index --snippets`
-    // is killed between two commits.
-    runner.run(&AtomicBool::new(false), &mut |_| answered += 1);
-    assert_eq!((answered, server.chat_requests().len()), (CHUNKS, CHUNKS));
+    let cache = f.index_dir().join("snippets.jsonl");
+    let cached = || std::fs::read_to_string(&cache).map_or(0, |c| c.lines().count());
+    // The answers come back while the index is busy with the first (embedding it, say) and
+    // never reach it, as when `situate index --snippets` is killed between two commits.
+    let (release, busy) = std::sync::mpsc::channel::<()>();
+    let answered = std::thread::spawn(move || {
+        let mut answered = 0;
+        runner.run(&AtomicBool::new(false), &mut |_| {
+            answered += 1;
+            if answered == 1 {
+                let _ = busy.recv();
+            }
+        });
+        answered
+    });
+    let start = std::time::Instant::now();
+    while cached() < CHUNKS && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(cached(), CHUNKS, "every answer is in the cache while the index is busy");
+    release.send(()).unwrap();
+    assert_eq!(answered.join().unwrap(), CHUNKS);
+    assert_eq!(server.chat_requests().len(), CHUNKS);
     drop(e);
 
     let mut e = engine(&f, config(&f, snippet_config(&server)));

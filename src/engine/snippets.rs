@@ -358,20 +358,20 @@ impl SnippetRunner {
     /// Sends the requests, handing each job's outcome to `sink` on this thread, until all
     /// are answered, the budget is spent, the model keeps failing or `stop` is set.
     ///
-    /// Each snippet is added to the cache as soon as it arrives, before `sink` sees it: the
-    /// index takes snippets in batches, and a process killed between two of them must not
-    /// pay for the same snippets again. (It is made durable with the batch that indexes it.)
+    /// Each snippet is added to the cache as soon as it arrives, on the thread that asked for
+    /// it: the index takes snippets in batches, after the embedder, and a process killed
+    /// meanwhile must not pay for the same snippets again. (It is made durable with the
+    /// batch that indexes it.)
     pub fn run(self, stop: &AtomicBool, sink: &mut dyn FnMut(Outcome)) -> RunEnd {
         let cache = self.cache;
-        let mut keep = |outcome: Outcome| {
-            if let (Some(cache), Outcome::Written { key, snippet, .. }) = (&cache, &outcome)
+        let keep = |outcome: &Outcome| {
+            if let (Some(cache), Outcome::Written { key, snippet, .. }) = (&cache, outcome)
                 && let Err(e) = cache.put(*key, snippet)
             {
                 tracing::warn!(cache = %cache.path().display(), "cannot add a snippet to the cache: {e}");
             }
-            sink(outcome);
         };
-        generator::run(&self.setup, self.jobs, self.limits, self.spent, stop, &mut keep)
+        generator::run(&self.setup, self.jobs, self.limits, self.spent, stop, &keep, sink)
     }
 }
 

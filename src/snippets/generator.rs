@@ -138,13 +138,16 @@ struct Shared {
 }
 
 /// Runs `jobs` (grouped per file, in order) against the setup's model with its concurrency.
-/// `spent` is what the budget period has used before this run. Returns why the run ended.
+/// `spent` is what the budget period has used before this run. Each outcome is shown to
+/// `keep` on the worker that got it, the moment it is known, and then handed to `sink` on
+/// the calling thread (which may be busy with earlier ones). Returns why the run ended.
 pub fn run(
     setup: &SnippetSetup,
     jobs: Vec<SnippetJob>,
     limits: Limits,
     spent: Totals,
     stop: &AtomicBool,
+    keep: &(dyn Fn(&Outcome) + Sync),
     sink: &mut dyn FnMut(Outcome),
 ) -> RunEnd {
     let mut groups: VecDeque<Vec<SnippetJob>> = VecDeque::new();
@@ -167,7 +170,7 @@ pub fn run(
         for _ in 0..workers {
             let tx = tx.clone();
             let shared = &shared;
-            scope.spawn(move || work(setup, shared, limits, stop, &tx));
+            scope.spawn(move || work(setup, shared, limits, stop, keep, &tx));
         }
         drop(tx);
         for outcome in rx {
@@ -186,6 +189,7 @@ fn work(
     shared: &Mutex<Shared>,
     limits: Limits,
     stop: &AtomicBool,
+    keep: &(dyn Fn(&Outcome) + Sync),
     tx: &mpsc::Sender<Outcome>,
 ) {
     let lock = || shared.lock().unwrap_or_else(PoisonError::into_inner);
@@ -235,6 +239,7 @@ fn work(
                     Outcome::NotRun { .. } => {}
                 }
             }
+            keep(&outcome);
             let _ = tx.send(outcome);
         }
     }
