@@ -309,6 +309,42 @@ fn a_refused_key_or_an_unknown_model_stops_the_run_at_the_first_answer() {
 }
 
 #[test]
+fn a_thinking_model_is_read_past_its_reasoning_and_one_cut_off_while_thinking_is_not_cached() {
+    let server = TestServer::start();
+    server.set_reply(|request| {
+        format!("<think>\nThe chunk is short. I will name its section.\n</think>\n\n{}", reply(request))
+    });
+    let f = Fixture::standard();
+    let snippets = SnippetConfig { concurrency: 1, ..snippet_config(&server) };
+    let mut e = engine(&f, config(&f, snippets.clone()));
+    let r = run(&mut e);
+    assert_eq!((&r.end, r.indexed, r.totals.rejected), (&RunEnd::Finished, CHUNKS, 0), "{r:?}");
+    let chunk = e.chunks_at("ops/backup.md", Some(11)).unwrap().remove(0);
+    assert_eq!(
+        chunk.snippet.unwrap().text,
+        "This section states the archival lifespan of nightly database dumps."
+    );
+    drop(e);
+
+    // With too few tokens to finish thinking, the model says nothing: a setting to fix, not
+    // a chunk without a snippet for good.
+    let other = TestServer::start();
+    other.set_reply(|_| "<think>\nThe user wants a note about this chunk. It is about".to_string());
+    let snippets = SnippetConfig { concurrency: 1, ..snippet_config(&other) };
+    let mut e = engine(&f, config(&f, snippets.clone()));
+    let r = run(&mut e);
+    match &r.end {
+        RunEnd::Failing { error } => assert!(error.contains("snippets.max_tokens"), "{error}"),
+        other => panic!("expected the run to stop, got {other:?}"),
+    }
+    assert_eq!((r.totals.failed, r.waiting), (3, CHUNKS), "{r:?}");
+    assert!(r.totals.input_tokens > 0, "what the calls cost is counted");
+    other.set_reply(reply);
+    let r = run(&mut e);
+    assert_eq!((&r.end, r.indexed, r.waiting), (&RunEnd::Finished, CHUNKS, 0), "{r:?}");
+}
+
+#[test]
 fn the_budget_pauses_the_run_and_the_rest_waits() {
     let server = TestServer::start();
     server.set_reply(reply);

@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError, mpsc};
 
-use super::prompt::SnippetMode;
+use super::prompt::{Rejected, SnippetMode};
 use super::{Snippet, SnippetConfig, SnippetSetup, now_secs, prompt};
 use crate::providers::chat::{ChatRequest, Usage};
 use crate::providers::http::ErrorKind;
@@ -35,8 +35,9 @@ pub enum Outcome {
     /// The model answered. A reply that was rejected is kept as an empty snippet, so the
     /// model is not asked again for the same key.
     Written { chunk_id: u64, key: u128, snippet: Snippet, usage: Usage },
-    /// The call failed after its retries; the chunk keeps its header context.
-    Failed { chunk_id: u64, error: String },
+    /// The call failed after its retries, or its reply says the model's settings are wrong
+    /// (whatever it cost is in `usage`); the chunk keeps its header context.
+    Failed { chunk_id: u64, error: String, usage: Usage },
     /// Not attempted: the run ended (budget, failures, interruption) before its turn.
     NotRun { chunk_id: u64 },
 }
@@ -77,9 +78,13 @@ impl Totals {
                 self.cache_read_tokens += usage.cache_read_tokens;
                 self.cache_write_tokens += usage.cache_write_tokens;
             }
-            Outcome::Failed { .. } => {
+            Outcome::Failed { usage, .. } => {
                 self.calls += 1;
                 self.failed += 1;
+                self.input_tokens += usage.input_tokens;
+                self.output_tokens += usage.output_tokens;
+                self.cache_read_tokens += usage.cache_read_tokens;
+                self.cache_write_tokens += usage.cache_write_tokens;
             }
             Outcome::NotRun { .. } => {}
         }
@@ -230,8 +235,9 @@ fn work(
                         s.failures_in_a_row = 0;
                         s.tokens += usage.input_tokens + usage.output_tokens;
                     }
-                    Outcome::Failed { error, .. } => {
+                    Outcome::Failed { error, usage, .. } => {
                         s.failures_in_a_row += 1;
+                        s.tokens += usage.input_tokens + usage.output_tokens;
                         if (hopeless || s.failures_in_a_row >= FAILURE_LIMIT) && s.end.is_none() {
                             s.end = Some(RunEnd::Failing { error: error.clone() });
                         }
@@ -252,6 +258,11 @@ fn generate(setup: &SnippetSetup, job: &SnippetJob) -> (Outcome, bool) {
         Ok(reply) => {
             let text = match prompt::clean_reply(&reply.text) {
                 Ok(text) => text,
+                Err(reason @ Rejected::Unfinished) => {
+                    tracing::warn!(path = %job.path, chunk = job.chunk_id, "snippet failed: {reason}");
+                    let error = format!("{}: {reason}", setup.model_label);
+                    return (Outcome::Failed { chunk_id: job.chunk_id, error, usage: reply.usage }, false);
+                }
                 Err(reason) => {
                     tracing::info!(path = %job.path, chunk = job.chunk_id, "snippet rejected: {reason}");
                     String::new()
@@ -266,7 +277,7 @@ fn generate(setup: &SnippetSetup, job: &SnippetJob) -> (Outcome, bool) {
                 Some((hint, hopeless)) => (format!("{e}; {hint}"), hopeless),
                 None => (e.to_string(), false),
             };
-            return (Outcome::Failed { chunk_id: job.chunk_id, error }, hopeless);
+            return (Outcome::Failed { chunk_id: job.chunk_id, error, usage: Usage::default() }, hopeless);
         }
     };
     (outcome, false)

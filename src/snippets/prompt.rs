@@ -266,6 +266,30 @@ pub enum Rejected {
     TooShort,
     #[error("the model's reply was mostly not words")]
     Junk,
+    /// A thinking model used up `max_tokens` before it got to the answer. That says more of
+    /// the model's settings than of the chunk: it is not kept, and the chunk waits.
+    #[error(
+        "the model ran out of tokens while it was still reasoning: raise snippets.max_tokens or turn its thinking off"
+    )]
+    Unfinished,
+}
+
+/// The tags in which thinking models (DeepSeek-R1, Qwen3, …) put their reasoning before the
+/// answer, when the server does not take it out of the reply.
+const REASONING_TAGS: [&str; 2] = ["think", "thinking"];
+
+/// The reply after the reasoning a thinking model may open it with; `Unfinished` when the
+/// reasoning never closes.
+fn skip_reasoning(raw: &str) -> Result<&str, Rejected> {
+    let text = raw.trim_start();
+    for tag in REASONING_TAGS {
+        if let Some(rest) = strip_prefix_ignore_case(text, &format!("<{tag}>")) {
+            let close = format!("</{tag}>");
+            let at = rest.to_ascii_lowercase().find(&close).ok_or(Rejected::Unfinished)?;
+            return Ok(&rest[at + close.len()..]);
+        }
+    }
+    Ok(raw)
 }
 
 /// At most this many sentences of a reply are kept.
@@ -274,12 +298,12 @@ const MAX_SENTENCES: usize = 3;
 /// Fewer words than this cannot situate a chunk.
 const MIN_WORDS: usize = 3;
 
-/// The snippet in a model's reply: lead-ins ("Here is the context:"), tags, surrounding
+/// The snippet in a model's reply: a thinking model's reasoning, lead-ins ("Here is the context:"), tags, surrounding
 /// quotes and markdown marks stripped, whitespace collapsed to single spaces, and only its
 /// complete sentences kept (at most three), so that a reply cut off by the token limit loses
 /// its last fragment rather than ending mid-word in the index.
 pub fn clean_reply(raw: &str) -> Result<String, Rejected> {
-    let text = unwrap_reply(raw);
+    let text = unwrap_reply(skip_reasoning(raw)?);
     if text.is_empty() {
         return Err(Rejected::Empty);
     }
@@ -827,6 +851,21 @@ mod tests {
         assert_eq!(clean_reply("Okay, backups run nightly.").as_deref(), Ok("backups run nightly."));
         let reply = "Surely the nightly backups matter most.";
         assert_eq!(clean_reply(reply).as_deref(), Ok(reply));
+    }
+
+    #[test]
+    fn clean_reply_drops_a_thinking_models_reasoning() {
+        let want = "This chunk sets the backup retention periods.";
+        for reply in [
+            "<think>\nThe user wants a note. I should mention retention.\n</think>\n\nThis chunk sets the backup retention periods.",
+            "<thinking>Mention retention.</thinking> This chunk sets the backup retention periods.",
+            "<think></think>\nThis chunk sets the backup retention periods.",
+        ] {
+            assert_eq!(clean_reply(reply).as_deref(), Ok(want), "for {reply:?}");
+        }
+        // Cut off by the token limit while it was still thinking: no answer at all.
+        let cut = "<think>\nThe user wants a note about the chunk. It is about retention. Let me";
+        assert_eq!(clean_reply(cut), Err(Rejected::Unfinished));
     }
 
     #[test]
