@@ -256,7 +256,12 @@ fn work(
 fn generate(setup: &SnippetSetup, job: &SnippetJob) -> (Outcome, bool) {
     let outcome = match setup.chat.complete(&job.request) {
         Ok(reply) => {
-            let text = match prompt::clean_reply(&reply.text) {
+            let cleaned = match prompt::clean_reply(&reply.text) {
+                // Nothing whole before the token limit: the limit is at fault, not the chunk.
+                Err(Rejected::Empty | Rejected::NoSentence) if reply.cut_off => Err(Rejected::Unfinished),
+                cleaned => cleaned,
+            };
+            let text = match cleaned {
                 Ok(text) => text,
                 Err(reason @ Rejected::Unfinished) => {
                     tracing::warn!(path = %job.path, chunk = job.chunk_id, "snippet failed: {reason}");
@@ -325,7 +330,11 @@ fn is_context_overflow(message: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::providers::chat::{Chat, ChatReply};
+    use crate::providers::http::ProviderError;
     use crate::snippets::ChatProvider;
 
     fn refused(status: u16, message: &str) -> ErrorKind {
@@ -348,6 +357,66 @@ mod tests {
         assert_eq!(hint(&config, &refused(400, "invalid value for temperature")), None);
         let section = SnippetConfig { mode: SnippetMode::Section, ..config };
         assert_eq!(hint(&section, &refused(400, "prompt is too long")), None);
+    }
+
+    /// A model that always gives the same reply.
+    struct Canned(ChatReply);
+
+    impl Chat for Canned {
+        fn complete(&self, _: &ChatRequest) -> Result<ChatReply, ProviderError> {
+            Ok(self.0.clone())
+        }
+    }
+
+    fn run_one(reply: &str, cut_off: bool) -> (Vec<Outcome>, RunEnd) {
+        let usage = Usage { input_tokens: 80, output_tokens: 150, ..Usage::default() };
+        let chat = Arc::new(Canned(ChatReply { text: reply.to_string(), usage, cut_off }));
+        let setup = SnippetSetup::with_chat(SnippetConfig::new(ChatProvider::OpenAi, "m"), chat, "host");
+        let request = ChatRequest {
+            system: String::new(),
+            document: String::new(),
+            prompt: String::new(),
+            max_tokens: 150,
+        };
+        let job = SnippetJob { chunk_id: 7, key: 9, path: "a.md".to_string(), request };
+        let mut outcomes = Vec::new();
+        let end = run(
+            &setup,
+            vec![job],
+            Limits::default(),
+            Totals::default(),
+            &AtomicBool::new(false),
+            &|_| {},
+            &mut |o| outcomes.push(o),
+        );
+        (outcomes, end)
+    }
+
+    #[test]
+    fn a_reply_cut_off_before_a_whole_sentence_fails_instead_of_being_kept_empty() {
+        for reply in ["", "This chunk sits under the heading"] {
+            let (outcomes, _) = run_one(reply, true);
+            match &outcomes[..] {
+                [Outcome::Failed { error, usage, .. }] => {
+                    assert!(error.contains("snippets.max_tokens"), "{error}");
+                    assert_eq!(usage.output_tokens, 150);
+                }
+                other => panic!("{reply:?}: {other:?}"),
+            }
+        }
+        // Without the limit to blame, an empty reply is the chunk's: kept empty, not asked again.
+        let (outcomes, end) = run_one("", false);
+        assert!(
+            matches!(&outcomes[..], [Outcome::Written { snippet, .. }] if snippet.text.is_empty()),
+            "{outcomes:?}"
+        );
+        assert_eq!(end, RunEnd::Finished);
+        // A whole sentence before the limit is a snippet; the fragment after it is dropped.
+        let (outcomes, _) = run_one("This chunk sets the retention of backups. It also", true);
+        assert!(
+            matches!(&outcomes[..], [Outcome::Written { snippet, .. }] if snippet.text == "This chunk sets the retention of backups."),
+            "{outcomes:?}"
+        );
     }
 
     #[test]

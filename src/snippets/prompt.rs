@@ -266,10 +266,11 @@ pub enum Rejected {
     TooShort,
     #[error("the model's reply was mostly not words")]
     Junk,
-    /// A thinking model used up `max_tokens` before it got to the answer. That says more of
-    /// the model's settings than of the chunk: it is not kept, and the chunk waits.
+    /// The model used up `max_tokens` before it got to the answer (a thinking model, most
+    /// often). That says more of the model's settings than of the chunk: it is not kept,
+    /// and the chunk waits.
     #[error(
-        "the model ran out of tokens while it was still reasoning: raise snippets.max_tokens or turn its thinking off"
+        "the model ran out of tokens before it gave its answer: raise snippets.max_tokens or turn its thinking off"
     )]
     Unfinished,
 }
