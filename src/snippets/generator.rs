@@ -11,8 +11,9 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError, mpsc};
 
-use super::prompt::{Rejected, SnippetMode};
-use super::{Snippet, SnippetConfig, SnippetSetup, now_secs, prompt};
+use super::prompt::SnippetMode;
+use super::reply::{Rejected, clean_reply};
+use super::{Snippet, SnippetConfig, SnippetSetup, now_secs};
 use crate::providers::chat::{ChatRequest, Usage};
 use crate::providers::http::ErrorKind;
 
@@ -256,7 +257,7 @@ fn work(
 fn generate(setup: &SnippetSetup, job: &SnippetJob) -> (Outcome, bool) {
     let outcome = match setup.chat.complete(&job.request) {
         Ok(reply) => {
-            let cleaned = match prompt::clean_reply(&reply.text) {
+            let cleaned = match clean_reply(&reply.text) {
                 // Nothing whole before the token limit: the limit is at fault, not the chunk.
                 Err(Rejected::Empty | Rejected::NoSentence) if reply.cut_off => Err(Rejected::Unfinished),
                 cleaned => cleaned,
