@@ -345,6 +345,23 @@ fn a_thinking_model_is_read_past_its_reasoning_and_one_cut_off_while_thinking_is
 }
 
 #[test]
+fn a_stalled_server_ends_the_run_with_the_calls_in_flight_and_starts_no_more() {
+    let server = TestServer::start();
+    server.always(Some(Fault::Stall(Duration::from_secs(3))));
+    let f = Fixture::standard();
+    // One worker per file of the fixture, each call timing out after a second.
+    let snippets = SnippetConfig { concurrency: 4, max_retries: 0, ..snippet_config(&server) };
+    let mut e = engine(&f, config(&f, snippets));
+    e.reconcile(&mut |_| {}).unwrap();
+    let r = e.write_snippets(Totals::default(), &mut |_| {}).unwrap();
+    assert!(matches!(r.end, RunEnd::Failing { .. }), "{r:?}");
+    // Before, the first worker to time out started a fifth call, which the run then waited
+    // out although its third failure had ended it.
+    assert_eq!(server.chat_requests().len(), 4, "no call starts once the first one failed");
+    assert_eq!(r.waiting, CHUNKS);
+}
+
+#[test]
 fn the_budget_pauses_the_run_and_the_rest_waits() {
     let server = TestServer::start();
     server.set_reply(reply);

@@ -9,7 +9,8 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError, mpsc};
+use std::sync::{Condvar, Mutex, PoisonError, mpsc};
+use std::time::Duration;
 
 use super::prompt::SnippetMode;
 use super::reply::{Rejected, clean_reply};
@@ -140,8 +141,13 @@ struct Shared {
     calls: u64,
     tokens: u64,
     failures_in_a_row: u32,
+    /// Calls sent and not answered yet.
+    in_flight: usize,
     end: Option<RunEnd>,
 }
+
+/// How often a worker that waits for the calls in flight looks at the stop flag.
+const STOP_CHECK: Duration = Duration::from_millis(100);
 
 /// Runs `jobs` (grouped per file, in order) against the setup's model with its concurrency.
 /// `spent` is what the budget period has used before this run. Each outcome is shown to
@@ -169,14 +175,16 @@ pub fn run(
         calls: spent.calls,
         tokens: spent.input_tokens + spent.output_tokens,
         failures_in_a_row: 0,
+        in_flight: 0,
         end: None,
     });
+    let answered = Condvar::new();
     let (tx, rx) = mpsc::channel::<Outcome>();
     std::thread::scope(|scope| {
         for _ in 0..workers {
             let tx = tx.clone();
-            let shared = &shared;
-            scope.spawn(move || work(setup, shared, limits, stop, keep, &tx));
+            let (shared, answered) = (&shared, &answered);
+            scope.spawn(move || work(setup, (shared, answered), limits, stop, keep, &tx));
         }
         drop(tx);
         for outcome in rx {
@@ -190,9 +198,14 @@ pub fn run(
     shared.end.unwrap_or(RunEnd::Finished)
 }
 
+/// One worker: takes a document's jobs at a time and sends them one after another. While
+/// the last call answered failed, it sends nothing new until the calls in flight are
+/// answered: a model that fails does so for all of them, and a run that is about to stop
+/// must not start a call that it then has to wait out (a stalled server holds each one for
+/// all its retries).
 fn work(
     setup: &SnippetSetup,
-    shared: &Mutex<Shared>,
+    (shared, answered): (&Mutex<Shared>, &Condvar),
     limits: Limits,
     stop: &AtomicBool,
     keep: &(dyn Fn(&Outcome) + Sync),
@@ -210,6 +223,13 @@ fn work(
         while let Some(job) = jobs.next() {
             let go = {
                 let mut s = lock();
+                while s.end.is_none()
+                    && s.failures_in_a_row > 0
+                    && s.in_flight > 0
+                    && !stop.load(Ordering::Relaxed)
+                {
+                    s = answered.wait_timeout(s, STOP_CHECK).unwrap_or_else(PoisonError::into_inner).0;
+                }
                 if stop.load(Ordering::Relaxed) && s.end.is_none() {
                     s.end = Some(RunEnd::Interrupted);
                 }
@@ -218,6 +238,7 @@ fn work(
                 }
                 if s.end.is_none() {
                     s.calls += 1;
+                    s.in_flight += 1;
                 }
                 s.end.is_none()
             };
@@ -231,6 +252,8 @@ fn work(
             let (outcome, hopeless) = generate(setup, &job);
             {
                 let mut s = lock();
+                s.in_flight -= 1;
+                answered.notify_all();
                 match &outcome {
                     Outcome::Written { usage, .. } => {
                         s.failures_in_a_row = 0;
