@@ -264,16 +264,29 @@ impl OpenAiChat {
     }
 }
 
-impl Chat for OpenAiChat {
-    fn complete(&self, request: &ChatRequest) -> Result<ChatReply, ProviderError> {
-        let body = json!({
+/// OpenAI's own endpoint, which names the reply's limit `max_completion_tokens` and refuses
+/// `max_tokens` for its reasoning models (o-series, GPT-5); the servers that copy its API
+/// know `max_tokens`, and not all of them the newer name.
+const OPENAI_HOST: &str = "api.openai.com";
+
+impl OpenAiChat {
+    /// The request's JSON body.
+    fn body(&self, request: &ChatRequest) -> serde_json::Value {
+        let limit = if self.http.host() == OPENAI_HOST { "max_completion_tokens" } else { "max_tokens" };
+        json!({
             "model": self.model,
-            "max_tokens": request.max_tokens,
+            limit: request.max_tokens,
             "messages": [
                 { "role": "system", "content": request.system },
                 { "role": "user", "content": format!("{}\n\n{}", request.document, request.prompt) },
             ],
-        });
+        })
+    }
+}
+
+impl Chat for OpenAiChat {
+    fn complete(&self, request: &ChatRequest) -> Result<ChatReply, ProviderError> {
+        let body = self.body(request);
         let response: CompletionResponse = self.http.post_json("chat/completions", &body)?;
         completion_reply(response).ok_or_else(|| ProviderError {
             endpoint: self.http.endpoint_name("chat/completions"),
@@ -303,6 +316,24 @@ mod tests {
 
     fn reply(answer: serde_json::Value) -> Option<ChatReply> {
         completion_reply(serde_json::from_value(answer).unwrap())
+    }
+
+    #[test]
+    fn openai_itself_is_sent_max_completion_tokens_and_other_servers_max_tokens() {
+        let request = ChatRequest {
+            system: "s".to_string(),
+            document: "d".to_string(),
+            prompt: "p".to_string(),
+            max_tokens: 150,
+        };
+        let chat = |url: &str| {
+            OpenAiChat::new(HttpClient::new(url, Auth::None, HttpSettings::default()).unwrap(), "m")
+        };
+        let openai = chat(DEFAULT_BASE_URL).body(&request);
+        assert_eq!((openai["max_completion_tokens"].as_u64(), openai.get("max_tokens")), (Some(150), None));
+        let local = chat("http://localhost:11434/v1").body(&request);
+        assert_eq!((local["max_tokens"].as_u64(), local.get("max_completion_tokens")), (Some(150), None));
+        assert_eq!(local["messages"][1]["content"], "d\n\np");
     }
 
     #[test]
