@@ -9,6 +9,7 @@ mod lsp_client;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use common::Fixture;
@@ -149,6 +150,46 @@ fn a_second_run_makes_no_call_and_a_rebuilt_index_takes_snippets_from_the_cache(
 }
 
 #[test]
+fn a_snippet_paid_for_is_kept_even_when_the_process_dies_before_indexing_it() {
+    let server = TestServer::start();
+    server.set_reply(reply);
+    let f = Fixture::standard();
+    let mut e = engine(&f, config(&f, snippet_config(&server)));
+    e.reconcile(&mut |_| {}).unwrap();
+    let runner = e.snippet_runner(Totals::default()).unwrap().unwrap();
+    let cache = f.index_dir().join("snippets.jsonl");
+    let cached = || std::fs::read_to_string(&cache).map_or(0, |c| c.lines().count());
+    // The answers come back while the index is busy with the first (embedding it, say) and
+    // never reach it, as when `situate index --snippets` is killed between two commits.
+    let (release, busy) = std::sync::mpsc::channel::<()>();
+    let answered = std::thread::spawn(move || {
+        let mut answered = 0;
+        runner.run(&AtomicBool::new(false), &mut |_| {
+            answered += 1;
+            if answered == 1 {
+                let _ = busy.recv();
+            }
+        });
+        answered
+    });
+    let start = std::time::Instant::now();
+    while cached() < CHUNKS && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(cached(), CHUNKS, "every answer is in the cache while the index is busy");
+    release.send(()).unwrap();
+    assert_eq!(answered.join().unwrap(), CHUNKS);
+    assert_eq!(server.chat_requests().len(), CHUNKS);
+    drop(e);
+
+    let mut e = engine(&f, config(&f, snippet_config(&server)));
+    let again = run(&mut e);
+    assert_eq!((again.totals.calls, again.waiting), (0, 0), "{again:?}");
+    assert_eq!(server.chat_requests().len(), CHUNKS, "no snippet is paid for twice");
+    assert_eq!(first_hit(&e, "archival lifespan", SearchMode::Bm25), retention());
+}
+
+#[test]
 fn editing_one_paragraph_costs_one_call_and_reverting_it_none() {
     let server = TestServer::start();
     server.set_reply(reply);
@@ -226,6 +267,98 @@ fn a_model_that_keeps_failing_stops_the_run_and_nothing_is_lost() {
     server.always(None);
     let r = run(&mut e);
     assert_eq!((r.end, r.indexed, r.waiting), (RunEnd::Finished, CHUNKS, 0));
+}
+
+#[test]
+fn a_refused_key_or_an_unknown_model_stops_the_run_at_the_first_answer() {
+    let server = TestServer::start();
+    server.set_reply(reply);
+    let f = Fixture::standard();
+    // SAFETY: no other test of this binary reads or writes this variable.
+    unsafe { std::env::set_var("SITUATE_TEST_REFUSED_KEY", "sk-wrong") };
+    server.require_key("sk-right");
+    let snippets = SnippetConfig {
+        concurrency: 1,
+        api_key_env: Some("SITUATE_TEST_REFUSED_KEY".to_string()),
+        ..snippet_config(&server)
+    };
+    let mut e = engine(&f, config(&f, snippets));
+    let r = run(&mut e);
+    match &r.end {
+        RunEnd::Failing { error } => {
+            assert!(error.contains("401") && error.contains("SITUATE_TEST_REFUSED_KEY"), "{error}");
+            assert!(!error.contains("sk-wrong"), "{error}");
+        }
+        other => panic!("expected the run to stop, got {other:?}"),
+    }
+    assert_eq!(server.chat_requests().len(), 1, "one refusal is enough");
+    assert_eq!((r.totals.failed, r.waiting), (1, CHUNKS));
+    drop(e);
+
+    // A model the server does not know is as hopeless for every chunk.
+    let other = TestServer::start();
+    other.always(Some(Fault::Status(404)));
+    let snippets = SnippetConfig { api_key_env: None, ..snippet_config(&other) };
+    let mut e = engine(&f, config(&f, SnippetConfig { concurrency: 1, ..snippets }));
+    let r = run(&mut e);
+    match &r.end {
+        RunEnd::Failing { error } => assert!(error.contains("snippets.model"), "{error}"),
+        other => panic!("expected the run to stop, got {other:?}"),
+    }
+    assert_eq!(other.chat_requests().len(), 1);
+}
+
+#[test]
+fn a_thinking_model_is_read_past_its_reasoning_and_one_cut_off_while_thinking_is_not_cached() {
+    let server = TestServer::start();
+    server.set_reply(|request| {
+        format!("<think>\nThe chunk is short. I will name its section.\n</think>\n\n{}", reply(request))
+    });
+    let f = Fixture::standard();
+    let snippets = SnippetConfig { concurrency: 1, ..snippet_config(&server) };
+    let mut e = engine(&f, config(&f, snippets.clone()));
+    let r = run(&mut e);
+    assert_eq!((&r.end, r.indexed, r.totals.rejected), (&RunEnd::Finished, CHUNKS, 0), "{r:?}");
+    let chunk = e.chunks_at("ops/backup.md", Some(11)).unwrap().remove(0);
+    assert_eq!(
+        chunk.snippet.unwrap().text,
+        "This section states the archival lifespan of nightly database dumps."
+    );
+    drop(e);
+
+    // With too few tokens to finish thinking, the model says nothing: a setting to fix, not
+    // a chunk without a snippet for good.
+    let other = TestServer::start();
+    other.set_reply(|_| "<think>\nThe user wants a note about this chunk. It is about".to_string());
+    let snippets = SnippetConfig { concurrency: 1, ..snippet_config(&other) };
+    let mut e = engine(&f, config(&f, snippets.clone()));
+    let r = run(&mut e);
+    match &r.end {
+        RunEnd::Failing { error } => assert!(error.contains("snippets.max_tokens"), "{error}"),
+        other => panic!("expected the run to stop, got {other:?}"),
+    }
+    assert_eq!((r.totals.failed, r.waiting), (3, CHUNKS), "{r:?}");
+    assert!(r.totals.input_tokens > 0, "what the calls cost is counted");
+    other.set_reply(reply);
+    let r = run(&mut e);
+    assert_eq!((&r.end, r.indexed, r.waiting), (&RunEnd::Finished, CHUNKS, 0), "{r:?}");
+}
+
+#[test]
+fn a_stalled_server_ends_the_run_with_the_calls_in_flight_and_starts_no_more() {
+    let server = TestServer::start();
+    server.always(Some(Fault::Stall(Duration::from_secs(3))));
+    let f = Fixture::standard();
+    // One worker per file of the fixture, each call timing out after a second.
+    let snippets = SnippetConfig { concurrency: 4, max_retries: 0, ..snippet_config(&server) };
+    let mut e = engine(&f, config(&f, snippets));
+    e.reconcile(&mut |_| {}).unwrap();
+    let r = e.write_snippets(Totals::default(), &mut |_| {}).unwrap();
+    assert!(matches!(r.end, RunEnd::Failing { .. }), "{r:?}");
+    // Before, the first worker to time out started a fifth call, which the run then waited
+    // out although its third failure had ended it.
+    assert_eq!(server.chat_requests().len(), 4, "no call starts once the first one failed");
+    assert_eq!(r.waiting, CHUNKS);
 }
 
 #[test]

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::{Engine, EngineError, SnippetProgress, SnippetRun, SnippetsApplied};
 use crate::index::{ChunkRecord, IndexError, SnippetUpdate, VectorTiming};
+use crate::snippets::cache::SnippetCache;
 use crate::snippets::generator::{self, Limits, Outcome, RunEnd, SnippetJob, Totals};
 use crate::snippets::prompt::ChunkInput;
 use crate::snippets::{Snippet, SnippetSetup, SnippetSlot, now_secs};
@@ -278,7 +279,8 @@ impl Engine {
             return Ok(None);
         }
         let limits = setup.limits();
-        Ok(Some(SnippetRunner { setup, jobs, limits, spent }))
+        let cache = self.snippet_cache.clone();
+        Ok(Some(SnippetRunner { setup, jobs, limits, spent, cache }))
     }
 
     /// Writes the snippets of every chunk waiting for one, within the configured budget
@@ -338,6 +340,8 @@ pub struct SnippetRunner {
     jobs: Vec<SnippetJob>,
     limits: Limits,
     spent: Totals,
+    /// Where each answer goes as soon as it arrives.
+    cache: Option<Arc<SnippetCache>>,
 }
 
 impl SnippetRunner {
@@ -353,8 +357,21 @@ impl SnippetRunner {
 
     /// Sends the requests, handing each job's outcome to `sink` on this thread, until all
     /// are answered, the budget is spent, the model keeps failing or `stop` is set.
+    ///
+    /// Each snippet is added to the cache as soon as it arrives, on the thread that asked for
+    /// it: the index takes snippets in batches, after the embedder, and a process killed
+    /// meanwhile must not pay for the same snippets again. (It is made durable with the
+    /// batch that indexes it.)
     pub fn run(self, stop: &AtomicBool, sink: &mut dyn FnMut(Outcome)) -> RunEnd {
-        generator::run(&self.setup, self.jobs, self.limits, self.spent, stop, sink)
+        let cache = self.cache;
+        let keep = |outcome: &Outcome| {
+            if let (Some(cache), Outcome::Written { key, snippet, .. }) = (&cache, outcome)
+                && let Err(e) = cache.put(*key, snippet)
+            {
+                tracing::warn!(cache = %cache.path().display(), "cannot add a snippet to the cache: {e}");
+            }
+        };
+        generator::run(&self.setup, self.jobs, self.limits, self.spent, stop, &keep, sink)
     }
 }
 

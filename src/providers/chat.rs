@@ -1,5 +1,5 @@
 //! The chat seam: one request (system text, a cacheable document, a prompt) in, the model's
-//! text and its token usage out. Snippet generation will call it; tests call real local
+//! text and its token usage out. Snippet generation calls it; tests call real local
 //! servers through it.
 
 use super::http::ProviderError;
@@ -35,6 +35,8 @@ pub struct Usage {
 pub struct ChatReply {
     pub text: String,
     pub usage: Usage,
+    /// The model stopped because it reached `max_tokens`, not because it was done.
+    pub cut_off: bool,
 }
 
 /// A chat model. Blocking, like [`super::Embedder`]: call it from a plain thread or through

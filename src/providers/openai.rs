@@ -230,6 +230,9 @@ struct CompletionResponse {
 #[derive(Deserialize)]
 struct Choice {
     message: ChoiceMessage,
+    /// `length` when the reply reached `max_tokens`.
+    #[serde(default)]
+    finish_reason: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -261,31 +264,98 @@ impl OpenAiChat {
     }
 }
 
-impl Chat for OpenAiChat {
-    fn complete(&self, request: &ChatRequest) -> Result<ChatReply, ProviderError> {
-        let body = json!({
+/// OpenAI's own endpoint, which names the reply's limit `max_completion_tokens` and refuses
+/// `max_tokens` for its reasoning models (o-series, GPT-5); the servers that copy its API
+/// know `max_tokens`, and not all of them the newer name.
+const OPENAI_HOST: &str = "api.openai.com";
+
+impl OpenAiChat {
+    /// The request's JSON body.
+    fn body(&self, request: &ChatRequest) -> serde_json::Value {
+        let limit = if self.http.host() == OPENAI_HOST { "max_completion_tokens" } else { "max_tokens" };
+        json!({
             "model": self.model,
-            "max_tokens": request.max_tokens,
+            limit: request.max_tokens,
             "messages": [
                 { "role": "system", "content": request.system },
                 { "role": "user", "content": format!("{}\n\n{}", request.document, request.prompt) },
             ],
-        });
+        })
+    }
+}
+
+impl Chat for OpenAiChat {
+    fn complete(&self, request: &ChatRequest) -> Result<ChatReply, ProviderError> {
+        let body = self.body(request);
         let response: CompletionResponse = self.http.post_json("chat/completions", &body)?;
-        let text = response.choices.into_iter().next().and_then(|c| c.message.content).ok_or_else(|| {
-            ProviderError {
-                endpoint: self.http.endpoint_name("chat/completions"),
-                kind: ErrorKind::Malformed("no message in the answer".to_string()),
-                attempts: 1,
-            }
-        })?;
-        // OpenAI counts cached tokens within `prompt_tokens`.
-        let usage = response.usage.map_or_else(Usage::default, |u| Usage {
-            input_tokens: u.prompt_tokens,
-            output_tokens: u.completion_tokens,
-            cache_read_tokens: u.prompt_tokens_details.map_or(0, |d| d.cached_tokens),
-            cache_write_tokens: 0,
-        });
-        Ok(ChatReply { text, usage })
+        completion_reply(response).ok_or_else(|| ProviderError {
+            endpoint: self.http.endpoint_name("chat/completions"),
+            kind: ErrorKind::Malformed("no message in the answer".to_string()),
+            attempts: 1,
+        })
+    }
+}
+
+/// The reply in an answer; `None` when it holds no message.
+fn completion_reply(response: CompletionResponse) -> Option<ChatReply> {
+    let choice = response.choices.into_iter().next()?;
+    let text = choice.message.content?;
+    // OpenAI counts cached tokens within `prompt_tokens`.
+    let usage = response.usage.map_or_else(Usage::default, |u| Usage {
+        input_tokens: u.prompt_tokens,
+        output_tokens: u.completion_tokens,
+        cache_read_tokens: u.prompt_tokens_details.map_or(0, |d| d.cached_tokens),
+        cache_write_tokens: 0,
+    });
+    Some(ChatReply { text, usage, cut_off: choice.finish_reason.as_deref() == Some("length") })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(answer: serde_json::Value) -> Option<ChatReply> {
+        completion_reply(serde_json::from_value(answer).unwrap())
+    }
+
+    #[test]
+    fn openai_itself_is_sent_max_completion_tokens_and_other_servers_max_tokens() {
+        let request = ChatRequest {
+            system: "s".to_string(),
+            document: "d".to_string(),
+            prompt: "p".to_string(),
+            max_tokens: 150,
+        };
+        let chat = |url: &str| {
+            OpenAiChat::new(HttpClient::new(url, Auth::None, HttpSettings::default()).unwrap(), "m")
+        };
+        let openai = chat(DEFAULT_BASE_URL).body(&request);
+        assert_eq!((openai["max_completion_tokens"].as_u64(), openai.get("max_tokens")), (Some(150), None));
+        let local = chat("http://localhost:11434/v1").body(&request);
+        assert_eq!((local["max_tokens"].as_u64(), local.get("max_completion_tokens")), (Some(150), None));
+        assert_eq!(local["messages"][1]["content"], "d\n\np");
+    }
+
+    #[test]
+    fn a_completion_says_whether_it_reached_max_tokens() {
+        let answer = |finish: &str| {
+            json!({
+                "choices": [{ "message": { "content": "" }, "finish_reason": finish }],
+                "usage": { "prompt_tokens": 90, "completion_tokens": 150,
+                           "prompt_tokens_details": { "cached_tokens": 64 } },
+            })
+        };
+        let cut = reply(answer("length")).unwrap();
+        assert!(cut.cut_off);
+        assert_eq!(
+            (cut.usage.input_tokens, cut.usage.cache_read_tokens, cut.usage.output_tokens),
+            (90, 64, 150)
+        );
+        assert!(!reply(answer("stop")).unwrap().cut_off);
+        // Servers that leave out the reason or the usage.
+        let bare = reply(json!({ "choices": [{ "message": { "content": "Hi." } }] })).unwrap();
+        assert_eq!((bare.text.as_str(), bare.cut_off, bare.usage), ("Hi.", false, Usage::default()));
+        assert_eq!(reply(json!({ "choices": [] })), None);
+        assert_eq!(reply(json!({ "choices": [{ "message": { "content": null } }] })), None);
     }
 }

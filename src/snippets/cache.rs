@@ -105,8 +105,12 @@ impl SnippetCache {
         self.entries.read().unwrap_or_else(PoisonError::into_inner).get(&key).cloned()
     }
 
-    /// Adds a snippet (appended to the file; durable after [`SnippetCache::sync`]).
+    /// Adds a snippet (appended to the file; durable after [`SnippetCache::sync`]). A
+    /// snippet the cache holds already under `key` is not written again.
     pub fn put(&self, key: u128, snippet: &Snippet) -> std::io::Result<()> {
+        if self.entries.read().unwrap_or_else(PoisonError::into_inner).get(&key) == Some(snippet) {
+            return Ok(());
+        }
         let line = Line { k: format!("{key:032x}"), snippet: snippet.clone() };
         let mut bytes = serde_json::to_vec(&line).map_err(std::io::Error::other)?;
         bytes.push(b'\n');
@@ -141,6 +145,18 @@ mod tests {
         assert_eq!(cache.len(), 2);
         assert_eq!(cache.get(u128::MAX), Some(snippet("Two.")));
         assert_eq!(cache.get(2), None);
+    }
+
+    #[test]
+    fn a_snippet_held_already_is_not_written_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = SnippetCache::open(dir.path()).unwrap();
+        cache.put(1, &snippet("One.")).unwrap();
+        cache.put(1, &snippet("One.")).unwrap();
+        cache.put(1, &snippet("Won.")).unwrap();
+        let lines = std::fs::read_to_string(dir.path().join(FILE_NAME)).unwrap().lines().count();
+        assert_eq!(lines, 2);
+        assert_eq!(cache.get(1), Some(snippet("Won.")));
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod cache;
 pub mod estimate;
 pub mod generator;
 pub mod prompt;
+pub mod reply;
 
 use std::fmt;
 use std::sync::Arc;
