@@ -265,6 +265,43 @@ impl Language {
         language
     }
 
+    /// The English name of the language `text`'s prose is written in, capitalised, when it
+    /// is not English: Chinese, Japanese or Korean when at least a quarter of the prose's
+    /// letters are of their scripts (Japanese when it holds kana, Korean when most of them
+    /// are Hangul), else a language with rules here that the detector is sure of. For what
+    /// is asked of a model writing about the text, in the text's language.
+    pub fn name_of_prose(text: &str) -> Option<String> {
+        let prose = prose_of(text);
+        let (mut letters, mut cjk, mut kana, mut hangul) = (0usize, 0usize, 0usize, 0usize);
+        if !prose.is_ascii() {
+            for c in prose.chars().filter(|c| c.is_alphabetic()) {
+                letters += 1;
+                if super::cjk::is_cjk(c) {
+                    cjk += 1;
+                    kana += usize::from(super::cjk::is_kana(c));
+                    hangul += usize::from(
+                        matches!(c, '\u{1100}'..='\u{11FF}' | '\u{3131}'..='\u{318E}' | '\u{AC00}'..='\u{D7A3}'),
+                    );
+                }
+            }
+        }
+        if cjk > 0 && cjk * 4 >= letters {
+            let name = if hangul * 2 > cjk {
+                "Korean"
+            } else if kana > 0 {
+                "Japanese"
+            } else {
+                "Chinese"
+            };
+            return Some(name.to_string());
+        }
+        let language = Language::detect(text);
+        (language != Language::ENGLISH).then(|| {
+            let name = language.name();
+            name[..1].to_uppercase() + &name[1..]
+        })
+    }
+
     /// Where the language stands in [`Language::all`].
     pub(super) fn index(self) -> usize {
         self.0 as usize
@@ -458,6 +495,26 @@ fn prose_of(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_prose_of_a_text_is_named_when_it_is_not_english() {
+        let named = |text: &str| Language::name_of_prose(text);
+        assert_eq!(named("Backups are kept for thirty days in the secondary region."), None);
+        assert_eq!(named("首先，让我们看一下所有权的规则。请记住这些规则。"), Some("Chinese".into()));
+        assert_eq!(named("所有権のルールを見てみましょう。"), Some("Japanese".into()));
+        assert_eq!(named("소유권 규칙을 먼저 살펴보겠습니다. 規則"), Some("Korean".into()));
+        assert_eq!(
+            named(
+                "Die Sicherungen werden dreißig Tage lang in der zweiten Region aufbewahrt, danach gelöscht."
+            ),
+            Some("German".into())
+        );
+        // Chinese prose around much code is still Chinese; code around a Chinese comment is not.
+        let code =
+            "```rust\nfn main() { let mut value = compute_the_value(); println!(\"{value}\"); }\n```\n";
+        assert_eq!(named(&format!("使用 `mut` 让变量可变：\n{code}")), Some("Chinese".into()));
+        assert_eq!(named("fn main() { let value = compute(); } // 值"), None);
+    }
 
     const GERMAN: &str = "Die Sicherungen werden jede Nacht auf den zweiten Server kopiert und \
         dort dreißig Tage lang aufbewahrt, bevor sie gelöscht werden.";

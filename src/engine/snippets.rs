@@ -197,7 +197,7 @@ impl Engine {
         if let (Some(team), Some(setup)) = (&self.setup.team, &self.setup.snippets)
             && !written.is_empty()
         {
-            team.push_snippets(&setup.identity(), &written);
+            team.push_snippets(&setup.wording(), &written);
             self.tally(Tally { snippets_written: written.len() as u64, ..Tally::default() });
         }
         if updates.is_empty() {
@@ -233,7 +233,7 @@ impl Engine {
             return Ok(());
         }
         let keys: Vec<u128> = jobs.iter().map(|j| j.key).collect();
-        let found = team.pull_snippets(&setup.identity(), &keys);
+        let found = team.pull_snippets(&setup.wording(), &keys);
         let mut taken = 0;
         let mut left = Vec::with_capacity(jobs.len());
         for (job, shared) in jobs.drain(..).zip(found) {

@@ -209,16 +209,28 @@ impl SnippetSetup {
         generator::Limits { max_calls: self.config.max_calls, max_tokens: self.config.max_run_tokens }
     }
 
-    /// What a change of which makes every snippet stale: the model and the prompt.
-    pub fn identity(&self) -> String {
+    /// The model and the prompt's wording: part of every snippet's key, and the name under
+    /// which a team shares snippets.
+    pub fn wording(&self) -> String {
         format!("{}:{}:p{PROMPT_VERSION}:{}", self.model_label, self.config.mode, self.config.max_tokens)
+    }
+
+    /// What a change of which makes every chunk's snippet be checked against its key: the
+    /// wording, and the rule that asks for a snippet in its chunk's language (a chunk not in
+    /// English has that language in its key; an English one's key stays as it was).
+    pub fn identity(&self) -> String {
+        format!("{}:l1", self.wording())
     }
 
     /// The cache key of a chunk's snippet under these settings.
     pub fn key(&self, chunk: &ChunkInput) -> u128 {
         let mut h = xxhash_rust::xxh3::Xxh3::new();
-        for part in [self.identity().as_str(), chunk.title, &chunk.heading_path.join("\u{1f}"), chunk.text] {
+        for part in [self.wording().as_str(), chunk.title, &chunk.heading_path.join("\u{1f}"), chunk.text] {
             h.update(part.as_bytes());
+            h.update(&[0]);
+        }
+        if let Some(language) = prompt::snippet_language(chunk.text) {
+            h.update(language.as_bytes());
             h.update(&[0]);
         }
         // 0 stands for "no snippet wanted".
@@ -239,4 +251,44 @@ impl SnippetSetup {
 /// Unix seconds now.
 pub fn now_secs() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::chat::ChatReply;
+
+    struct Silent;
+
+    impl Chat for Silent {
+        fn complete(&self, _: &ChatRequest) -> Result<ChatReply, ProviderError> {
+            Err(ProviderError::new("host", ErrorKind::Unreachable("not asked in this test".into())))
+        }
+    }
+
+    #[test]
+    fn an_english_chunks_key_is_as_before_and_another_languages_names_it() {
+        let setup =
+            SnippetSetup::with_chat(SnippetConfig::new(ChatProvider::OpenAi, "m"), Arc::new(Silent), "host");
+        let headings = vec!["Retention".to_string()];
+        let chunk =
+            |text| ChunkInput { path: "ops/backup.md", title: "Backups", heading_path: &headings, text };
+        // The key of earlier versions: the model and the first wording, the title, the
+        // headings and the text.
+        let wording = format!("openai/m@host:{}:p1:{}", setup.config.mode, setup.config.max_tokens);
+        let before = |text: &str| {
+            let mut h = xxhash_rust::xxh3::Xxh3::new();
+            for part in [wording.as_str(), "Backups", "Retention", text] {
+                h.update(part.as_bytes());
+                h.update(&[0]);
+            }
+            h.digest128().max(1)
+        };
+        let english = "Dumps are kept for thirty days, then deleted.";
+        assert_eq!(setup.key(&chunk(english)), before(english));
+        let chinese = "备份保留三十天，然后删除。";
+        assert_ne!(setup.key(&chunk(chinese)), before(chinese));
+        // A change of the identity makes an index check every chunk's key once.
+        assert_ne!(setup.identity(), setup.wording());
+    }
 }

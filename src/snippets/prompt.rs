@@ -9,11 +9,12 @@ use std::collections::HashSet;
 use std::fmt;
 
 use super::estimate::count_tokens;
+use crate::analysis::Language;
 use crate::providers::chat::ChatRequest;
 
 /// Version of the prompt wording. It is part of the snippet cache key: bump it whenever a
 /// prompt below changes, so that snippets written under the old wording are regenerated.
-pub const PROMPT_VERSION: u32 = 2;
+pub const PROMPT_VERSION: u32 = 1;
 
 /// Default upper bound on a reply. One or two sentences take about 60 tokens; the margin lets
 /// a wordy reply finish its sentence instead of being cut off.
@@ -60,8 +61,8 @@ pub struct ChunkInput<'a> {
 /// Instructions shared by both modes.
 const SYSTEM: &str = "You write context notes for a search index over markdown documents. A note \
 situates one chunk of a document within that document: which part of the document the chunk \
-belongs to and what it is about there, in the document's own terms and in its language, so that \
-a search for those terms finds the chunk. You answer with the note alone.";
+belongs to and what it is about there, in the document's own terms, so that a search for those \
+terms finds the chunk. You answer with the note alone.";
 
 /// The request of [`SnippetMode::Section`]: the model sees the document's title and path, the
 /// chunk's heading path and the chunk.
@@ -77,10 +78,11 @@ pub fn section_request(chunk: &ChunkInput, max_tokens: u32) -> ChatRequest {
     };
     let prompt = format!(
         "{place}\n\n<chunk>\n{text}\n</chunk>\n\nWrite 1–2 complete sentences that situate this chunk \
-         within the document, using {terms}, in the language the chunk is written in. Answer with the sentences only: no preamble, no \
+         within the document, using {terms}.{language} Answer with the sentences only: no preamble, no \
          quotes, no markdown.",
         place = section_place(chunk.heading_path),
         text = chunk.text.trim_end(),
+        language = in_its_language(chunk.text),
     );
     ChatRequest { system: SYSTEM.to_string(), document, prompt, max_tokens }
 }
@@ -118,12 +120,26 @@ pub fn document_request(
     let prompt = format!(
         "{window}Here is the chunk to situate within the whole document, {place}:\n<chunk>\n{text}\n\
          </chunk>\n\nGive a short, succinct context of 1–2 complete sentences that situates this \
-         chunk within the overall document, to improve search retrieval of the chunk. Write them in \
-         the language the chunk is written in. Answer with the sentences only and nothing else: no preamble, no quotes, no markdown.",
+         chunk within the overall document, to improve search retrieval of the chunk.{language} Answer with \
+         the sentences only and nothing else: no preamble, no quotes, no markdown.",
         place = document_place(chunk.heading_path),
         text = chunk.text.trim_end(),
+        language = in_its_language(chunk.text),
     );
     ChatRequest { system: SYSTEM.to_string(), document, prompt, max_tokens }
+}
+
+/// The language a chunk's snippet is asked in, when the chunk is not in English: a note in
+/// English beside a chunk in Chinese would not match a search in Chinese. A chunk in English
+/// is asked for as it always was, so that its snippets stay valid.
+pub fn snippet_language(text: &str) -> Option<String> {
+    Language::name_of_prose(text)
+}
+
+/// The prompt's sentence asking for the snippet in the chunk's language, or nothing.
+fn in_its_language(text: &str) -> String {
+    snippet_language(text)
+        .map_or_else(String::new, |name| format!(" Write them in {name}, the chunk's language."))
 }
 
 /// The outline gets at most this fraction (1/n) of the budget, so that a document with
@@ -352,8 +368,21 @@ mod tests {
             text: "首先，让我们看一下所有权的规则。",
         };
         for request in [section_request(&chunk, 150), document_request(&[chunk], 0, 6000, 150)] {
-            assert!(request.prompt.contains("in the language the chunk is written in"), "{}", request.prompt);
-            assert!(request.system.contains("in its language"), "{}", request.system);
+            assert!(
+                request.prompt.contains("Write them in Chinese, the chunk's language."),
+                "{}",
+                request.prompt
+            );
+        }
+        // A chunk in English is asked for as before (its snippets stay valid).
+        let english = ChunkInput {
+            path: "notes.md",
+            title: "Backups",
+            heading_path: &[],
+            text: "Backups are kept for thirty days.",
+        };
+        for request in [section_request(&english, 150), document_request(&[english], 0, 6000, 150)] {
+            assert!(!request.prompt.contains("Write them in"), "{}", request.prompt);
         }
     }
 
