@@ -150,6 +150,39 @@ fn a_long_line_cut_after_a_no_break_space_is_shown() {
     assert!(out.contains(&format!("   3: …{} «aiguille» et le reste", "y".repeat(30))), "{out}");
 }
 
+#[test]
+fn a_line_is_shown_once_however_many_overlapping_hits_hold_it() {
+    // A section longer than a chunk is cut into chunks that overlap by a few lines (11-14,
+    // 20-23, 29-32, …); the lines that hold both of the query's words lie in overlaps.
+    let cli = Cli { fixture: Fixture::empty() };
+    let lines: Vec<String> = (3..=62)
+        .map(|n| match n {
+            21 | 30 => format!("Line {n} says the lantern is lit at dusk."),
+            _ => format!("Line {n} says the lantern is lit."),
+        })
+        .collect();
+    cli.fixture.write("long.md", format!("# Lanterns\n\n{}\n", lines.join("\n")));
+    cli.fixture.write("situate.toml", "[chunk]\nmax_tokens = 120\noverlap_tokens = 40\n");
+    let (out, _) = cli.ok(&["search", "lantern dusk", "-k", "20", "--mode", "bm25", "--json"]);
+    let hits: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    let holding = |line: u64| {
+        hits.iter()
+            .filter(|h| h["start_line"].as_u64() <= Some(line) && Some(line) <= h["end_line"].as_u64())
+            .count()
+    };
+    assert!(holding(21) >= 2 && holding(30) >= 2, "{out}");
+    let mut shown: Vec<u64> = hits
+        .iter()
+        .flat_map(|h| h["preview"].as_array().unwrap().clone())
+        .map(|l| l["line"].as_u64().unwrap())
+        .collect();
+    let count = shown.len();
+    shown.sort_unstable();
+    shown.dedup();
+    assert_eq!(shown.len(), count, "{out}");
+    assert!(shown.contains(&21) && shown.contains(&30), "{shown:?}");
+}
+
 fn hit_paths(out: &str) -> Vec<String> {
     let hits: serde_json::Value = serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"));
     let mut paths: Vec<String> =

@@ -168,12 +168,14 @@ pub fn hover_markdown(chunk: &ChunkRecord, chunks_in_file: usize, stale: Stalene
     out
 }
 
-/// A hit as a workspace symbol: "<heading> — <preview>" in "<path> · <heading path>".
+/// A hit as a workspace symbol: "<heading> — <preview>" in "<path> · <heading path>"; the
+/// heading alone when the preview is empty (its lines were shown under a better hit).
 pub fn workspace_symbol(h: HitInfo) -> WorkspaceSymbol {
+    let heading = h.heading_path.last().unwrap_or(&h.title);
     WorkspaceSymbol {
-        name: match h.heading_path.last() {
-            Some(heading) => format!("{heading} — {}", h.preview),
-            None => format!("{} — {}", h.title, h.preview),
+        name: match h.preview.is_empty() {
+            true => heading.clone(),
+            false => format!("{heading} — {}", h.preview),
         },
         kind: SymbolKind::STRING,
         tags: None,
@@ -283,6 +285,28 @@ mod tests {
         assert_eq!(marks, [[3, 7], [16, 22]]);
         let (_, marks) = preview(&lines, Encoding::Utf8);
         assert_eq!(marks, [[5, 9], [20, 26]]);
+    }
+
+    #[test]
+    fn a_symbol_is_named_by_its_heading_and_preview_or_its_heading_alone() {
+        let r = record("## Retention\n\nSnapshots are kept.\n", 10, 12);
+        let uri: Uri = "file:///w/ops/backup.md".parse().unwrap();
+        let mut hit = Hit {
+            chunk: r,
+            score: 0.5,
+            bm25_rank: None,
+            vector_rank: None,
+            bm25_score: None,
+            vector_similarity: None,
+            expanded: None,
+            preview: vec![PreviewLine { line: 12, text: "Snapshots are kept.".into(), marks: vec![] }],
+        };
+        let symbol = workspace_symbol(hit_info(&hit, uri.clone(), Encoding::Utf16));
+        assert_eq!(symbol.name, "Retention — Snapshots are kept.");
+        assert_eq!(symbol.container_name.as_deref(), Some("ops/backup.md · Backups › Retention"));
+        // Its lines were shown under a better hit of the file.
+        hit.preview.clear();
+        assert_eq!(workspace_symbol(hit_info(&hit, uri, Encoding::Utf16)).name, "Retention");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! analyzer, so `expire` marks a query for "expiring" and `entryPoints` a query for
 //! "entry point". Marks are byte ranges of the preview's text.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use tantivy::tokenizer::{TextAnalyzer, TokenStream};
 
@@ -59,6 +59,9 @@ pub struct Previewer<'a> {
     /// A fast embedder for lines no term matches, with the query's vector once computed.
     embedder: Option<&'a dyn Embedder>,
     query_vector: Option<Option<Vec<f32>>>,
+    /// The lines already shown, by file: chunks overlap, and a line shown under one hit is
+    /// not shown again under a later hit of the same file.
+    shown: HashMap<String, HashSet<u32>>,
 }
 
 /// A candidate line of a chunk.
@@ -81,11 +84,13 @@ impl<'a> Previewer<'a> {
             query,
             embedder,
             query_vector: None,
+            shown: HashMap::new(),
         }
     }
 
-    /// The preview of `chunk`: one or two lines, in document order. Empty only for a chunk
-    /// without a line of text.
+    /// The preview of `chunk`: one or two lines, in document order, none of them a line
+    /// that an earlier preview of the same file showed. Empty for a chunk without a line
+    /// of text, and for one whose every line was shown already.
     pub fn preview(&mut self, chunk: &ChunkRecord) -> Vec<PreviewLine> {
         // A chunk's words were indexed by its language's rules, so they are marked by them.
         let language = chunk.language();
@@ -123,6 +128,12 @@ impl<'a> Previewer<'a> {
         if candidates.iter().any(|c| !c.heading) {
             candidates.retain(|c| !c.heading);
         }
+        // Chunks overlap: a line that a better hit of the file shows is not shown twice.
+        let shown = self.shown.entry(chunk.path.clone()).or_default();
+        candidates.retain(|c| !shown.contains(&c.line));
+        if candidates.is_empty() {
+            return Vec::new();
+        }
         if !self.terms.is_empty() {
             for c in &mut candidates {
                 self.mark(c);
@@ -133,7 +144,9 @@ impl<'a> Previewer<'a> {
             chosen = vec![self.by_meaning(&candidates).unwrap_or(0)];
         }
         chosen.sort_unstable();
-        chosen.into_iter().map(|i| cut(&candidates[i])).collect()
+        let lines: Vec<PreviewLine> = chosen.into_iter().map(|i| cut(&candidates[i])).collect();
+        self.shown.entry(chunk.path.clone()).or_default().extend(lines.iter().map(|l| l.line));
+        lines
     }
 
     /// Marks the query terms in a line.
@@ -398,6 +411,28 @@ mod tests {
         let body = "backup restore\nbackup again\nrestore again";
         let lines = Previewer::new("backup restore", None).preview(&chunk(body, 1));
         assert_eq!(lines.iter().map(|l| l.line).collect::<Vec<_>>(), [1]);
+    }
+
+    #[test]
+    fn a_line_shown_under_one_hit_is_not_shown_again_under_a_later_one_of_its_file() {
+        // Two chunks that overlap on line 3, which holds the query's words.
+        let first = chunk("Mutable by choice.\nAnother line.\nVariables are immutable by default.\n", 1);
+        let second = chunk(
+            "Variables are immutable by default.\nShadowing differs from mut.\nA variable shadowed.\n",
+            3,
+        );
+        let mut previewer = Previewer::new("immutable variables", None);
+        assert_eq!(previewer.preview(&first).iter().map(|l| l.line).collect::<Vec<_>>(), [3]);
+        let lines = previewer.preview(&second);
+        assert_eq!(
+            lines.iter().map(|l| (l.line, marked(l))).collect::<Vec<_>>(),
+            [(5, "A [variable] shadowed.".to_string())]
+        );
+        // Another file's line 3 is its own.
+        let other = ChunkRecord::sample("b.md", "Variables are immutable by default.\n", 3);
+        assert_eq!(previewer.preview(&other)[0].line, 3);
+        // A chunk whose every line was shown has nothing left to show.
+        assert!(previewer.preview(&chunk("Variables are immutable by default.\n", 3)).is_empty());
     }
 
     #[test]
