@@ -15,17 +15,31 @@ use crate::index::ChunkRecord;
 use crate::providers::Embedder;
 use crate::{chunk, context};
 
-/// The most characters of one preview line; a longer line is cut around its first mark.
-pub const MAX_CHARS: usize = 160;
-/// Characters kept before the first mark when a long line is cut.
-const LEAD_CHARS: usize = 40;
+/// The most columns one preview line takes on a terminal (a Chinese, Japanese or Korean
+/// letter takes two); a longer line is cut around its first mark.
+pub const MAX_WIDTH: usize = 160;
+/// Columns kept before the first mark when a long line is cut inside a sentence.
+const LEAD_WIDTH: usize = 40;
+/// The most columns between the start of a sentence and its first mark for a long line to
+/// be shown from the start of that sentence.
+const SENTENCE_LEAD_WIDTH: usize = 60;
+
+/// The columns `text` takes on a terminal: two for a wide letter (Chinese, Japanese,
+/// Korean, full-width forms), none for a combining mark, one for the others.
+pub fn width(text: &str) -> usize {
+    text.chars().map(char_width).sum()
+}
+
+fn char_width(c: char) -> usize {
+    unicode_width::UnicodeWidthChar::width(c).unwrap_or(0)
+}
 
 /// One line of a preview.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PreviewLine {
     /// 1-based line of the document.
     pub line: u32,
-    /// The line, trimmed, and cut to [`MAX_CHARS`] (an ellipsis says where).
+    /// The line, trimmed, and cut to [`MAX_WIDTH`] columns (an ellipsis says where).
     pub text: String,
     /// Byte ranges of `text` that match a query term, in order and apart.
     pub marks: Vec<(usize, usize)>,
@@ -226,31 +240,47 @@ fn merged(mut ranges: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
     out
 }
 
-/// The line as a preview: whole when short, else [`MAX_CHARS`] characters from the start
-/// of the sentence with the most marks (or from a little before its first mark, when that
+/// The line as a preview: whole when short, else [`MAX_WIDTH`] columns from the start of
+/// the sentence with the most marks (or from a little before its first mark, when that
 /// sentence is long), with an ellipsis at each cut end.
 ///
 /// A paragraph of Chinese or Japanese is often a single line of several sentences: the one
-/// shown is the one that holds the query's words.
+/// shown is the one that holds the query's words. Its letters take two columns each, so
+/// it is cut after half as many letters as a line in a Latin script.
 fn cut(c: &Candidate) -> PreviewLine {
     let text = c.text;
-    if text.chars().count() <= MAX_CHARS {
+    if width(text) <= MAX_WIDTH {
         return PreviewLine { line: c.line, text: text.to_string(), marks: c.marks.clone() };
     }
     let (sentence, first_mark) = best_sentence(text, &c.marks);
     let mut start = sentence;
-    if text[sentence..first_mark].chars().count() > LEAD_CHARS {
-        // Start LEAD_CHARS characters before the mark, at the start of a word.
-        start = text[..first_mark].char_indices().rev().nth(LEAD_CHARS).map_or(0, |(i, _)| i);
+    if width(&text[sentence..first_mark]) > SENTENCE_LEAD_WIDTH {
+        // Start LEAD_WIDTH columns before the mark, at the start of a word.
+        let mut lead = 0;
+        start = first_mark;
+        for (i, ch) in text[..first_mark].char_indices().rev() {
+            lead += char_width(ch);
+            if lead > LEAD_WIDTH {
+                break;
+            }
+            start = i;
+        }
         // A blank can be wider than a byte (a no-break space, an ideographic space).
-        if start > 0
-            && let Some((at, blank)) = text[start..first_mark].char_indices().find(|(_, c)| c.is_whitespace())
-        {
+        if let Some((at, blank)) = text[start..first_mark].char_indices().find(|(_, c)| c.is_whitespace()) {
             start += at + blank.len_utf8();
         }
     }
-    let budget = MAX_CHARS - usize::from(start > 0) - 1;
-    let end = text[start..].char_indices().nth(budget).map_or(text.len(), |(i, _)| start + i);
+    // Room for the text between the ellipses, each one column wide.
+    let budget = MAX_WIDTH - usize::from(start > 0) - 1;
+    let mut end = text.len();
+    let mut used = 0;
+    for (i, ch) in text[start..].char_indices() {
+        used += char_width(ch);
+        if used > budget {
+            end = start + i;
+            break;
+        }
+    }
     let lead = if start > 0 { "…" } else { "" };
     let tail = if end < text.len() { "…" } else { "" };
     let shift = lead.len();
@@ -498,7 +528,7 @@ mod tests {
         let shown = marked(&lines[0]);
         assert!(shown.starts_with('…') && shown.ends_with('…'), "{shown}");
         assert!(shown.contains("[needle]"), "{shown}");
-        assert!(lines[0].text.chars().count() <= MAX_CHARS, "{}", lines[0].text.chars().count());
+        assert!(width(&lines[0].text) <= MAX_WIDTH, "{}", width(&lines[0].text));
     }
 
     #[test]
@@ -512,7 +542,11 @@ mod tests {
         let shown = marked(&lines[0]);
         assert!(shown.starts_with("…所有权是 Rust"), "{shown}");
         assert!(shown.contains("无需[垃圾回收]即可"), "{shown}");
-        assert!(lines[0].text.chars().count() <= MAX_CHARS);
+        // Each letter takes two columns of a terminal: a line of them is cut after half as
+        // many letters as a line of Latin ones, and fills its columns.
+        let columns = width(&lines[0].text);
+        assert!((MAX_WIDTH - 2..=MAX_WIDTH).contains(&columns), "{columns} columns: {shown}");
+        assert!(shown.ends_with('…'), "{shown}");
         // Two words of a query, apart in the sentence, are both marked.
         let lines = Previewer::new("内存安全 所有权", None).preview(&chunk(&line, 1));
         let shown = marked(&lines[0]);
@@ -535,6 +569,14 @@ mod tests {
             let shown = marked(&lines[0]);
             assert!(shown.contains("[needle]"), "{blank:?}: {shown}");
         }
+    }
+
+    #[test]
+    fn widths_count_terminal_columns() {
+        assert_eq!(width("abc"), 3);
+        assert_eq!(width("变量"), 4);
+        assert_eq!(width("ｶﾞ"), 2);
+        assert_eq!(width("e\u{301}"), 1);
     }
 
     #[test]
