@@ -128,10 +128,16 @@ impl View {
     }
 
     /// The chunks most related to `of`, leaving out itself and its neighbours (the chunks
-    /// just before and after it in its file).
+    /// just before and after it in its file), and the chunks that are the least related of
+    /// every arm's candidates.
     pub fn similar(&self, of: &ChunkRecord, limit: usize) -> Result<Vec<Hit>, EngineError> {
         let neighbour = |r: &ChunkRecord| r.path == of.path && r.ordinal.abs_diff(of.ordinal) <= 1;
         let mut hits = search::similar(&self.snapshot, &self.setup.config.search, of, limit, neighbour)?;
+        // Each arm's scores are normalised between its best and worst candidates, so a
+        // chunk that scores nothing is the last of each arm: in a folder of a few notes,
+        // where the candidates are all its chunks, the one least related to `of`. It would
+        // be listed as related with a score of 0.
+        hits.retain(|h| h.score > 0.0);
         self.add_previews(&of.text, &mut hits);
         Ok(hits)
     }
