@@ -39,13 +39,15 @@ fn expanded_info(e: &Expansion, encoding: Encoding) -> ExpandedInfo {
 /// The separator between the lines of a one-line preview.
 const PREVIEW_JOIN: &str = " … ";
 
-/// A hit's preview lines as one line, with the marks' offsets in `encoding`.
+/// A hit's preview lines as one line, with the marks' offsets in `encoding`. A line cut
+/// short already ends (or the next starts) with an ellipsis, which then separates them.
 pub fn preview(lines: &[PreviewLine], encoding: Encoding) -> (String, Vec<[u32; 2]>) {
     let mut text = String::new();
     let mut marks = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         if i > 0 {
-            text.push_str(PREVIEW_JOIN);
+            let cut = text.ends_with('…') || line.text.starts_with('…');
+            text.push_str(if cut { " " } else { PREVIEW_JOIN });
         }
         let base = encoding.len(&text);
         for &(start, end) in &line.marks {
@@ -285,6 +287,19 @@ mod tests {
         assert_eq!(marks, [[3, 7], [16, 22]]);
         let (_, marks) = preview(&lines, Encoding::Utf8);
         assert_eq!(marks, [[5, 9], [20, 26]]);
+        // Lines cut short carry their own ellipses: no third one between them.
+        let cut = [
+            PreviewLine { line: 3, text: "kept daily, and…".into(), marks: vec![(0, 4)] },
+            PreviewLine { line: 7, text: "…pruned".into(), marks: vec![(3, 9)] },
+        ];
+        let (text, marks) = preview(&cut, Encoding::Utf16);
+        assert_eq!(text, "kept daily, and… …pruned");
+        assert_eq!(marks, [[0, 4], [18, 24]]);
+        let (text, _) = preview(&cut[1..], Encoding::Utf16);
+        assert_eq!(
+            preview(&[cut[1].clone(), lines[1].clone()], Encoding::Utf16).0,
+            format!("{text} … pruned")
+        );
     }
 
     #[test]
