@@ -328,13 +328,34 @@ fn search_brings_the_index_up_to_date_first() {
 }
 
 #[test]
+fn show_names_a_chunk_s_language_and_heading_path_as_status_and_search_do() {
+    let cli = Cli { fixture: Fixture::empty() };
+    cli.fixture
+        .write("ops.md", "# Ops\n\n## Backups\n\n### Retention\n\nSnapshots are kept for thirty days.\n");
+    // Chinese letters are cut into pairs whatever the rules, and `show` says so.
+    cli.fixture.write(
+        "zh.md",
+        "# 所有权\n\n所有权是 Rust 最为与众不同的特性，它让 Rust 无需垃圾回收即可保障内存安全。\n",
+    );
+    cli.ok(&["index"]);
+    let (out, _) = cli.ok(&["show", "ops.md:7"]);
+    assert!(out.contains("\n  headings: Ops › Backups › Retention\n"), "{out}");
+    assert!(out.contains("\n  language: English (en)\n"), "{out}");
+    let (out, _) = cli.ok(&["show", "zh.md"]);
+    assert!(
+        out.contains("\n  language: English (en); its Chinese, Japanese or Korean letters in pairs\n"),
+        "{out}"
+    );
+}
+
+#[test]
 fn show_prints_context_and_status_reports_the_index() {
     let cli = Cli::new();
     cli.ok(&["index"]);
     let (out, _) = cli.ok(&["show", "ops/backup.md:12"]);
     assert!(out.contains("context: Document: Backup policy > Backups > Retention"), "{out}");
     assert!(out.contains("| Snapshots are kept for thirty days."), "{out}");
-    assert!(out.contains("language: english (en)"), "{out}");
+    assert!(out.contains("language: English (en)"), "{out}");
 
     let (out, _) = cli.ok(&["status", "--json"]);
     let s: serde_json::Value = serde_json::from_str(&out).unwrap();

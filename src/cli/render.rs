@@ -181,11 +181,17 @@ pub fn chunks(out: &mut impl Write, chunks: &[ChunkRecord]) -> Result<()> {
         writeln!(
             out,
             "  headings: {}",
-            if c.heading_path.is_empty() { "-".into() } else { c.heading_path.join(" > ") }
+            if c.heading_path.is_empty() { "-".into() } else { c.heading_path.join(" › ") }
         )?;
-        // Whose stemmer and stop words turned its words into search terms.
+        // Whose stemmer and stop words turned its words into search terms; Chinese,
+        // Japanese and Korean letters are cut into pairs whatever the language's rules.
         let language = c.language();
-        writeln!(out, "  language: {} ({})", language.name(), language.code())?;
+        let pairs = if crate::analysis::has_cjk(&c.text) {
+            "; its Chinese, Japanese or Korean letters in pairs"
+        } else {
+            ""
+        };
+        writeln!(out, "  language: {} ({}){pairs}", capitalised(language.name()), language.code())?;
         for line in c.text.lines() {
             writeln!(out, "  | {line}")?;
         }
