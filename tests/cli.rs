@@ -339,6 +339,8 @@ fn show_names_a_chunk_s_language_and_heading_path_as_status_and_search_do() {
     );
     cli.ok(&["index"]);
     let (out, _) = cli.ok(&["show", "ops.md:7"]);
+    // Counted as the hover counts: from 1, of the file's chunks.
+    assert!(out.starts_with("ops.md:5-7  chunk 1 of 1 ("), "{out}");
     assert!(out.contains("\n  headings: Ops › Backups › Retention\n"), "{out}");
     assert!(out.contains("\n  language: English (en)\n"), "{out}");
     let (out, _) = cli.ok(&["show", "zh.md"]);

@@ -163,12 +163,19 @@ pub fn hits(out: &mut impl Write, hits: &[Hit], explain: bool, bold: bool) -> Re
     Ok(())
 }
 
-pub fn chunks(out: &mut impl Write, chunks: &[ChunkRecord]) -> Result<()> {
+/// Chunks of one file as `situate show` prints them; the file has `in_file` chunks in all,
+/// counted from 1 as the language server's hover counts them.
+pub fn chunks(out: &mut impl Write, chunks: &[ChunkRecord], in_file: usize) -> Result<()> {
     for c in chunks {
         writeln!(
             out,
-            "{}:{}-{}  chunk {} ({} tokens)",
-            c.path, c.start_line, c.end_line, c.ordinal, c.token_count
+            "{}:{}-{}  chunk {} of {} ({} tokens)",
+            c.path,
+            c.start_line,
+            c.end_line,
+            c.ordinal + 1,
+            in_file.max(c.ordinal as usize + 1),
+            c.token_count
         )?;
         writeln!(out, "  context: {}", c.context.replace('\n', "\n           "))?;
         match &c.snippet {
