@@ -170,20 +170,24 @@ pub fn hover_markdown(chunk: &ChunkRecord, chunks_in_file: usize, stale: Stalene
     out
 }
 
-/// A hit as a workspace symbol: "<heading> — <preview>" in "<path> · <heading path>"; the
-/// heading alone when the preview is empty (its lines were shown under a better hit).
+/// A hit as a workspace symbol: "<heading> — <preview>" in "<path> · <headings above>", as
+/// a symbol of code sits in its container; the heading alone when the preview is empty (its
+/// lines were shown under a better hit).
 pub fn workspace_symbol(h: HitInfo) -> WorkspaceSymbol {
-    let heading = h.heading_path.last().unwrap_or(&h.title);
+    let (heading, above) = match h.heading_path.split_last() {
+        Some((heading, above)) => (heading.clone(), above),
+        None => (h.title.clone(), &[][..]),
+    };
     WorkspaceSymbol {
         name: match h.preview.is_empty() {
-            true => heading.clone(),
+            true => heading,
             false => format!("{heading} — {}", h.preview),
         },
         kind: SymbolKind::STRING,
         tags: None,
-        container_name: Some(match h.heading_path.is_empty() {
+        container_name: Some(match above.is_empty() {
             true => h.path,
-            false => format!("{} · {}", h.path, h.heading_path.join(" › ")),
+            false => format!("{} · {}", h.path, above.join(" › ")),
         }),
         location: OneOf::Left(Location { uri: h.uri, range: h.range }),
         data: None,
@@ -318,7 +322,7 @@ mod tests {
         };
         let symbol = workspace_symbol(hit_info(&hit, uri.clone(), Encoding::Utf16));
         assert_eq!(symbol.name, "Retention — Snapshots are kept.");
-        assert_eq!(symbol.container_name.as_deref(), Some("ops/backup.md · Backups › Retention"));
+        assert_eq!(symbol.container_name.as_deref(), Some("ops/backup.md · Backups"));
         // Its lines were shown under a better hit of the file.
         hit.preview.clear();
         assert_eq!(workspace_symbol(hit_info(&hit, uri, Encoding::Utf16)).name, "Retention");
