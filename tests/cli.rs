@@ -183,6 +183,16 @@ fn a_line_is_shown_once_however_many_overlapping_hits_hold_it() {
     assert!(shown.contains(&21) && shown.contains(&30), "{shown:?}");
 }
 
+#[test]
+fn a_hit_says_what_it_was_widened_to_only_when_it_was() {
+    let cli = Cli::new();
+    // Too little of its section matched for the section to replace it: it stays as it is.
+    let (out, _) = cli.ok(&["search", "legal hold", "-k", "1", "--expand", "merge"]);
+    assert!(out.starts_with("1. ops/backup.md:10-13  Backup policy › Backups › Retention\n   13: "), "{out}");
+    let (out, _) = cli.ok(&["search", "legal hold", "-k", "1", "--expand", "window"]);
+    assert!(out.contains("\n   expanded to lines 5-18 (3 chunks, 1 hit)\n"), "{out}");
+}
+
 fn hit_paths(out: &str) -> Vec<String> {
     let hits: serde_json::Value = serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"));
     let mut paths: Vec<String> =

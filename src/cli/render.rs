@@ -126,7 +126,9 @@ pub fn hits(out: &mut impl Write, hits: &[Hit], explain: bool, bold: bool) -> Re
     for (i, h) in hits.iter().enumerate() {
         let c = &h.chunk;
         writeln!(out, "{}. {}:{}-{}  {}", i + 1, c.path, c.start_line, c.end_line, breadcrumb(c))?;
-        if let Some(e) = &h.expanded {
+        // A hit that its expansion left as it was (a section too little of which matched
+        // to be merged) has nothing more to say.
+        if let Some(e) = h.expanded.as_ref().filter(|e| e.last_ordinal > e.first_ordinal) {
             let chunks = e.last_ordinal - e.first_ordinal + 1;
             let hits = e.hit_ordinals.len();
             writeln!(
