@@ -797,3 +797,35 @@ fn a_folder_inside_another_open_folder_is_served_by_the_outer_index() {
     assert_eq!(folders[0]["index"]["files"], 2, "{folders:?}");
     assert!(client.shutdown().success());
 }
+
+#[test]
+fn related_passages_mark_the_words_that_tell_the_passage_apart_not_those_every_note_has() {
+    let f = Fixture::empty();
+    f.write("harbour.md", "# Harbour\n\nThe lantern keeper logs every tanker that docks at the harbour.\n");
+    f.write("depot.md", "# Depot\n\nThe lantern keeper counts each tanker in the depot ledger.\n");
+    for (name, place) in [("mill", "mill"), ("bridge", "bridge"), ("chapel", "chapel"), ("school", "school")]
+    {
+        f.write(
+            &format!("{name}.md"),
+            format!("# {name}\n\nThe lantern keeper walks past the {place} at night.\n"),
+        );
+    }
+    let mut client = LspClient::start(f.index.path());
+    client.initialize(f.root(), json!({ "embedding": { "provider": "static" } }), json!({}));
+    client.wait_indexed();
+    let harbour = file_uri(&f.root().join("harbour.md"));
+    let related = client
+        .command("situate.similar", json!({ "uri": harbour, "position": { "line": 2, "character": 0 } }))
+        .unwrap();
+    let depot =
+        related["hits"].as_array().unwrap().iter().find(|h| h["path"] == "depot.md").expect("depot.md");
+    let preview = depot["preview"].as_str().unwrap();
+    let marked: Vec<&str> = depot["preview_marks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| &preview[m[0].as_u64().unwrap() as usize..m[1].as_u64().unwrap() as usize])
+        .collect();
+    // Every note has a lantern keeper; only these two a tanker.
+    assert_eq!(marked, ["tanker"], "{depot}");
+}

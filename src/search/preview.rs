@@ -68,6 +68,9 @@ pub struct Previewer<'a> {
     /// The language whose rules `terms` and `analyzer` follow: the last chunk's.
     language: analysis::Language,
     terms: HashSet<String>,
+    /// The terms were given ([`Previewer::of_terms`]) rather than read from the query, and
+    /// stay as they are whatever a chunk's language.
+    given: bool,
     analyzer: TextAnalyzer,
     query: &'a str,
     /// A fast embedder for lines no term matches, with the query's vector once computed.
@@ -94,11 +97,31 @@ impl<'a> Previewer<'a> {
         Previewer {
             language: analysis::Language::ENGLISH,
             terms: analysis::query_terms(query).into_iter().collect(),
+            given: false,
             analyzer: analysis::text_analyzer(),
             query,
             embedder,
             query_vector: None,
             shown: HashMap::new(),
+        }
+    }
+
+    /// A previewer that marks `terms`, analysed by `language`'s rules, and compares lines
+    /// that hold none by meaning with `text`: a passage's related chunks are previewed by
+    /// the passage's telling words and, when a chunk holds none, by the line closest to the
+    /// whole passage.
+    pub fn of_terms(
+        terms: HashSet<String>,
+        language: analysis::Language,
+        text: &'a str,
+        embedder: Option<&'a dyn Embedder>,
+    ) -> Previewer<'a> {
+        Previewer {
+            language,
+            terms,
+            given: true,
+            analyzer: analysis::analyzer_for(language),
+            ..Previewer::new(text, embedder)
         }
     }
 
@@ -110,7 +133,9 @@ impl<'a> Previewer<'a> {
         let language = chunk.language();
         if language != self.language {
             self.language = language;
-            self.terms = analysis::query_terms_in(self.query, &[language]).into_iter().collect();
+            if !self.given {
+                self.terms = analysis::query_terms_in(self.query, &[language]).into_iter().collect();
+            }
             self.analyzer = analysis::analyzer_for(language);
         }
         let lines: Vec<&str> = chunk.text.lines().collect();
