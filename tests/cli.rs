@@ -117,6 +117,11 @@ fn search_json_has_the_stable_fields() {
     assert_eq!(h["path"], "kitchen/bread.md");
     assert_eq!(h["title"], "Sourdough");
     assert!(h["heading_path"].is_array());
+    // The language whose rules analysed it, as `show` prints it, in its JSON too.
+    assert_eq!(h["language"], "en", "{h}");
+    let (out, _) = cli.ok(&["show", "kitchen/bread.md:3", "--json"]);
+    let chunks: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(chunks[0]["language"], "en", "{chunks}");
 }
 
 #[test]
