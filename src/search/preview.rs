@@ -88,6 +88,12 @@ struct Candidate<'t> {
     heading: bool,
     marks: Vec<(usize, usize)>,
     matched: HashSet<String>,
+    /// The terms matched, and the number of marks, outside addresses (link targets, URLs):
+    /// a term in a line's words says more than one in the address it links to.
+    in_words: HashSet<String>,
+    marks_in_words: usize,
+    /// Bytes of the line that are addresses.
+    address_bytes: usize,
 }
 
 impl<'a> Previewer<'a> {
@@ -156,6 +162,9 @@ impl<'a> Previewer<'a> {
                     heading: text.starts_with('#') || setext[n],
                     marks: Vec::new(),
                     matched: HashSet::new(),
+                    in_words: HashSet::new(),
+                    marks_in_words: 0,
+                    address_bytes: 0,
                 })
             })
             .collect();
@@ -190,20 +199,32 @@ impl<'a> Previewer<'a> {
 
     /// Marks the query terms in a line.
     fn mark(&mut self, c: &mut Candidate) {
+        let addresses = merged(addresses(c.text));
+        c.address_bytes = addresses.iter().map(|(start, end)| end - start).sum();
         let mut stream = self.analyzer.token_stream(c.text);
         while let Some(token) = stream.next() {
             if self.terms.contains(&token.text) {
+                let (from, to) = (token.offset_from, token.offset_to);
+                if !addresses.iter().any(|&(start, end)| start <= from && to <= end) {
+                    c.in_words.insert(token.text.clone());
+                    c.marks_in_words += 1;
+                }
                 c.matched.insert(token.text.clone());
-                c.marks.push((token.offset_from, token.offset_to));
+                c.marks.push((from, to));
             }
         }
         c.marks = merged(std::mem::take(&mut c.marks));
     }
 
-    /// The lines that hold query terms: the one with the most distinct terms (then the most
-    /// marks, then the earlier), and a second when it adds terms the first lacks.
+    /// The lines that hold query terms: the one with the most distinct terms in its words
+    /// (then in all, then the most marks in its words, then the fewest bytes of addresses,
+    /// then the most marks, then the earlier), and a second when it adds terms of more than
+    /// one letter that the first lacks.
     fn by_terms(&self, candidates: &[Candidate]) -> Vec<usize> {
-        let rank = |c: &Candidate| (c.matched.len(), c.marks.len());
+        let rank = |c: &Candidate| {
+            let words = (c.in_words.len(), c.matched.len(), c.marks_in_words);
+            (words, std::cmp::Reverse(c.address_bytes), c.marks.len())
+        };
         let Some(best) = candidates
             .iter()
             .enumerate()
@@ -214,8 +235,9 @@ impl<'a> Previewer<'a> {
             return Vec::new();
         };
         let mut chosen = vec![best];
+        // A letter alone (the `I` of "how do I", met in `i.e.`) is not worth a line.
         let covered = &candidates[best].matched;
-        let extra = |c: &Candidate| c.matched.difference(covered).count();
+        let extra = |c: &Candidate| c.matched.difference(covered).filter(|t| t.chars().count() > 1).count();
         if let Some((second, _)) = candidates
             .iter()
             .enumerate()
@@ -250,6 +272,30 @@ impl<'a> Previewer<'a> {
             .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
             .map(|(i, _)| i)
     }
+}
+
+/// The byte ranges of `line` that are addresses rather than words: link targets
+/// (`[text](target)`, `[label]: target`) and URLs (`https://…`, up to a blank or a closing
+/// bracket or quote).
+fn addresses(line: &str) -> Vec<(usize, usize)> {
+    let end_of = |from: usize, stops: &[char]| {
+        line[from..].find(|c: char| c.is_whitespace() || stops.contains(&c)).map_or(line.len(), |i| from + i)
+    };
+    let mut spans = Vec::new();
+    for (at, _) in line.match_indices("](") {
+        spans.push((at + 2, end_of(at + 2, &[')'])));
+    }
+    if line.starts_with('[')
+        && let Some(at) = line.find("]:")
+    {
+        let start = at + 2 + (line[at + 2..].len() - line[at + 2..].trim_start().len());
+        spans.push((start, end_of(start, &[])));
+    }
+    for (at, _) in line.match_indices("://") {
+        let start = line[..at].rfind(|c: char| !c.is_ascii_alphanumeric()).map_or(0, |i| i + 1);
+        spans.push((start, end_of(at, &[')', '>', ']', '"', '\''])));
+    }
+    spans
 }
 
 /// Overlapping or touching ranges merged, in order.
@@ -466,6 +512,22 @@ mod tests {
         let body = "backup restore\nbackup again\nrestore again";
         let lines = Previewer::new("backup restore", None).preview(&chunk(body, 1));
         assert_eq!(lines.iter().map(|l| l.line).collect::<Vec<_>>(), [1]);
+        // Nor for a letter alone.
+        let body = "Redirects the request to https.\nThe last hop (i.e. the proxy) must be trusted.";
+        let lines = Previewer::new("how do I redirect to https", None).preview(&chunk(body, 1));
+        assert_eq!(lines.iter().map(|l| l.line).collect::<Vec<_>>(), [1]);
+    }
+
+    #[test]
+    fn a_line_whose_words_hold_the_term_beats_one_whose_link_does() {
+        let body = "[ch04-01-what-is-ownership.md](https://github.com/rust-lang/book/blob/main/src/ch04-01-what-is-ownership.md)\n\n**所有权**（*ownership*）是 Rust 用于如何管理内存的一组规则。\n\n[ownership]: ch04-00-understanding-ownership.html\n";
+        let lines = Previewer::new("how does ownership work", None).preview(&chunk(body, 1));
+        assert_eq!(lines.iter().map(|l| l.line).collect::<Vec<_>>(), [3], "{lines:?}");
+        assert_eq!(
+            addresses("See [the guide](../guide.md#setup) or <https://example.com/a_b>."),
+            [(16, 33), (39, 62)]
+        );
+        assert_eq!(addresses("[ownership]: ch04.html#rules"), [(13, 28)]);
     }
 
     #[test]
