@@ -292,7 +292,8 @@ fn addresses(line: &str) -> Vec<(usize, usize)> {
         spans.push((start, end_of(start, &[])));
     }
     for (at, _) in line.match_indices("://") {
-        let start = line[..at].rfind(|c: char| !c.is_ascii_alphanumeric()).map_or(0, |i| i + 1);
+        let scheme = line[..at].char_indices().rev().find(|(_, c)| !c.is_ascii_alphanumeric());
+        let start = scheme.map_or(0, |(i, c)| i + c.len_utf8());
         spans.push((start, end_of(at, &[')', '>', ']', '"', '\''])));
     }
     spans
@@ -528,6 +529,7 @@ mod tests {
             [(16, 33), (39, 62)]
         );
         assert_eq!(addresses("[ownership]: ch04.html#rules"), [(13, 28)]);
+        assert_eq!(addresses("voir«https://a.fr»"), [(6, 20)]);
     }
 
     #[test]
