@@ -18,6 +18,8 @@ use crate::{chunk, context};
 /// The most columns one preview line takes on a terminal (a Chinese, Japanese or Korean
 /// letter takes two); a longer line is cut around its first mark.
 pub const MAX_WIDTH: usize = 160;
+/// The fewest columns of a line shown for its meaning, when the chunk has such lines.
+const MEANING_WIDTH: usize = 24;
 /// Columns kept before the first mark when a long line is cut inside a sentence.
 const LEAD_WIDTH: usize = 40;
 /// The most columns between the start of a sentence and its first mark for a long line to
@@ -260,13 +262,18 @@ impl<'a> Previewer<'a> {
                 embedder.embed_query(&query).ok().filter(|v| v.iter().any(|x| *x != 0.0))
             })
             .as_ref()?;
+        // A scrap of a line (the last word of a wrapped sentence) may sit closest to the
+        // query by chance and says nothing: lines of some length are compared when there
+        // are any.
+        let long = |c: &Candidate| width(c.text) >= MEANING_WIDTH;
+        let any_long = candidates.iter().any(long);
         let texts: Vec<String> =
             candidates.iter().map(|c| analysis::embedded_text(c.text.to_string())).collect();
         let vectors = embedder.embed(&texts.iter().map(String::as_str).collect::<Vec<_>>()).ok()?;
         vectors
             .iter()
             .enumerate()
-            .filter(|(_, v)| v.len() == query.len())
+            .filter(|(i, v)| v.len() == query.len() && (!any_long || long(&candidates[*i])))
             .map(|(i, v)| (i, v.iter().zip(query).map(|(a, b)| a * b).sum::<f32>()))
             .filter(|(_, similarity)| *similarity > 0.0)
             .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
@@ -608,6 +615,15 @@ mod tests {
         let body = "関係のない行。\nクスデの話。\n";
         let lines = Previewer::new("ﾃﾞｽｸ", Some(&Letters)).preview(&chunk(body, 1));
         assert_eq!((lines[0].line, lines[0].marks.is_empty()), (2, true));
+    }
+
+    #[test]
+    fn a_scrap_of_a_line_is_not_shown_for_its_meaning() {
+        // The second line is the end of the first one's sentence, and shares more letters
+        // with the query.
+        let body = "完全无关的一行，讲的是别的事情。先验\n验体。\n";
+        let lines = Previewer::new("体验", Some(&Letters)).preview(&chunk(body, 1));
+        assert_eq!(lines[0].line, 1, "{lines:?}");
     }
 
     #[test]
