@@ -146,12 +146,17 @@ pub fn hover_markdown(chunk: &ChunkRecord, chunks_in_file: usize, stale: Stalene
     ));
     if !chunk.context.is_empty() {
         out.push_str("\nIndexed with the context:\n\n");
-        for line in chunk.context.lines() {
-            out.push_str(&format!("> {line}\n"));
-        }
+        // The lines of a quote run together into one paragraph unless each ends in a hard
+        // break: the header's title line and its `Tags:` line stay apart.
+        let lines: Vec<&str> = chunk.context.lines().collect();
+        out.push_str(&format!("> {}\n", lines.join("  \n> ")));
     }
     match &chunk.snippet {
         Some(s) if !s.text.is_empty() => {
+            // A paragraph of its own in the quote.
+            if !chunk.context.is_empty() {
+                out.push_str(">\n");
+            }
             out.push_str(&format!("> {}\n\n_Snippet by {} · {}_\n", s.text, s.model, date(s.created_at)));
         }
         Some(s) => out.push_str(&format!("\nHeader context only: {} gave no usable snippet.\n", s.model)),
@@ -337,6 +342,21 @@ mod tests {
         assert!(md.contains("> Document: Backup policy > Backups > Retention"), "{md}");
         assert!(md.contains("unsaved changes") && md.contains("pending"), "{md}");
         assert!(!md.contains("changed on disk"), "{md}");
+    }
+
+    #[test]
+    fn hover_keeps_each_line_of_the_context_and_the_snippet_apart() {
+        let mut r = record("## Retention\n\nSnapshots.\n", 10, 12);
+        r.context = "Document: Backup policy > Backups > Retention\nTags: backup, ops".into();
+        // The snippet as the index stores it.
+        r.snippet = serde_json::from_str(
+            r#"{"text": "How long snapshots are kept.", "model": "openai/small@127.0.0.1", "created_at": 0}"#,
+        )
+        .ok();
+        assert!(r.snippet.is_some());
+        let md = hover_markdown(&r, 4, Staleness::default());
+        let quote = "> Document: Backup policy > Backups > Retention  \n> Tags: backup, ops\n>\n> How long snapshots are kept.\n\n";
+        assert!(md.contains(quote), "{md}");
     }
 
     #[test]
