@@ -198,6 +198,18 @@ fn a_hit_says_what_it_was_widened_to_only_when_it_was() {
     assert!(out.contains("\n   expanded to lines 5-18 (3 chunks, 1 hit)\n"), "{out}");
 }
 
+#[test]
+fn a_hit_does_not_name_its_file_twice() {
+    let cli = Cli::new();
+    // A note without a title or a first-level heading is titled by its file's name, which
+    // its place already gives.
+    cli.fixture.write("notes/ch03.md", "## 变量和可变性\n\n变量默认是不可变的。\n");
+    let (out, _) = cli.ok(&["search", "变量", "-k", "1", "--mode", "bm25"]);
+    assert!(out.starts_with("1. notes/ch03.md:1-3  变量和可变性\n"), "{out}");
+    let (out, _) = cli.ok(&["search", "herons canal", "-k", "1", "--mode", "bm25"]);
+    assert!(out.starts_with("1. journal/2026-03-02.txt:1-3\n"), "{out}");
+}
+
 fn hit_paths(out: &str) -> Vec<String> {
     let hits: serde_json::Value = serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"));
     let mut paths: Vec<String> =

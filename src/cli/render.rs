@@ -125,7 +125,11 @@ pub fn hits(out: &mut impl Write, hits: &[Hit], explain: bool, bold: bool) -> Re
     }
     for (i, h) in hits.iter().enumerate() {
         let c = &h.chunk;
-        writeln!(out, "{}. {}:{}-{}  {}", i + 1, c.path, c.start_line, c.end_line, breadcrumb(c))?;
+        let place = format!("{}. {}:{}-{}", i + 1, c.path, c.start_line, c.end_line);
+        match breadcrumb(c) {
+            crumb if crumb.is_empty() => writeln!(out, "{place}")?,
+            crumb => writeln!(out, "{place}  {crumb}")?,
+        }
         // A hit that its expansion left as it was (a section too little of which matched
         // to be merged) has nothing more to say.
         if let Some(e) = h.expanded.as_ref().filter(|e| e.last_ordinal > e.first_ordinal) {
@@ -279,12 +283,14 @@ pub fn status(out: &mut impl Write, s: &Status) -> Result<()> {
     Ok(())
 }
 
+/// The title and heading path of a hit. A title that is only the file's name (a note
+/// without a title or a first-level heading) is left out: the hit's place, just before it,
+/// names the file.
 fn breadcrumb(c: &ChunkRecord) -> String {
     let headings = crate::context::context_headings(&c.title, &c.heading_path);
-    std::iter::once(c.title.as_str())
-        .chain(headings.iter().map(String::as_str))
-        .collect::<Vec<_>>()
-        .join(" › ")
+    let file_name = c.path.rsplit('/').next().unwrap_or(&c.path);
+    let title = (c.title != file_name).then_some(c.title.as_str());
+    title.into_iter().chain(headings.iter().map(String::as_str)).collect::<Vec<_>>().join(" › ")
 }
 
 fn ago(unix_secs: u64) -> String {
