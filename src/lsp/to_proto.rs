@@ -129,10 +129,12 @@ pub fn hover_markdown(chunk: &ChunkRecord, chunks_in_file: usize, stale: Stalene
         Some((first, rest)) if first.trim() == chunk.title.trim() => rest,
         _ => &chunk.heading_path[..],
     };
-    let place = if headings.is_empty() {
-        format!("**{}**", chunk.title)
-    } else {
-        format!("**{}** · {}", headings.join(" › "), chunk.title)
+    // A title that is only the file's name is given by the path below.
+    let file_name = chunk.path.rsplit('/').next().unwrap_or(&chunk.path);
+    let place = match (headings.is_empty(), chunk.title == file_name) {
+        (true, _) => format!("**{}**", chunk.title),
+        (false, true) => format!("**{}**", headings.join(" › ")),
+        (false, false) => format!("**{}** · {}", headings.join(" › "), chunk.title),
     };
     out.push_str(&place);
     out.push_str(&format!(
@@ -367,5 +369,11 @@ mod tests {
         assert!(hover_markdown(&r, 1, Staleness::default()).starts_with("**Readline**\n"));
         r.heading_path.push("Class: Interface".into());
         assert!(hover_markdown(&r, 1, Staleness::default()).starts_with("**Class: Interface** · Readline\n"));
+        // Nor one that is only the file's name, which the next line gives.
+        r.title = "backup.md".into();
+        let md = hover_markdown(&r, 1, Staleness::default());
+        assert!(md.starts_with("**Readline › Class: Interface**\n\n`ops/backup.md` lines"), "{md}");
+        r.heading_path.clear();
+        assert!(hover_markdown(&r, 1, Staleness::default()).starts_with("**backup.md**\n"));
     }
 }
