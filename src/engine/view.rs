@@ -5,14 +5,14 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::snippets::chunk_input;
-use super::{EngineError, LanguageChunks, Setup, SnippetStatus, Stale, Status, TeamReport, relative_to};
-use crate::analysis::Language;
-use crate::config::Config;
-use crate::index::{ChunkRecord, Snapshot, TextField};
-use crate::providers::EmbedderIdentity;
 use tantivy::tokenizer::TokenStream;
 
+use super::snippets::chunk_input;
+use super::{EngineError, LanguageChunks, Setup, SnippetStatus, Stale, Status, TeamReport, relative_to};
+use crate::analysis::{self, Language};
+use crate::config::Config;
+use crate::index::{ChunkRecord, Snapshot, TextField};
+use crate::providers::{Embedder, EmbedderIdentity};
 use crate::search::preview::Previewer;
 use crate::search::{self, Expand, Hit, SearchConfig, SearchRequest, expand};
 use crate::snippets::estimate::{self, Estimate};
@@ -103,6 +103,7 @@ impl View {
         self.add_previews_by(Previewer::new(query, Some(self.fast())), hits);
     }
 
+    /// Gives each hit the preview `previewer` makes of it.
     fn add_previews_by(&self, mut previewer: Previewer, hits: &mut [Hit]) {
         for hit in hits {
             hit.preview = previewer.preview(&hit.chunk);
@@ -153,7 +154,7 @@ impl View {
 
     /// The fast model, which previews compare lines with: the quick one when the index's
     /// own is slow.
-    fn fast(&self) -> &dyn crate::providers::Embedder {
+    fn fast(&self) -> &dyn Embedder {
         self.setup.quick.as_deref().unwrap_or(self.setup.embedder.as_ref())
     }
 
@@ -165,13 +166,13 @@ impl View {
     /// whose rarest are those that straddle two words.
     fn telling_terms(&self, of: &ChunkRecord) -> HashSet<String> {
         let most = (self.snapshot.num_docs() / 50).max(2);
-        let mut analyzer = crate::analysis::analyzer_for(of.language());
+        let mut analyzer = analysis::analyzer_for(of.language());
         let mut stream = analyzer.token_stream(&of.text);
         let mut terms = HashSet::new();
         while let Some(token) = stream.next() {
             let letters = token.text.chars().count();
             if letters > 1
-                && !(letters == 2 && crate::analysis::has_cjk(&token.text))
+                && !(letters == 2 && analysis::has_cjk(&token.text))
                 && !terms.contains(&token.text)
                 && (2..=most).contains(&self.snapshot.doc_freq(TextField::Text, &token.text))
             {
