@@ -117,6 +117,11 @@ fn search_json_has_the_stable_fields() {
     assert_eq!(h["path"], "kitchen/bread.md");
     assert_eq!(h["title"], "Sourdough");
     assert!(h["heading_path"].is_array());
+    // The language whose rules analysed it, as `show` prints it, in its JSON too.
+    assert_eq!(h["language"], "en", "{h}");
+    let (out, _) = cli.ok(&["show", "kitchen/bread.md:3", "--json"]);
+    let chunks: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(chunks[0]["language"], "en", "{chunks}");
 }
 
 #[test]
@@ -148,6 +153,61 @@ fn a_long_line_cut_after_a_no_break_space_is_shown() {
     let (out, _) = cli.ok(&["search", "aiguille", "-k", "1", "--mode", "bm25"]);
     assert!(out.contains("1. long.md:1-3"), "{out}");
     assert!(out.contains(&format!("   3: …{} «aiguille» et le reste", "y".repeat(30))), "{out}");
+}
+
+#[test]
+fn a_line_is_shown_once_however_many_overlapping_hits_hold_it() {
+    // A section longer than a chunk is cut into chunks that overlap by a few lines (11-14,
+    // 20-23, 29-32, …); the lines that hold both of the query's words lie in overlaps.
+    let cli = Cli { fixture: Fixture::empty() };
+    let lines: Vec<String> = (3..=62)
+        .map(|n| match n {
+            21 | 30 => format!("Line {n} says the lantern is lit at dusk."),
+            _ => format!("Line {n} says the lantern is lit."),
+        })
+        .collect();
+    cli.fixture.write("long.md", format!("# Lanterns\n\n{}\n", lines.join("\n")));
+    cli.fixture.write("situate.toml", "[chunk]\nmax_tokens = 120\noverlap_tokens = 40\n");
+    let (out, _) = cli.ok(&["search", "lantern dusk", "-k", "20", "--mode", "bm25", "--json"]);
+    let hits: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    let holding = |line: u64| {
+        hits.iter()
+            .filter(|h| h["start_line"].as_u64() <= Some(line) && Some(line) <= h["end_line"].as_u64())
+            .count()
+    };
+    assert!(holding(21) >= 2 && holding(30) >= 2, "{out}");
+    let mut shown: Vec<u64> = hits
+        .iter()
+        .flat_map(|h| h["preview"].as_array().unwrap().clone())
+        .map(|l| l["line"].as_u64().unwrap())
+        .collect();
+    let count = shown.len();
+    shown.sort_unstable();
+    shown.dedup();
+    assert_eq!(shown.len(), count, "{out}");
+    assert!(shown.contains(&21) && shown.contains(&30), "{shown:?}");
+}
+
+#[test]
+fn a_hit_says_what_it_was_widened_to_only_when_it_was() {
+    let cli = Cli::new();
+    // Too little of its section matched for the section to replace it: it stays as it is.
+    let (out, _) = cli.ok(&["search", "legal hold", "-k", "1", "--expand", "merge"]);
+    assert!(out.starts_with("1. ops/backup.md:10-13  Backup policy › Backups › Retention\n   13: "), "{out}");
+    let (out, _) = cli.ok(&["search", "legal hold", "-k", "1", "--expand", "window"]);
+    assert!(out.contains("\n   expanded to lines 5-18 (3 chunks, 1 hit)\n"), "{out}");
+}
+
+#[test]
+fn a_hit_does_not_name_its_file_twice() {
+    let cli = Cli::new();
+    // A note without a title or a first-level heading is titled by its file's name, which
+    // its place already gives.
+    cli.fixture.write("notes/ch03.md", "## 变量和可变性\n\n变量默认是不可变的。\n");
+    let (out, _) = cli.ok(&["search", "变量", "-k", "1", "--mode", "bm25"]);
+    assert!(out.starts_with("1. notes/ch03.md:1-3  变量和可变性\n"), "{out}");
+    let (out, _) = cli.ok(&["search", "herons canal", "-k", "1", "--mode", "bm25"]);
+    assert!(out.starts_with("1. journal/2026-03-02.txt:1-3\n"), "{out}");
 }
 
 fn hit_paths(out: &str) -> Vec<String> {
@@ -295,13 +355,36 @@ fn search_brings_the_index_up_to_date_first() {
 }
 
 #[test]
+fn show_names_a_chunk_s_language_and_heading_path_as_status_and_search_do() {
+    let cli = Cli { fixture: Fixture::empty() };
+    cli.fixture
+        .write("ops.md", "# Ops\n\n## Backups\n\n### Retention\n\nSnapshots are kept for thirty days.\n");
+    // Chinese letters are cut into pairs whatever the rules, and `show` says so.
+    cli.fixture.write(
+        "zh.md",
+        "# 所有权\n\n所有权是 Rust 最为与众不同的特性，它让 Rust 无需垃圾回收即可保障内存安全。\n",
+    );
+    cli.ok(&["index"]);
+    let (out, _) = cli.ok(&["show", "ops.md:7"]);
+    // Counted as the hover counts: from 1, of the file's chunks.
+    assert!(out.starts_with("ops.md:5-7  chunk 1 of 1 ("), "{out}");
+    assert!(out.contains("\n  headings: Ops › Backups › Retention\n"), "{out}");
+    assert!(out.contains("\n  language: English (en)\n"), "{out}");
+    let (out, _) = cli.ok(&["show", "zh.md"]);
+    assert!(
+        out.contains("\n  language: English (en); its Chinese, Japanese or Korean letters in pairs\n"),
+        "{out}"
+    );
+}
+
+#[test]
 fn show_prints_context_and_status_reports_the_index() {
     let cli = Cli::new();
     cli.ok(&["index"]);
     let (out, _) = cli.ok(&["show", "ops/backup.md:12"]);
     assert!(out.contains("context: Document: Backup policy > Backups > Retention"), "{out}");
     assert!(out.contains("| Snapshots are kept for thirty days."), "{out}");
-    assert!(out.contains("language: english (en)"), "{out}");
+    assert!(out.contains("language: English (en)"), "{out}");
 
     let (out, _) = cli.ok(&["status", "--json"]);
     let s: serde_json::Value = serde_json::from_str(&out).unwrap();

@@ -91,7 +91,8 @@ fn a_session_indexes_searches_hovers_follows_saves_and_deletions_and_survives_ba
     let symbols = client.request("workspace/symbol", json!({ "query": "backup retention" })).unwrap();
     assert_eq!(symbols[0]["location"]["uri"], top["uri"]);
     assert!(symbols[0]["name"].as_str().unwrap().starts_with("Retention"), "{symbols}");
-    assert_eq!(symbols[0]["containerName"], "ops/backup.md · Backups › Retention");
+    // In the headings above its own, as a symbol of code sits in its container.
+    assert_eq!(symbols[0]["containerName"], "ops/backup.md · Backups");
     // A file without headings: its path alone.
     let symbols = client.request("workspace/symbol", json!({ "query": "herons canal" })).unwrap();
     assert_eq!(symbols[0]["containerName"], "journal/2026-03-02.txt", "{symbols}");
@@ -189,6 +190,9 @@ fn a_session_indexes_searches_hovers_follows_saves_and_deletions_and_survives_ba
     let hits = related["hits"].as_array().unwrap();
     assert!(!hits.is_empty());
     assert!(hits.iter().all(|h| h["path"] != "ops/backup.md"), "{related}");
+    // The folder's few chunks are all candidates; the least related of them all, which
+    // scores 0, is not listed as related.
+    assert!(hits.iter().all(|h| h["score"].as_f64().unwrap() > 0.0), "{related}");
 
     // Reindex and status answer after all this.
     let r = client.command("situate.reindex", json!({ "uri": file_uri(&deploy) })).unwrap();
@@ -792,4 +796,36 @@ fn a_folder_inside_another_open_folder_is_served_by_the_outer_index() {
     });
     assert_eq!(folders[0]["index"]["files"], 2, "{folders:?}");
     assert!(client.shutdown().success());
+}
+
+#[test]
+fn related_passages_mark_the_words_that_tell_the_passage_apart_not_those_every_note_has() {
+    let f = Fixture::empty();
+    f.write("harbour.md", "# Harbour\n\nThe lantern keeper logs every tanker that docks at the harbour.\n");
+    f.write("depot.md", "# Depot\n\nThe lantern keeper counts each tanker in the depot ledger.\n");
+    for (name, place) in [("mill", "mill"), ("bridge", "bridge"), ("chapel", "chapel"), ("school", "school")]
+    {
+        f.write(
+            &format!("{name}.md"),
+            format!("# {name}\n\nThe lantern keeper walks past the {place} at night.\n"),
+        );
+    }
+    let mut client = LspClient::start(f.index.path());
+    client.initialize(f.root(), json!({ "embedding": { "provider": "static" } }), json!({}));
+    client.wait_indexed();
+    let harbour = file_uri(&f.root().join("harbour.md"));
+    let related = client
+        .command("situate.similar", json!({ "uri": harbour, "position": { "line": 2, "character": 0 } }))
+        .unwrap();
+    let depot =
+        related["hits"].as_array().unwrap().iter().find(|h| h["path"] == "depot.md").expect("depot.md");
+    let preview = depot["preview"].as_str().unwrap();
+    let marked: Vec<&str> = depot["preview_marks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| &preview[m[0].as_u64().unwrap() as usize..m[1].as_u64().unwrap() as usize])
+        .collect();
+    // Every note has a lantern keeper; only these two a tanker.
+    assert_eq!(marked, ["tanker"], "{depot}");
 }

@@ -1,14 +1,14 @@
 //! Fuzzes the previews of search hits (`search::preview::Previewer`): a query and a
 //! chunk's text, the chunk in one of several languages (which decides the rules its words
 //! are marked by). Every preview line must be a line of the chunk, trimmed and cut to at
-//! most `MAX_CHARS` characters with an ellipsis at a cut end; its marks must be in order,
-//! apart, non-empty and on character boundaries of the shown text.
+//! most `MAX_WIDTH` terminal columns with an ellipsis at a cut end; its marks must be in
+//! order, apart, non-empty and on character boundaries of the shown text.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use situate::index::ChunkRecord;
-use situate::search::preview::{MAX_CHARS, Previewer};
+use situate::search::preview::{MAX_WIDTH, Previewer, width};
 
 /// The languages a chunk may be in, by its front matter: English rules, a Latin language
 /// folded before its stemmer, one stemmed before folding, Cyrillic, Chinese pairs and Thai
@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
     for shown in Previewer::new(query, None).preview(&chunk) {
         let n = shown.line.checked_sub(start_line).expect("a line before the chunk") as usize;
         let source = lines.get(n).expect("a line after the chunk").trim();
-        assert!(shown.text.chars().count() <= MAX_CHARS, "{} characters", shown.text.chars().count());
+        assert!(width(&shown.text) <= MAX_WIDTH, "{} columns", width(&shown.text));
         // The shown text is a piece of the line, with an ellipsis at each end that was cut
         // (the line may hold ellipses of its own).
         let text = shown.text.as_str();

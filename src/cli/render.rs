@@ -125,8 +125,14 @@ pub fn hits(out: &mut impl Write, hits: &[Hit], explain: bool, bold: bool) -> Re
     }
     for (i, h) in hits.iter().enumerate() {
         let c = &h.chunk;
-        writeln!(out, "{}. {}:{}-{}  {}", i + 1, c.path, c.start_line, c.end_line, breadcrumb(c))?;
-        if let Some(e) = &h.expanded {
+        let place = format!("{}. {}:{}-{}", i + 1, c.path, c.start_line, c.end_line);
+        match breadcrumb(c) {
+            crumb if crumb.is_empty() => writeln!(out, "{place}")?,
+            crumb => writeln!(out, "{place}  {crumb}")?,
+        }
+        // A hit that its expansion left as it was (a section too little of which matched
+        // to be merged) has nothing more to say.
+        if let Some(e) = h.expanded.as_ref().filter(|e| e.last_ordinal > e.first_ordinal) {
             let chunks = e.last_ordinal - e.first_ordinal + 1;
             let hits = e.hit_ordinals.len();
             writeln!(
@@ -163,12 +169,19 @@ pub fn hits(out: &mut impl Write, hits: &[Hit], explain: bool, bold: bool) -> Re
     Ok(())
 }
 
-pub fn chunks(out: &mut impl Write, chunks: &[ChunkRecord]) -> Result<()> {
+/// Chunks of one file as `situate show` prints them; the file has `in_file` chunks in all,
+/// counted from 1 as the language server's hover counts them.
+pub fn chunks(out: &mut impl Write, chunks: &[ChunkRecord], in_file: usize) -> Result<()> {
     for c in chunks {
         writeln!(
             out,
-            "{}:{}-{}  chunk {} ({} tokens)",
-            c.path, c.start_line, c.end_line, c.ordinal, c.token_count
+            "{}:{}-{}  chunk {} of {} ({} tokens)",
+            c.path,
+            c.start_line,
+            c.end_line,
+            c.ordinal + 1,
+            in_file.max(c.ordinal as usize + 1),
+            c.token_count
         )?;
         writeln!(out, "  context: {}", c.context.replace('\n', "\n           "))?;
         match &c.snippet {
@@ -181,11 +194,17 @@ pub fn chunks(out: &mut impl Write, chunks: &[ChunkRecord]) -> Result<()> {
         writeln!(
             out,
             "  headings: {}",
-            if c.heading_path.is_empty() { "-".into() } else { c.heading_path.join(" > ") }
+            if c.heading_path.is_empty() { "-".into() } else { c.heading_path.join(" › ") }
         )?;
-        // Whose stemmer and stop words turned its words into search terms.
+        // Whose stemmer and stop words turned its words into search terms; Chinese,
+        // Japanese and Korean letters are cut into pairs whatever the language's rules.
         let language = c.language();
-        writeln!(out, "  language: {} ({})", language.name(), language.code())?;
+        let pairs = if crate::analysis::has_cjk(&c.text) {
+            "; its Chinese, Japanese or Korean letters in pairs"
+        } else {
+            ""
+        };
+        writeln!(out, "  language: {} ({}){pairs}", capitalised(language.name()), language.code())?;
         for line in c.text.lines() {
             writeln!(out, "  | {line}")?;
         }
@@ -264,12 +283,14 @@ pub fn status(out: &mut impl Write, s: &Status) -> Result<()> {
     Ok(())
 }
 
+/// The title and heading path of a hit. A title that is only the file's name (a note
+/// without a title or a first-level heading) is left out: the hit's place, just before it,
+/// names the file.
 fn breadcrumb(c: &ChunkRecord) -> String {
     let headings = crate::context::context_headings(&c.title, &c.heading_path);
-    std::iter::once(c.title.as_str())
-        .chain(headings.iter().map(String::as_str))
-        .collect::<Vec<_>>()
-        .join(" › ")
+    let file_name = c.path.rsplit('/').next().unwrap_or(&c.path);
+    let title = (c.title != file_name).then_some(c.title.as_str());
+    title.into_iter().chain(headings.iter().map(String::as_str)).collect::<Vec<_>>().join(" › ")
 }
 
 fn ago(unix_secs: u64) -> String {

@@ -30,14 +30,14 @@ pub fn run(args: ShowArgs, config: Option<&Path>, out: &mut impl Write) -> Resul
     let chunks = view.passages(&rel, line)?;
     if chunks.is_empty() {
         // Indexed all the same: an answer, not an error; stdout stays data.
-        eprintln!("situate: {}", LookupError::NoText { path: rel });
+        eprintln!("situate: {}", LookupError::NoText { path: rel.clone() });
     }
     if args.json {
         let chunks: Vec<ChunkJson> = chunks.iter().map(ChunkJson::from).collect();
         serde_json::to_writer_pretty(&mut *out, &chunks)?;
         writeln!(out)?;
     } else {
-        render::chunks(out, &chunks)?;
+        render::chunks(out, &chunks, view.chunk_count(&rel))?;
     }
     Ok(())
 }

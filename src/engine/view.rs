@@ -1,15 +1,18 @@
 //! [`View`]: one commit of an engine's index with the settings and model that made it;
 //! what searches, hovers and status read from any thread.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use tantivy::tokenizer::TokenStream;
+
 use super::snippets::chunk_input;
 use super::{EngineError, LanguageChunks, Setup, SnippetStatus, Stale, Status, TeamReport, relative_to};
-use crate::analysis::Language;
+use crate::analysis::{self, Language};
 use crate::config::Config;
 use crate::index::{ChunkRecord, Snapshot, TextField};
-use crate::providers::EmbedderIdentity;
+use crate::providers::{Embedder, EmbedderIdentity};
 use crate::search::preview::Previewer;
 use crate::search::{self, Expand, Hit, SearchConfig, SearchRequest, expand};
 use crate::snippets::estimate::{self, Estimate};
@@ -97,8 +100,11 @@ impl View {
     /// matches are compared by meaning with the fast model: the quick one when the index's
     /// own is slow.
     fn add_previews(&self, query: &str, hits: &mut [Hit]) {
-        let fast = self.setup.quick.as_deref().unwrap_or(self.setup.embedder.as_ref());
-        let mut previewer = Previewer::new(query, Some(fast));
+        self.add_previews_by(Previewer::new(query, Some(self.fast())), hits);
+    }
+
+    /// Gives each hit the preview `previewer` makes of it.
+    fn add_previews_by(&self, mut previewer: Previewer, hits: &mut [Hit]) {
         for hit in hits {
             hit.preview = previewer.preview(&hit.chunk);
         }
@@ -128,12 +134,52 @@ impl View {
     }
 
     /// The chunks most related to `of`, leaving out itself and its neighbours (the chunks
-    /// just before and after it in its file).
+    /// just before and after it in its file), and the chunks that are the least related of
+    /// every arm's candidates.
     pub fn similar(&self, of: &ChunkRecord, limit: usize) -> Result<Vec<Hit>, EngineError> {
         let neighbour = |r: &ChunkRecord| r.path == of.path && r.ordinal.abs_diff(of.ordinal) <= 1;
         let mut hits = search::similar(&self.snapshot, &self.setup.config.search, of, limit, neighbour)?;
-        self.add_previews(&of.text, &mut hits);
+        // Each arm's scores are normalised between its best and worst candidates, so a
+        // chunk that scores nothing is the last of each arm: in a folder of a few notes,
+        // where the candidates are all its chunks, the one least related to `of`. It would
+        // be listed as related with a score of 0.
+        hits.retain(|h| h.score > 0.0);
+        let terms = self.telling_terms(of);
+        self.add_previews_by(
+            Previewer::of_terms(terms, of.language(), &of.text, Some(self.fast())),
+            &mut hits,
+        );
         Ok(hits)
+    }
+
+    /// The fast model, which previews compare lines with: the quick one when the index's
+    /// own is slow.
+    fn fast(&self) -> &dyn Embedder {
+        self.setup.quick.as_deref().unwrap_or(self.setup.embedder.as_ref())
+    }
+
+    /// The terms of `of` that tell it apart, which the previews of its related chunks
+    /// mark: those that some other chunk holds too, but at most one chunk in fifty (or two
+    /// chunks, in a small index). Words nearly every chunk holds (`using`, the name of a
+    /// product) would mark every line of every related chunk, and a letter alone (the `e`
+    /// of `e.g.`) tells nothing; nor does a pair of Chinese, Japanese or Korean letters,
+    /// whose rarest are those that straddle two words.
+    fn telling_terms(&self, of: &ChunkRecord) -> HashSet<String> {
+        let most = (self.snapshot.num_docs() / 50).max(2);
+        let mut analyzer = analysis::analyzer_for(of.language());
+        let mut stream = analyzer.token_stream(&of.text);
+        let mut terms = HashSet::new();
+        while let Some(token) = stream.next() {
+            let letters = token.text.chars().count();
+            if letters > 1
+                && !(letters == 2 && analysis::has_cjk(&token.text))
+                && !terms.contains(&token.text)
+                && (2..=most).contains(&self.snapshot.doc_freq(TextField::Text, &token.text))
+            {
+                terms.insert(token.text.clone());
+            }
+        }
+        terms
     }
 
     /// How many chunks still wait for the index's model's vectors, and about how many

@@ -39,13 +39,15 @@ fn expanded_info(e: &Expansion, encoding: Encoding) -> ExpandedInfo {
 /// The separator between the lines of a one-line preview.
 const PREVIEW_JOIN: &str = " … ";
 
-/// A hit's preview lines as one line, with the marks' offsets in `encoding`.
+/// A hit's preview lines as one line, with the marks' offsets in `encoding`. A line cut
+/// short already ends (or the next starts) with an ellipsis, which then separates them.
 pub fn preview(lines: &[PreviewLine], encoding: Encoding) -> (String, Vec<[u32; 2]>) {
     let mut text = String::new();
     let mut marks = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         if i > 0 {
-            text.push_str(PREVIEW_JOIN);
+            let cut = text.ends_with('…') || line.text.starts_with('…');
+            text.push_str(if cut { " " } else { PREVIEW_JOIN });
         }
         let base = encoding.len(&text);
         for &(start, end) in &line.marks {
@@ -127,10 +129,12 @@ pub fn hover_markdown(chunk: &ChunkRecord, chunks_in_file: usize, stale: Stalene
         Some((first, rest)) if first.trim() == chunk.title.trim() => rest,
         _ => &chunk.heading_path[..],
     };
-    let place = if headings.is_empty() {
-        format!("**{}**", chunk.title)
-    } else {
-        format!("**{}** · {}", headings.join(" › "), chunk.title)
+    // A title that is only the file's name is given by the path below.
+    let file_name = chunk.path.rsplit('/').next().unwrap_or(&chunk.path);
+    let place = match (headings.is_empty(), chunk.title == file_name) {
+        (true, _) => format!("**{}**", chunk.title),
+        (false, true) => format!("**{}**", headings.join(" › ")),
+        (false, false) => format!("**{}** · {}", headings.join(" › "), chunk.title),
     };
     out.push_str(&place);
     out.push_str(&format!(
@@ -144,12 +148,17 @@ pub fn hover_markdown(chunk: &ChunkRecord, chunks_in_file: usize, stale: Stalene
     ));
     if !chunk.context.is_empty() {
         out.push_str("\nIndexed with the context:\n\n");
-        for line in chunk.context.lines() {
-            out.push_str(&format!("> {line}\n"));
-        }
+        // The lines of a quote run together into one paragraph unless each ends in a hard
+        // break: the header's title line and its `Tags:` line stay apart.
+        let lines: Vec<&str> = chunk.context.lines().collect();
+        out.push_str(&format!("> {}\n", lines.join("  \n> ")));
     }
     match &chunk.snippet {
         Some(s) if !s.text.is_empty() => {
+            // A paragraph of its own in the quote.
+            if !chunk.context.is_empty() {
+                out.push_str(">\n");
+            }
             out.push_str(&format!("> {}\n\n_Snippet by {} · {}_\n", s.text, s.model, date(s.created_at)));
         }
         Some(s) => out.push_str(&format!("\nHeader context only: {} gave no usable snippet.\n", s.model)),
@@ -168,18 +177,24 @@ pub fn hover_markdown(chunk: &ChunkRecord, chunks_in_file: usize, stale: Stalene
     out
 }
 
-/// A hit as a workspace symbol: "<heading> — <preview>" in "<path> · <heading path>".
+/// A hit as a workspace symbol: "<heading> — <preview>" in "<path> · <headings above>", as
+/// a symbol of code sits in its container; the heading alone when the preview is empty (its
+/// lines were shown under a better hit).
 pub fn workspace_symbol(h: HitInfo) -> WorkspaceSymbol {
+    let (heading, above) = match h.heading_path.split_last() {
+        Some((heading, above)) => (heading.clone(), above),
+        None => (h.title.clone(), &[][..]),
+    };
     WorkspaceSymbol {
-        name: match h.heading_path.last() {
-            Some(heading) => format!("{heading} — {}", h.preview),
-            None => format!("{} — {}", h.title, h.preview),
+        name: match h.preview.is_empty() {
+            true => heading,
+            false => format!("{heading} — {}", h.preview),
         },
         kind: SymbolKind::STRING,
         tags: None,
-        container_name: Some(match h.heading_path.is_empty() {
+        container_name: Some(match above.is_empty() {
             true => h.path,
-            false => format!("{} · {}", h.path, h.heading_path.join(" › ")),
+            false => format!("{} · {}", h.path, above.join(" › ")),
         }),
         location: OneOf::Left(Location { uri: h.uri, range: h.range }),
         data: None,
@@ -283,6 +298,41 @@ mod tests {
         assert_eq!(marks, [[3, 7], [16, 22]]);
         let (_, marks) = preview(&lines, Encoding::Utf8);
         assert_eq!(marks, [[5, 9], [20, 26]]);
+        // Lines cut short carry their own ellipses: no third one between them.
+        let cut = [
+            PreviewLine { line: 3, text: "kept daily, and…".into(), marks: vec![(0, 4)] },
+            PreviewLine { line: 7, text: "…pruned".into(), marks: vec![(3, 9)] },
+        ];
+        let (text, marks) = preview(&cut, Encoding::Utf16);
+        assert_eq!(text, "kept daily, and… …pruned");
+        assert_eq!(marks, [[0, 4], [18, 24]]);
+        let (text, _) = preview(&cut[1..], Encoding::Utf16);
+        assert_eq!(
+            preview(&[cut[1].clone(), lines[1].clone()], Encoding::Utf16).0,
+            format!("{text} … pruned")
+        );
+    }
+
+    #[test]
+    fn a_symbol_is_named_by_its_heading_and_preview_or_its_heading_alone() {
+        let r = record("## Retention\n\nSnapshots are kept.\n", 10, 12);
+        let uri: Uri = "file:///w/ops/backup.md".parse().unwrap();
+        let mut hit = Hit {
+            chunk: r,
+            score: 0.5,
+            bm25_rank: None,
+            vector_rank: None,
+            bm25_score: None,
+            vector_similarity: None,
+            expanded: None,
+            preview: vec![PreviewLine { line: 12, text: "Snapshots are kept.".into(), marks: vec![] }],
+        };
+        let symbol = workspace_symbol(hit_info(&hit, uri.clone(), Encoding::Utf16));
+        assert_eq!(symbol.name, "Retention — Snapshots are kept.");
+        assert_eq!(symbol.container_name.as_deref(), Some("ops/backup.md · Backups"));
+        // Its lines were shown under a better hit of the file.
+        hit.preview.clear();
+        assert_eq!(workspace_symbol(hit_info(&hit, uri, Encoding::Utf16)).name, "Retention");
     }
 
     #[test]
@@ -297,6 +347,21 @@ mod tests {
     }
 
     #[test]
+    fn hover_keeps_each_line_of_the_context_and_the_snippet_apart() {
+        let mut r = record("## Retention\n\nSnapshots.\n", 10, 12);
+        r.context = "Document: Backup policy > Backups > Retention\nTags: backup, ops".into();
+        // The snippet as the index stores it.
+        r.snippet = serde_json::from_str(
+            r#"{"text": "How long snapshots are kept.", "model": "openai/small@127.0.0.1", "created_at": 0}"#,
+        )
+        .ok();
+        assert!(r.snippet.is_some());
+        let md = hover_markdown(&r, 4, Staleness::default());
+        let quote = "> Document: Backup policy > Backups > Retention  \n> Tags: backup, ops\n>\n> How long snapshots are kept.\n\n";
+        assert!(md.contains(quote), "{md}");
+    }
+
+    #[test]
     fn hover_does_not_repeat_a_title_that_is_the_first_heading() {
         let mut r = record("# Readline\n\nLines.\n", 1, 3);
         r.title = "Readline".into();
@@ -304,5 +369,11 @@ mod tests {
         assert!(hover_markdown(&r, 1, Staleness::default()).starts_with("**Readline**\n"));
         r.heading_path.push("Class: Interface".into());
         assert!(hover_markdown(&r, 1, Staleness::default()).starts_with("**Class: Interface** · Readline\n"));
+        // Nor one that is only the file's name, which the next line gives.
+        r.title = "backup.md".into();
+        let md = hover_markdown(&r, 1, Staleness::default());
+        assert!(md.starts_with("**Readline › Class: Interface**\n\n`ops/backup.md` lines"), "{md}");
+        r.heading_path.clear();
+        assert!(hover_markdown(&r, 1, Staleness::default()).starts_with("**backup.md**\n"));
     }
 }

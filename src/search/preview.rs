@@ -6,7 +6,7 @@
 //! analyzer, so `expire` marks a query for "expiring" and `entryPoints` a query for
 //! "entry point". Marks are byte ranges of the preview's text.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use tantivy::tokenizer::{TextAnalyzer, TokenStream};
 
@@ -15,17 +15,33 @@ use crate::index::ChunkRecord;
 use crate::providers::Embedder;
 use crate::{chunk, context};
 
-/// The most characters of one preview line; a longer line is cut around its first mark.
-pub const MAX_CHARS: usize = 160;
-/// Characters kept before the first mark when a long line is cut.
-const LEAD_CHARS: usize = 40;
+/// The most columns one preview line takes on a terminal (a Chinese, Japanese or Korean
+/// letter takes two); a longer line is cut around its first mark.
+pub const MAX_WIDTH: usize = 160;
+/// The fewest columns of a line shown for its meaning, when the chunk has such lines.
+const MEANING_WIDTH: usize = 24;
+/// Columns kept before the first mark when a long line is cut inside a sentence.
+const LEAD_WIDTH: usize = 40;
+/// The most columns between the start of a sentence and its first mark for a long line to
+/// be shown from the start of that sentence.
+const SENTENCE_LEAD_WIDTH: usize = 60;
+
+/// The columns `text` takes on a terminal: two for a wide letter (Chinese, Japanese,
+/// Korean, full-width forms), none for a combining mark, one for the others.
+pub fn width(text: &str) -> usize {
+    text.chars().map(char_width).sum()
+}
+
+fn char_width(c: char) -> usize {
+    unicode_width::UnicodeWidthChar::width(c).unwrap_or(0)
+}
 
 /// One line of a preview.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PreviewLine {
     /// 1-based line of the document.
     pub line: u32,
-    /// The line, trimmed, and cut to [`MAX_CHARS`] (an ellipsis says where).
+    /// The line, trimmed, and cut to [`MAX_WIDTH`] columns (an ellipsis says where).
     pub text: String,
     /// Byte ranges of `text` that match a query term, in order and apart.
     pub marks: Vec<(usize, usize)>,
@@ -54,11 +70,17 @@ pub struct Previewer<'a> {
     /// The language whose rules `terms` and `analyzer` follow: the last chunk's.
     language: analysis::Language,
     terms: HashSet<String>,
+    /// The terms were given ([`Previewer::of_terms`]) rather than read from the query, and
+    /// stay as they are whatever a chunk's language.
+    given: bool,
     analyzer: TextAnalyzer,
     query: &'a str,
     /// A fast embedder for lines no term matches, with the query's vector once computed.
     embedder: Option<&'a dyn Embedder>,
     query_vector: Option<Option<Vec<f32>>>,
+    /// The lines already shown, by file: chunks overlap, and a line shown under one hit is
+    /// not shown again under a later hit of the same file.
+    shown: HashMap<String, HashSet<u32>>,
 }
 
 /// A candidate line of a chunk.
@@ -68,6 +90,12 @@ struct Candidate<'t> {
     heading: bool,
     marks: Vec<(usize, usize)>,
     matched: HashSet<String>,
+    /// The terms matched, and the number of marks, outside addresses (link targets, URLs):
+    /// a term in a line's words says more than one in the address it links to.
+    in_words: HashSet<String>,
+    marks_in_words: usize,
+    /// Bytes of the line that are addresses.
+    address_bytes: usize,
 }
 
 impl<'a> Previewer<'a> {
@@ -77,21 +105,45 @@ impl<'a> Previewer<'a> {
         Previewer {
             language: analysis::Language::ENGLISH,
             terms: analysis::query_terms(query).into_iter().collect(),
+            given: false,
             analyzer: analysis::text_analyzer(),
             query,
             embedder,
             query_vector: None,
+            shown: HashMap::new(),
         }
     }
 
-    /// The preview of `chunk`: one or two lines, in document order. Empty only for a chunk
-    /// without a line of text.
+    /// A previewer that marks `terms`, analysed by `language`'s rules, and compares lines
+    /// that hold none by meaning with `text`: a passage's related chunks are previewed by
+    /// the passage's telling words and, when a chunk holds none, by the line closest to the
+    /// whole passage.
+    pub fn of_terms(
+        terms: HashSet<String>,
+        language: analysis::Language,
+        text: &'a str,
+        embedder: Option<&'a dyn Embedder>,
+    ) -> Previewer<'a> {
+        Previewer {
+            language,
+            terms,
+            given: true,
+            analyzer: analysis::analyzer_for(language),
+            ..Previewer::new(text, embedder)
+        }
+    }
+
+    /// The preview of `chunk`: one or two lines, in document order, none of them a line
+    /// that an earlier preview of the same file showed. Empty for a chunk without a line
+    /// of text, and for one whose every line was shown already.
     pub fn preview(&mut self, chunk: &ChunkRecord) -> Vec<PreviewLine> {
         // A chunk's words were indexed by its language's rules, so they are marked by them.
         let language = chunk.language();
         if language != self.language {
             self.language = language;
-            self.terms = analysis::query_terms_in(self.query, &[language]).into_iter().collect();
+            if !self.given {
+                self.terms = analysis::query_terms_in(self.query, &[language]).into_iter().collect();
+            }
             self.analyzer = analysis::analyzer_for(language);
         }
         let lines: Vec<&str> = chunk.text.lines().collect();
@@ -112,6 +164,9 @@ impl<'a> Previewer<'a> {
                     heading: text.starts_with('#') || setext[n],
                     marks: Vec::new(),
                     matched: HashSet::new(),
+                    in_words: HashSet::new(),
+                    marks_in_words: 0,
+                    address_bytes: 0,
                 })
             })
             .collect();
@@ -123,6 +178,12 @@ impl<'a> Previewer<'a> {
         if candidates.iter().any(|c| !c.heading) {
             candidates.retain(|c| !c.heading);
         }
+        // Chunks overlap: a line that a better hit of the file shows is not shown twice.
+        let shown = self.shown.entry(chunk.path.clone()).or_default();
+        candidates.retain(|c| !shown.contains(&c.line));
+        if candidates.is_empty() {
+            return Vec::new();
+        }
         if !self.terms.is_empty() {
             for c in &mut candidates {
                 self.mark(c);
@@ -133,25 +194,39 @@ impl<'a> Previewer<'a> {
             chosen = vec![self.by_meaning(&candidates).unwrap_or(0)];
         }
         chosen.sort_unstable();
-        chosen.into_iter().map(|i| cut(&candidates[i])).collect()
+        let lines: Vec<PreviewLine> = chosen.into_iter().map(|i| cut(&candidates[i])).collect();
+        self.shown.entry(chunk.path.clone()).or_default().extend(lines.iter().map(|l| l.line));
+        lines
     }
 
     /// Marks the query terms in a line.
     fn mark(&mut self, c: &mut Candidate) {
+        let addresses = merged(addresses(c.text));
+        c.address_bytes = addresses.iter().map(|(start, end)| end - start).sum();
         let mut stream = self.analyzer.token_stream(c.text);
         while let Some(token) = stream.next() {
             if self.terms.contains(&token.text) {
+                let (from, to) = (token.offset_from, token.offset_to);
+                if !addresses.iter().any(|&(start, end)| start <= from && to <= end) {
+                    c.in_words.insert(token.text.clone());
+                    c.marks_in_words += 1;
+                }
                 c.matched.insert(token.text.clone());
-                c.marks.push((token.offset_from, token.offset_to));
+                c.marks.push((from, to));
             }
         }
         c.marks = merged(std::mem::take(&mut c.marks));
     }
 
-    /// The lines that hold query terms: the one with the most distinct terms (then the most
-    /// marks, then the earlier), and a second when it adds terms the first lacks.
+    /// The lines that hold query terms: the one with the most distinct terms in its words
+    /// (then in all, then the most marks in its words, then the fewest bytes of addresses,
+    /// then the most marks, then the earlier), and a second when it adds terms of more than
+    /// one letter that the first lacks.
     fn by_terms(&self, candidates: &[Candidate]) -> Vec<usize> {
-        let rank = |c: &Candidate| (c.matched.len(), c.marks.len());
+        let rank = |c: &Candidate| {
+            let words = (c.in_words.len(), c.matched.len(), c.marks_in_words);
+            (words, std::cmp::Reverse(c.address_bytes), c.marks.len())
+        };
         let Some(best) = candidates
             .iter()
             .enumerate()
@@ -162,8 +237,9 @@ impl<'a> Previewer<'a> {
             return Vec::new();
         };
         let mut chosen = vec![best];
+        // A letter alone (the `I` of "how do I", met in `i.e.`) is not worth a line.
         let covered = &candidates[best].matched;
-        let extra = |c: &Candidate| c.matched.difference(covered).count();
+        let extra = |c: &Candidate| c.matched.difference(covered).filter(|t| t.chars().count() > 1).count();
         if let Some((second, _)) = candidates
             .iter()
             .enumerate()
@@ -186,18 +262,48 @@ impl<'a> Previewer<'a> {
                 embedder.embed_query(&query).ok().filter(|v| v.iter().any(|x| *x != 0.0))
             })
             .as_ref()?;
+        // A scrap of a line (the last word of a wrapped sentence) may sit closest to the
+        // query by chance and says nothing: lines of some length are compared when there
+        // are any.
+        let long = |c: &Candidate| width(c.text) >= MEANING_WIDTH;
+        let any_long = candidates.iter().any(long);
         let texts: Vec<String> =
             candidates.iter().map(|c| analysis::embedded_text(c.text.to_string())).collect();
         let vectors = embedder.embed(&texts.iter().map(String::as_str).collect::<Vec<_>>()).ok()?;
         vectors
             .iter()
             .enumerate()
-            .filter(|(_, v)| v.len() == query.len())
+            .filter(|(i, v)| v.len() == query.len() && (!any_long || long(&candidates[*i])))
             .map(|(i, v)| (i, v.iter().zip(query).map(|(a, b)| a * b).sum::<f32>()))
             .filter(|(_, similarity)| *similarity > 0.0)
             .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
             .map(|(i, _)| i)
     }
+}
+
+/// The byte ranges of `line` that are addresses rather than words: link targets
+/// (`[text](target)`, `[label]: target`) and URLs (`https://…`, up to a blank or a closing
+/// bracket or quote).
+fn addresses(line: &str) -> Vec<(usize, usize)> {
+    let end_of = |from: usize, stops: &[char]| {
+        line[from..].find(|c: char| c.is_whitespace() || stops.contains(&c)).map_or(line.len(), |i| from + i)
+    };
+    let mut spans = Vec::new();
+    for (at, _) in line.match_indices("](") {
+        spans.push((at + 2, end_of(at + 2, &[')'])));
+    }
+    if line.starts_with('[')
+        && let Some(at) = line.find("]:")
+    {
+        let start = at + 2 + (line[at + 2..].len() - line[at + 2..].trim_start().len());
+        spans.push((start, end_of(start, &[])));
+    }
+    for (at, _) in line.match_indices("://") {
+        let scheme = line[..at].char_indices().rev().find(|(_, c)| !c.is_ascii_alphanumeric());
+        let start = scheme.map_or(0, |(i, c)| i + c.len_utf8());
+        spans.push((start, end_of(at, &[')', '>', ']', '"', '\''])));
+    }
+    spans
 }
 
 /// Overlapping or touching ranges merged, in order.
@@ -213,31 +319,47 @@ fn merged(mut ranges: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
     out
 }
 
-/// The line as a preview: whole when short, else [`MAX_CHARS`] characters from the start
-/// of the sentence with the most marks (or from a little before its first mark, when that
+/// The line as a preview: whole when short, else [`MAX_WIDTH`] columns from the start of
+/// the sentence with the most marks (or from a little before its first mark, when that
 /// sentence is long), with an ellipsis at each cut end.
 ///
 /// A paragraph of Chinese or Japanese is often a single line of several sentences: the one
-/// shown is the one that holds the query's words.
+/// shown is the one that holds the query's words. Its letters take two columns each, so
+/// it is cut after half as many letters as a line in a Latin script.
 fn cut(c: &Candidate) -> PreviewLine {
     let text = c.text;
-    if text.chars().count() <= MAX_CHARS {
+    if width(text) <= MAX_WIDTH {
         return PreviewLine { line: c.line, text: text.to_string(), marks: c.marks.clone() };
     }
     let (sentence, first_mark) = best_sentence(text, &c.marks);
     let mut start = sentence;
-    if text[sentence..first_mark].chars().count() > LEAD_CHARS {
-        // Start LEAD_CHARS characters before the mark, at the start of a word.
-        start = text[..first_mark].char_indices().rev().nth(LEAD_CHARS).map_or(0, |(i, _)| i);
+    if width(&text[sentence..first_mark]) > SENTENCE_LEAD_WIDTH {
+        // Start LEAD_WIDTH columns before the mark, at the start of a word.
+        let mut lead = 0;
+        start = first_mark;
+        for (i, ch) in text[..first_mark].char_indices().rev() {
+            lead += char_width(ch);
+            if lead > LEAD_WIDTH {
+                break;
+            }
+            start = i;
+        }
         // A blank can be wider than a byte (a no-break space, an ideographic space).
-        if start > 0
-            && let Some((at, blank)) = text[start..first_mark].char_indices().find(|(_, c)| c.is_whitespace())
-        {
+        if let Some((at, blank)) = text[start..first_mark].char_indices().find(|(_, c)| c.is_whitespace()) {
             start += at + blank.len_utf8();
         }
     }
-    let budget = MAX_CHARS - usize::from(start > 0) - 1;
-    let end = text[start..].char_indices().nth(budget).map_or(text.len(), |(i, _)| start + i);
+    // Room for the text between the ellipses, each one column wide.
+    let budget = MAX_WIDTH - usize::from(start > 0) - 1;
+    let mut end = text.len();
+    let mut used = 0;
+    for (i, ch) in text[start..].char_indices() {
+        used += char_width(ch);
+        if used > budget {
+            end = start + i;
+            break;
+        }
+    }
     let lead = if start > 0 { "…" } else { "" };
     let tail = if end < text.len() { "…" } else { "" };
     let shift = lead.len();
@@ -398,6 +520,45 @@ mod tests {
         let body = "backup restore\nbackup again\nrestore again";
         let lines = Previewer::new("backup restore", None).preview(&chunk(body, 1));
         assert_eq!(lines.iter().map(|l| l.line).collect::<Vec<_>>(), [1]);
+        // Nor for a letter alone.
+        let body = "Redirects the request to https.\nThe last hop (i.e. the proxy) must be trusted.";
+        let lines = Previewer::new("how do I redirect to https", None).preview(&chunk(body, 1));
+        assert_eq!(lines.iter().map(|l| l.line).collect::<Vec<_>>(), [1]);
+    }
+
+    #[test]
+    fn a_line_whose_words_hold_the_term_beats_one_whose_link_does() {
+        let body = "[ch04-01-what-is-ownership.md](https://github.com/rust-lang/book/blob/main/src/ch04-01-what-is-ownership.md)\n\n**所有权**（*ownership*）是 Rust 用于如何管理内存的一组规则。\n\n[ownership]: ch04-00-understanding-ownership.html\n";
+        let lines = Previewer::new("how does ownership work", None).preview(&chunk(body, 1));
+        assert_eq!(lines.iter().map(|l| l.line).collect::<Vec<_>>(), [3], "{lines:?}");
+        assert_eq!(
+            addresses("See [the guide](../guide.md#setup) or <https://example.com/a_b>."),
+            [(16, 33), (39, 62)]
+        );
+        assert_eq!(addresses("[ownership]: ch04.html#rules"), [(13, 28)]);
+        assert_eq!(addresses("voir«https://a.fr»"), [(6, 20)]);
+    }
+
+    #[test]
+    fn a_line_shown_under_one_hit_is_not_shown_again_under_a_later_one_of_its_file() {
+        // Two chunks that overlap on line 3, which holds the query's words.
+        let first = chunk("Mutable by choice.\nAnother line.\nVariables are immutable by default.\n", 1);
+        let second = chunk(
+            "Variables are immutable by default.\nShadowing differs from mut.\nA variable shadowed.\n",
+            3,
+        );
+        let mut previewer = Previewer::new("immutable variables", None);
+        assert_eq!(previewer.preview(&first).iter().map(|l| l.line).collect::<Vec<_>>(), [3]);
+        let lines = previewer.preview(&second);
+        assert_eq!(
+            lines.iter().map(|l| (l.line, marked(l))).collect::<Vec<_>>(),
+            [(5, "A [variable] shadowed.".to_string())]
+        );
+        // Another file's line 3 is its own.
+        let other = ChunkRecord::sample("b.md", "Variables are immutable by default.\n", 3);
+        assert_eq!(previewer.preview(&other)[0].line, 3);
+        // A chunk whose every line was shown has nothing left to show.
+        assert!(previewer.preview(&chunk("Variables are immutable by default.\n", 3)).is_empty());
     }
 
     #[test]
@@ -457,13 +618,22 @@ mod tests {
     }
 
     #[test]
+    fn a_scrap_of_a_line_is_not_shown_for_its_meaning() {
+        // The second line is the end of the first one's sentence, and shares more letters
+        // with the query.
+        let body = "完全无关的一行，讲的是别的事情。先验\n验体。\n";
+        let lines = Previewer::new("体验", Some(&Letters)).preview(&chunk(body, 1));
+        assert_eq!(lines[0].line, 1, "{lines:?}");
+    }
+
+    #[test]
     fn long_lines_are_cut_around_the_first_mark() {
         let line = format!("{} the needle is here {}", "word ".repeat(100), "tail ".repeat(100));
         let lines = Previewer::new("needle", None).preview(&chunk(&line, 1));
         let shown = marked(&lines[0]);
         assert!(shown.starts_with('…') && shown.ends_with('…'), "{shown}");
         assert!(shown.contains("[needle]"), "{shown}");
-        assert!(lines[0].text.chars().count() <= MAX_CHARS, "{}", lines[0].text.chars().count());
+        assert!(width(&lines[0].text) <= MAX_WIDTH, "{}", width(&lines[0].text));
     }
 
     #[test]
@@ -477,7 +647,11 @@ mod tests {
         let shown = marked(&lines[0]);
         assert!(shown.starts_with("…所有权是 Rust"), "{shown}");
         assert!(shown.contains("无需[垃圾回收]即可"), "{shown}");
-        assert!(lines[0].text.chars().count() <= MAX_CHARS);
+        // Each letter takes two columns of a terminal: a line of them is cut after half as
+        // many letters as a line of Latin ones, and fills its columns.
+        let columns = width(&lines[0].text);
+        assert!((MAX_WIDTH - 2..=MAX_WIDTH).contains(&columns), "{columns} columns: {shown}");
+        assert!(shown.ends_with('…'), "{shown}");
         // Two words of a query, apart in the sentence, are both marked.
         let lines = Previewer::new("内存安全 所有权", None).preview(&chunk(&line, 1));
         let shown = marked(&lines[0]);
@@ -500,6 +674,14 @@ mod tests {
             let shown = marked(&lines[0]);
             assert!(shown.contains("[needle]"), "{blank:?}: {shown}");
         }
+    }
+
+    #[test]
+    fn widths_count_terminal_columns() {
+        assert_eq!(width("abc"), 3);
+        assert_eq!(width("变量"), 4);
+        assert_eq!(width("ｶﾞ"), 2);
+        assert_eq!(width("e\u{301}"), 1);
     }
 
     #[test]

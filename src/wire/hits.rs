@@ -30,6 +30,8 @@ pub struct ChunkJson {
     pub embed_hash: u64,
     /// The front matter fields of its document, each with its values.
     pub metadata: BTreeMap<String, Vec<String>>,
+    /// The code of the language whose rules analysed its words (`en`, `de`).
+    pub language: &'static str,
 }
 
 /// An LLM-written snippet: its text, the model that wrote it and when (Unix seconds).
@@ -115,6 +117,7 @@ impl From<&ChunkRecord> for ChunkJson {
             content_hash: c.content_hash,
             embed_hash: c.embed_hash,
             metadata: c.metadata.clone(),
+            language: c.language().code(),
         }
     }
 }

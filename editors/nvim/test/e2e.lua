@@ -144,10 +144,14 @@ local function test_search()
   check("first hit is ops/backup.md", first.path == "ops/backup.md", first.path)
   check("first hit is Backups › Retention", table.concat(first.heading_path, " › ") == "Backups › Retention",
     table.concat(first.heading_path, " › "))
+  local wide = require("situate.commands").format_hit(first, 200)
+  check("item shows title, heading path, preview and score",
+    wide:find("^Backup policy › Backups › Retention — Snapshots are kept for thirty days%..* %(%d%.%d%d%d%)$") ~= nil, wide)
   local line = selections[1].opts.format_item(first)
   record("# first item: " .. line)
-  check("item shows title, heading path, preview and score",
-    line:find("^Backup policy › Backups › Retention — Snapshots are kept for thirty days%..* %(%d%.%d%d%d%)$") ~= nil, line)
+  check("item fits the screen", vim.fn.strdisplaywidth(line) <= vim.o.columns - 6
+    and line:find("^Backup policy › .*Retention — Snapshots are kept.*… %(%d%.%d%d%d%)$") ~= nil,
+    vim.o.columns .. " columns: " .. line)
   wait_for("hit opened", 5000, function()
     return ends_with(vim.api.nvim_buf_get_name(0), "/ops/backup.md")
   end)
@@ -210,6 +214,11 @@ local function test_quickfix()
   -- No line holds the words: the entry is at the line closest in meaning, in the chunk.
   check("quickfix first entry", ends_with(vim.api.nvim_buf_get_name(first.bufnr), "/ops/backup.md") and first.lnum == 12,
     vim.api.nvim_buf_get_name(first.bufnr) .. ":" .. first.lnum)
+  -- The window shows "file|line col n| text" on one line, unwrapped.
+  local shown = string.format("%s|%d col %d| %s", vim.fn.fnamemodify(vim.api.nvim_buf_get_name(first.bufnr), ":~:."),
+    first.lnum, first.col, first.text)
+  check("quickfix entries fit the screen", vim.fn.strdisplaywidth(shown) < vim.o.columns
+    and first.text:find("Retention — ", 1, true) ~= nil, shown)
   vim.cmd("cclose")
 end
 
@@ -275,6 +284,26 @@ local function test_status_and_health()
   check("health sees the client", report:find("running for", 1, true) ~= nil, report)
   check("health shows the index", report:find(": ready", 1, true) ~= nil and report:find("4 files", 1, true) ~= nil, report)
   check("health has no errors", report:find("ERROR", 1, true) == nil, report)
+end
+
+-- format_hit on made-up hits: never wider than it may be, the score and last heading kept.
+local function test_format_hit()
+  local format = require("situate.commands").format_hit
+  local function hit(title, headings, preview)
+    return { title = title, heading_path = headings, preview = preview, score = 0.25, path = "a.md" }
+  end
+  local chinese = format(hit("ch03-01.md", { "变量和可变性" }, string.rep("变量默认是不可变的。", 30)), 60)
+  check("a Chinese preview is cut to the columns",
+    vim.fn.strdisplaywidth(chinese) <= 60 and chinese:find("^ch03%-01%.md › 变量和可变性 — 变量默认.*… %(0%.250%)$") ~= nil,
+    vim.fn.strdisplaywidth(chinese) .. ": " .. chinese)
+  local deep = format(hit("Traefik & Kubernetes with Gateway API",
+    { "Routing Configuration", "HTTPRoute", "Rule Matching and Filters", "Request Header Modifier" },
+    "The request header modifier filter adds, sets or removes headers of the request."), 74)
+  check("a long heading path keeps its last heading",
+    vim.fn.strdisplaywidth(deep) <= 74 and deep:find("^… › Request Header Modifier — The request header .*… %(0%.250%)$") ~= nil,
+    deep)
+  local empty = format(hit("Backup policy", { "Backups", "Retention" }, ""), 74)
+  check("a hit without a preview shows its place and score", empty == "Backup policy › Backups › Retention (0.250)", empty)
 end
 
 -- describe_folder on made-up answers: the languages line, only once another than English has chunks.
@@ -565,6 +594,7 @@ local function main()
   test_settings_saved(require("situate.compat").clients()[1])
   test_describe_languages()
   test_describe_snippets()
+  test_format_hit()
   test_snippets(chunks)
 
   -- Deprecation notices of newer Neovim versions come as warnings too.

@@ -100,7 +100,7 @@ export function hitDetail(hit: Pick<Hit, "preview">): string {
   return escapeIcons(cut);
 }
 
-/** Scores are small fused numbers (RRF); three significant decimals tell them apart. */
+/** Scores are fused from each arm's normalised score; three decimals tell them apart. */
 export function formatScore(score: number): string {
   return score.toFixed(3);
 }

@@ -43,8 +43,59 @@ local function execute(client, command, argument, on_result)
   end, vim.api.nvim_get_current_buf())
 end
 
---- One line per hit: "title › heading path — preview (score)".
-function M.format_hit(hit)
+--- `text` cut to at most `columns` screen columns (a Chinese, Japanese or Korean letter
+--- takes two), with "…" at its end when it was cut.
+function M.fit(text, columns)
+  if vim.fn.strdisplaywidth(text) <= columns then
+    return text
+  end
+  local room = columns - vim.fn.strdisplaywidth("…")
+  local kept, used = {}, 0
+  for char in text:gmatch("[%z\1-\127\194-\244][\128-\191]*") do
+    local w = vim.fn.strdisplaywidth(char)
+    if used + w > room then
+      break
+    end
+    table.insert(kept, char)
+    used = used + w
+  end
+  return vim.trim(table.concat(kept)) .. "…"
+end
+
+-- The columns an item of vim.ui.select may take: Neovim's own list puts "10: " before it.
+local function item_columns()
+  return vim.o.columns - 6
+end
+
+-- "title › heading › heading" in at most `columns` screen columns: the middle headings give
+-- way first ("title › … › heading"), then the title is cut, or left out when little of it
+-- would be left ("… › heading"), then the last heading.
+local function shortened(parts, columns)
+  local place = table.concat(parts, " › ")
+  local joint = " › "
+  while vim.fn.strdisplaywidth(place) > columns and #parts > 2 do
+    table.remove(parts, 2)
+    joint = " › … › "
+    place = parts[1] .. joint .. table.concat(parts, " › ", 2)
+  end
+  if vim.fn.strdisplaywidth(place) <= columns or #parts < 2 then
+    return M.fit(place, columns)
+  end
+  local tail = joint .. parts[#parts]
+  local title_columns = columns - vim.fn.strdisplaywidth(tail)
+  if title_columns < 8 then
+    return M.fit("… › " .. parts[#parts], columns)
+  end
+  return M.fit(parts[1], title_columns) .. tail
+end
+
+--- One line per hit: "title › heading path — preview (score)", at most `columns` screen
+--- columns wide (by default, as wide as the screen's list of choices), so that it never
+--- wraps: a long heading path loses its middle headings, and the preview is cut. A hit whose
+--- preview is empty (its lines were shown under a better hit) reads "title › heading path
+--- (score)".
+function M.format_hit(hit, columns)
+  columns = columns or item_columns()
   local parts = {}
   local title = (hit.title and hit.title ~= "") and hit.title or hit.path
   table.insert(parts, title)
@@ -54,8 +105,20 @@ function M.format_hit(hit)
       table.insert(parts, heading)
     end
   end
-  local preview = (hit.preview or ""):gsub("%s+", " ")
-  return string.format("%s — %s (%.3f)", table.concat(parts, " › "), preview, hit.score or 0)
+  local score = string.format(" (%.3f)", hit.score or 0)
+  local preview = vim.trim(((hit.preview or ""):gsub("%s+", " ")))
+  local room = columns - vim.fn.strdisplaywidth(score)
+  -- The place leaves the preview at least half the line.
+  local place_room = room
+  if preview ~= "" then
+    place_room = math.max(math.floor(room / 2), room - vim.fn.strdisplaywidth(" — " .. preview))
+  end
+  local place = shortened(parts, place_room)
+  if preview == "" then
+    return place .. score
+  end
+  preview = M.fit(preview, room - vim.fn.strdisplaywidth(place .. " — "))
+  return place .. " — " .. preview .. score
 end
 
 -- Where the words that matched the query are highlighted in an opened hit.
@@ -122,7 +185,10 @@ local function quickfix_item(client, hit)
     local line = vim.fn.readfile(filename, "", lnum)[lnum] or ""
     col = (line:find(terms[1], 1, true) or 1) - 1
   end
-  return { filename = filename, lnum = lnum, col = col + 1, text = M.format_hit(hit) }
+  -- The quickfix window shows "file|line col n| " before the text.
+  local shown = string.format("%s|%d col %d| ", vim.fn.fnamemodify(filename, ":~:."), lnum, col + 1)
+  local columns = vim.o.columns - vim.fn.strdisplaywidth(shown) - 1
+  return { filename = filename, lnum = lnum, col = col + 1, text = M.format_hit(hit, columns) }
 end
 
 -- Shows an answer of situate.search or situate.similar.
