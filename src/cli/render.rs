@@ -106,7 +106,7 @@ pub fn snippet_run(out: &mut impl Write, run: &SnippetRun) -> Result<()> {
         )?,
         RunEnd::Failing { error } => writeln!(
             out,
-            "snippets: stopped, the model keeps failing: {error}; {} chunks keep their header \
+            "snippets: stopped on the model's errors: {error}; {} chunks keep their header \
              context and wait for the next run",
             run.waiting
         )?,
@@ -399,4 +399,24 @@ pub fn write_run_file(path: &std::path::Path, report: &EvalReport) -> std::io::R
 fn capitalised(name: &str) -> String {
     let mut chars = name.chars();
     chars.next().map(|first| first.to_uppercase().chain(chars).collect()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_stopped_by_one_refusal_is_not_said_to_keep_failing() {
+        let run = SnippetRun {
+            totals: Default::default(),
+            end: RunEnd::Failing { error: "the server refused the API key in OPENAI_API_KEY".into() },
+            indexed: 0,
+            waiting: 12,
+        };
+        let mut out = Vec::new();
+        snippet_run(&mut out, &run).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.contains("stopped on the model's errors: the server refused the API key"), "{out}");
+        assert!(!out.contains("keeps failing"), "{out}");
+    }
 }

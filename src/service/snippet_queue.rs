@@ -134,7 +134,7 @@ impl SnippetQueue {
                 self.stops += 1;
                 self.retry_at = Some(now + wait);
                 self.reason = Some(format!(
-                    "snippets stopped: the model keeps failing ({error}); {waiting} chunks keep their \
+                    "snippets stopped on the model's errors ({error}); {waiting} chunks keep their \
                      header context and are tried again in {} min",
                     wait.as_secs().div_ceil(60)
                 ));
