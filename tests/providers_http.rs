@@ -213,6 +213,21 @@ fn malformed_json_is_an_error_naming_the_endpoint() {
 }
 
 #[test]
+fn an_answer_cut_short_is_retried_and_said_to_be_cut_short_not_unreachable() {
+    let server = TestServer::start();
+    let e = embedder(&server, 64, quick(3));
+    server.queue([Fault::CutShort]);
+    assert_eq!(e.embed(&["hello"]).unwrap().len(), 1, "the retry is answered");
+    assert_eq!(server.requests().len(), 2);
+
+    server.always(Some(Fault::CutShort));
+    let err = provider_error(e.embed(&["hello"]).unwrap_err());
+    assert!(matches!(err.kind, ErrorKind::CutShort(_)), "{err:?}");
+    assert!(err.to_string().contains("the answer was cut short"), "{err}");
+    assert!(!err.to_string().contains("cannot reach the server"), "{err}");
+}
+
+#[test]
 fn vectors_of_the_wrong_length_are_refused() {
     let server = TestServer::start();
     let e = embedder(&server, 64, quick(3));

@@ -73,6 +73,10 @@ pub enum ErrorKind {
     /// No connection could be made, or it broke before an answer came.
     #[error("cannot reach the server: {0}")]
     Unreachable(String),
+    /// The server answered, but the answer's body broke off before its end (a proxy or
+    /// server that dropped the connection mid-answer).
+    #[error("the answer was cut short: {0}")]
+    CutShort(String),
     /// No complete answer within the request timeout.
     #[error("no answer within {} s", .0.as_secs_f32())]
     Timeout(Duration),
@@ -169,7 +173,8 @@ impl RetryPolicy {
             ErrorKind::RateLimited { retry_after: None }
             | ErrorKind::Server { .. }
             | ErrorKind::Timeout(_)
-            | ErrorKind::Unreachable(_) => Some(backoff()),
+            | ErrorKind::Unreachable(_)
+            | ErrorKind::CutShort(_) => Some(backoff()),
             ErrorKind::Client { .. }
             | ErrorKind::Malformed(_)
             | ErrorKind::WrongDimensions { .. }
@@ -431,7 +436,10 @@ impl Request {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, SystemTime::now()));
-        let body = response.bytes().await.map_err(|e| self.transport_error(&e))?;
+        let body = response.bytes().await.map_err(|e| match self.transport_error(&e) {
+            ErrorKind::Unreachable(why) => ErrorKind::CutShort(why),
+            other => other,
+        })?;
         if status.is_success() {
             return Ok(body.to_vec());
         }

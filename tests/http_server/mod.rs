@@ -1,7 +1,7 @@
 //! A small HTTP/1.1 server on 127.0.0.1 for provider tests. It speaks OpenAI's embeddings
 //! and chat completions and Anthropic's messages, records every request, and plays faults
-//! on demand: 429 with Retry-After, 5xx, a stalled answer, malformed JSON, vectors of the
-//! wrong length, a 401 that quotes the key it was sent.
+//! on demand: 429 with Retry-After, 5xx, a stalled answer, malformed JSON, an answer cut
+//! short, vectors of the wrong length, a 401 that quotes the key it was sent.
 #![allow(dead_code)]
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -29,6 +29,8 @@ pub enum Fault {
     Malformed,
     /// Embeddings one element short.
     WrongDimensions,
+    /// 200 whose body stops halfway through its `Content-Length`, the connection closed.
+    CutShort,
 }
 
 /// One request as the server saw it.
@@ -200,6 +202,12 @@ fn serve(stream: TcpStream, state: &Mutex<State>, embedder: &StaticEmbedder) {
         }
         Some(Fault::Stall(how_long)) => thread::sleep(how_long),
         Some(Fault::Malformed) => respond(&mut stream, 200, &[], r#"{"data": [{"index": 0, "embedd"#),
+        Some(Fault::CutShort) => {
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 400\r\nConnection: close\r\n\r\n";
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(br#"{"data": [{"index": 0, "embedding": [0.1, "#);
+            let _ = stream.flush();
+        }
         Some(Fault::WrongDimensions) => {
             let answer = embeddings(&body, embedder, 1);
             respond(&mut stream, 200, &[], &answer.to_string())
