@@ -680,6 +680,9 @@ fn show_says_why_a_file_or_line_has_nothing_to_show() {
     assert!(err.contains("`empty.md` holds no text to index"), "{err}");
     let (out, _) = cli.ok(&["show", "./ops/backup.md:12"]);
     assert!(out.contains("Snapshots are kept for thirty days."), "{out}");
+    std::fs::create_dir_all(cli.fixture.root().join("drafts")).unwrap();
+    let (_, err) = cli.fails(&["show", "drafts"]);
+    assert!(err.contains("`drafts` is a folder that holds no indexed file"), "{err}");
 }
 
 #[test]

@@ -20,6 +20,8 @@ pub enum LookupError {
     },
     #[error("`{path}` is a folder: name a file in it, e.g. `{inside}`")]
     Folder { path: String, inside: String },
+    #[error("`{path}` is a folder that holds no indexed file: name a file")]
+    EmptyFolder { path: String },
     #[error("`{path}` was skipped when the workspace was indexed: {reason}")]
     Skipped { path: String, reason: String },
     #[error(
@@ -79,6 +81,9 @@ impl View {
         }
         if let Some(skipped) = self.snapshot.manifest().skipped.iter().find(|s| s.path == rel) {
             return Err(LookupError::Skipped { path: rel, reason: skipped.reason.to_string() });
+        }
+        if self.setup.root.join(&rel).is_dir() {
+            return Err(LookupError::EmptyFolder { path: rel });
         }
         match self.freshness(&rel) {
             Freshness::Unindexed => Err(LookupError::NotSelected { path: rel }),
