@@ -625,6 +625,11 @@ fn completions_and_man_pages_come_from_the_command_line_definition() {
     assert_eq!(written.lines().count(), 10, "{written}");
     let search = std::fs::read_to_string(out.join("situate-search.1")).unwrap();
     assert!(search.contains(".TH situate-search 1") && search.contains("\\-\\-expand"), "{search}");
+    // Every page the main page names is one of those written.
+    for named in page.split("situate\\-").skip(1).filter_map(|rest| rest.split_once("(1)")) {
+        let file = format!("situate-{}.1", named.0);
+        assert!(out.join(&file).exists(), "situate(1) names {file}, which was not written");
+    }
 }
 
 #[test]

@@ -566,6 +566,28 @@ fn bad_files_are_skipped_with_reasons_and_the_rest_is_indexed() {
 }
 
 #[test]
+fn a_lower_size_limit_takes_out_the_files_it_now_leaves_out() {
+    let f = Fixture::standard();
+    f.write("huge.md", format!("# Huge\n\n{}\n", "lighthouse keepers ".repeat(100)));
+    // Older than the commit, so that its size and time prove it unchanged on the next run.
+    common::age(&f.root().join("huge.md"));
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    assert_eq!(engine.search(&request("lighthouse", SearchMode::Bm25)).unwrap()[0].chunk.path, "huge.md");
+    drop(engine);
+    let mut config = f.config();
+    config.walk.max_file_bytes = 1024;
+    let mut engine = f.engine_with(config, Counting::new());
+    let report = reconcile(&mut engine);
+    assert_eq!(report.files_removed, 1);
+    let reasons: Vec<String> = report.skipped.iter().map(|s| format!("{}: {}", s.path, s.reason)).collect();
+    assert!(reasons.len() == 1 && reasons[0].starts_with("huge.md: too large"), "{reasons:?}");
+    let hits = engine.search(&request("lighthouse", SearchMode::Bm25)).unwrap();
+    assert!(hits.iter().all(|h| h.chunk.path != "huge.md"), "{:?}", top_paths(&hits));
+    assert_eq!(engine.status().skipped.len(), 1);
+}
+
+#[test]
 fn a_file_that_turns_binary_loses_its_chunks() {
     let f = Fixture::standard();
     let mut engine = f.engine(Counting::new());

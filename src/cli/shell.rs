@@ -40,7 +40,8 @@ pub(super) fn completions(shell: Shell, out: &mut impl Write) -> Result<()> {
 /// the exit status. With `dir`, writes it there as `situate.1` instead, beside one page per
 /// command (`situate-search.1`, …), and names the files on `out`.
 pub(super) fn man(dir: Option<&Path>, out: &mut impl Write) -> Result<()> {
-    let command = Cli::command();
+    // `situate help` has no page of its own: a man page is the help.
+    let command = Cli::command().disable_help_subcommand(true);
     let Some(dir) = dir else {
         return render(&command, true, out);
     };

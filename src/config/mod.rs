@@ -85,6 +85,8 @@ pub struct ConfigProblem {
 pub enum Effect {
     /// The key's default.
     DefaultUsed,
+    /// Nothing: the key means nothing here (unknown, or read only by another provider).
+    Ignored,
     /// The value without its bad part (a glob that does not parse, in a list of globs).
     PartLeftOut,
     /// Nothing of the file: it could not be read (missing, a folder, no permission).
@@ -98,6 +100,7 @@ impl Effect {
     pub fn note(self) -> &'static str {
         match self {
             Effect::DefaultUsed => "using the default",
+            Effect::Ignored => "ignored",
             Effect::PartLeftOut => "left out; the rest of the value applies",
             Effect::Unreadable | Effect::Unparsable => "none of its settings are used",
         }
@@ -113,6 +116,11 @@ impl ConfigProblem {
     /// A problem with the value of `key`, whose default was used.
     pub fn key(key: &str, message: impl Into<String>) -> ConfigProblem {
         ConfigProblem { key: key.to_string(), message: message.into(), effect: Effect::DefaultUsed }
+    }
+
+    /// A key that is read by nothing (unknown, or meant for another provider).
+    pub fn ignored(key: &str, message: impl Into<String>) -> ConfigProblem {
+        ConfigProblem { key: key.to_string(), message: message.into(), effect: Effect::Ignored }
     }
 }
 
@@ -311,7 +319,7 @@ impl Config {
         let raw: Result<RawConfig, _> = serde_ignored::deserialize(de, |path| unknown.push(key_of(&path)));
         let mut v = Validator { problems: Vec::new() };
         for key in unknown {
-            v.problem(&key, "unknown key (ignored)");
+            v.problems.push(ConfigProblem::ignored(&key, "unknown key"));
         }
         let raw = match raw {
             Ok(raw) => raw,
@@ -437,6 +445,17 @@ mod tests {
         assert_eq!(loaded.config.search.limit, 5);
         let shown = loaded.problems.iter().find(|p| p.key == "search.mode").unwrap().to_string();
         assert!(shown.contains("search.mode") && shown.contains("fuzzy"), "{shown}");
+    }
+
+    #[test]
+    fn keys_left_unused_are_said_to_be_ignored_not_replaced_by_a_default() {
+        let loaded = Config::from_toml("colour = 1\n[embedding]\nprovider = \"static\"\nbatch_size = 8\n");
+        assert_eq!(keys(&loaded), ["colour", "embedding.batch_size"]);
+        for problem in &loaded.problems {
+            let shown = format!("{problem} ({})", problem.effect.note());
+            assert_eq!(shown.matches("ignored").count(), 1, "{shown}");
+            assert!(!shown.contains("default"), "{shown}");
+        }
     }
 
     #[test]

@@ -272,17 +272,18 @@ fn validate_embedding(mut raw: RawEmbedding, v: &mut Validator) -> EmbeddingConf
                 ("embedding.max_tokens", max_tokens.is_some()),
             ] {
                 if set {
-                    v.problem(key, "only used by providers `e5` and `transformer` (ignored)");
+                    v.problems
+                        .push(ConfigProblem::ignored(key, "only used by providers `e5` and `transformer`"));
                 }
             }
             EmbeddingConfig::Static { model_path }
         }
         "e5" => {
             if batch_size.is_some() {
-                v.problem(
+                v.problems.push(ConfigProblem::ignored(
                     "embedding.batch_size",
-                    "only used by providers `transformer` and `openai` (ignored)",
-                );
+                    "only used by providers `transformer` and `openai`",
+                ));
             }
             let max_tokens = max_tokens.map(|n| {
                 let clamped = n.clamp(E5_MIN_TOKENS, E5_MAX_TOKENS);

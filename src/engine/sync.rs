@@ -150,7 +150,17 @@ impl Engine {
         progress(Progress::Scanned { files: walked.files.len() });
         let mut skipped = walked.skipped;
 
-        let (gone, to_read) = self.index.manifest().changes_since(&walked.files);
+        let (gone, mut to_read) = self.index.manifest().changes_since(&walked.files);
+        // A file the index holds that the size limit now leaves out is read again, to be
+        // skipped: its size and time alone would keep its chunks.
+        let limit = self.setup.config.walk.max_file_bytes;
+        let manifest = self.index.manifest();
+        to_read.extend(
+            walked
+                .files
+                .iter()
+                .filter(|f| f.size > limit && manifest.is_unchanged(&f.rel_path, f.size, f.mtime_ns)),
+        );
         let mut changes: Vec<FileChange> = gone.into_iter().map(|path| FileChange::Remove { path }).collect();
         report.files_unchanged = walked.files.len() - to_read.len();
         tracing::debug!(
