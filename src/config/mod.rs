@@ -459,6 +459,19 @@ mod tests {
     }
 
     #[test]
+    fn a_remote_models_keys_beside_a_local_provider_are_said_to_be_ignored() {
+        let loaded = Config::from_toml(
+            "[embedding]\nmodel = \"text-embedding-3-small\"\nbase_url = \"http://127.0.0.1:8080/v1\"\ntimeout_secs = 5\n",
+        );
+        assert_eq!(keys(&loaded), ["embedding.model", "embedding.base_url", "embedding.timeout_secs"]);
+        assert!(loaded.problems.iter().all(|p| p.to_string().contains("only used by provider `openai`")));
+        let remote = Config::from_toml(
+            "[embedding]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:8080/v1\"\ntimeout_secs = 5\n",
+        );
+        assert!(remote.problems.is_empty(), "{:?}", remote.problems);
+    }
+
+    #[test]
     fn unknown_keys_are_reported() {
         let loaded = Config::from_toml("[chunk]\nmax_token = 200\n[colour]\nred = 1\n");
         let k = keys(&loaded);

@@ -256,6 +256,20 @@ fn validate_embedding(mut raw: RawEmbedding, v: &mut Validator) -> EmbeddingConf
     if provider == "openai" {
         return validate_openai(raw, v).map_or(fallback, EmbeddingConfig::OpenAi);
     }
+    // A remote model's keys beside a local provider (left from trying one, or a typo in
+    // `provider`) do nothing: say so rather than let them look in force.
+    for (key, set) in [
+        ("embedding.model", !matches!(raw.model, Setting::Unset)),
+        ("embedding.base_url", !matches!(raw.base_url, Setting::Unset)),
+        ("embedding.api_key_env", !matches!(raw.api_key_env, Setting::Unset)),
+        ("embedding.dimensions", !matches!(raw.dimensions, Setting::Unset)),
+        ("embedding.timeout_secs", !matches!(raw.timeout_secs, Setting::Unset)),
+        ("embedding.max_retries", !matches!(raw.max_retries, Setting::Unset)),
+    ] {
+        if set {
+            v.problems.push(ConfigProblem::ignored(key, "only used by provider `openai`"));
+        }
+    }
     let model_path = v.take("embedding.model_path", raw.model_path.map(Some), None, any);
     let batch_size = v.take("embedding.batch_size", raw.batch_size.map(Some), None, |n| match n {
         Some(n) if !(1..=1024).contains(n) => Err(format!("must be between 1 and 1024, got {n}")),
