@@ -2,10 +2,11 @@
 import * as vscode from "vscode";
 import { ServerCommand, type StatusAnswer } from "./protocol";
 import { errorMessage, type Server } from "./server";
-import { statusBarText, statusPollMs } from "./statusText";
+import { statusBarText } from "./statusText";
 
-/** How often a server that is not running is looked at again. */
-const STOPPED_POLL_MS = 10_000;
+/** Poll often while the index is opening or building, rarely once it is ready. */
+const BUSY_POLL_MS = 2_000;
+const READY_POLL_MS = 10_000;
 
 export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 10);
@@ -49,7 +50,7 @@ export class StatusBar implements vscode.Disposable {
     if (!this.server.running) {
       this.item.text = "$(circle-slash) situate";
       this.item.tooltip = "The situate server is not running. Click for details.";
-      this.schedule(STOPPED_POLL_MS);
+      this.schedule(READY_POLL_MS);
       return;
     }
     try {
@@ -59,7 +60,8 @@ export class StatusBar implements vscode.Disposable {
       this.item.text = "$(warning) situate";
       this.item.tooltip = `situate.status failed: ${errorMessage(error)}`;
     }
-    this.schedule(statusPollMs(this.status));
+    const busy = !this.status || this.status.folders.some((f) => f.phase === "opening" || f.phase === "indexing");
+    this.schedule(busy ? BUSY_POLL_MS : READY_POLL_MS);
   }
 
   private render(): void {

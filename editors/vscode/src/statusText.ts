@@ -17,14 +17,6 @@ export interface StatusBarText {
 const count = (n: number): string => n.toLocaleString("en-US");
 const plural = (n: number, word: string): string => `${count(n)} ${word}${n === 1 ? "" : "s"}`;
 
-/** How often the status bar asks for the status: often while a folder opens, indexes or fills its vectors (the bar shows how far the fill is), rarely once every folder is ready. */
-export function statusPollMs(status: StatusAnswer | undefined): number {
-  const busy =
-    !status ||
-    status.folders.some((f) => f.phase === "opening" || f.phase === "indexing" || (f.index?.vectors_pending ?? 0) > 0);
-  return busy ? 2_000 : 10_000;
-}
-
 /**
  * The status-bar item for the server's status. `progress` is the percentage of the
  * indexing runs reported through `$/progress`, when one is running; it is fresher than

@@ -9,7 +9,6 @@ import {
   reindexSummary,
   snippetLines,
   statusBarText,
-  statusPollMs,
   statusReport,
 } from "../../src/statusText";
 
@@ -300,12 +299,4 @@ test("the report's times read as the hover's, in UTC without the ISO punctuation
   const report = statusReport(one(folder()), new Date(Date.UTC(2026, 10, 27, 15, 17, 30, 130)));
   assert.ok(report.includes("As of 2026-11-27 15:17:30 UTC."), report);
   assert.match(report, /- Last commit: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(generation 12\)/);
-});
-
-test("the status bar asks often while vectors fill, so that its percentage follows the fill", () => {
-  assert.equal(statusPollMs(one(folder())), 10_000);
-  assert.equal(statusPollMs(one(folder({ phase: "indexing" }))), 2_000);
-  const filling: IndexStatus = { ...index, vectors: 96, vectors_pending: 2043 };
-  assert.equal(statusPollMs(one(folder({ index: filling }))), 2_000);
-  assert.equal(statusPollMs(undefined), 2_000);
 });
