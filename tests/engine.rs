@@ -588,6 +588,27 @@ fn a_lower_size_limit_takes_out_the_files_it_now_leaves_out() {
 }
 
 #[test]
+fn a_lower_size_limit_takes_out_a_file_reindexed_alone() {
+    let f = Fixture::standard();
+    f.write("huge.md", format!("# Huge\n\n{}\n", "lighthouse keepers ".repeat(100)));
+    common::age(&f.root().join("huge.md"));
+    let mut engine = f.engine(Counting::new());
+    reconcile(&mut engine);
+    drop(engine);
+    let mut config = f.config();
+    config.walk.max_file_bytes = 1024;
+    let mut engine = f.engine_with(config, Counting::new());
+    // A reindex of that file alone, or its save with the same size and time.
+    let report = engine.update(&["huge.md".to_string()]).unwrap();
+    assert_eq!(report.files_removed, 1, "{report:?}");
+    let reasons: Vec<String> = report.skipped.iter().map(|s| format!("{}: {}", s.path, s.reason)).collect();
+    assert!(reasons.len() == 1 && reasons[0].starts_with("huge.md: too large"), "{reasons:?}");
+    let hits = engine.search(&request("lighthouse", SearchMode::Bm25)).unwrap();
+    assert!(hits.iter().all(|h| h.chunk.path != "huge.md"), "{:?}", top_paths(&hits));
+    assert_eq!(engine.status().skipped.len(), 1);
+}
+
+#[test]
 fn a_file_that_turns_binary_loses_its_chunks() {
     let f = Fixture::standard();
     let mut engine = f.engine(Counting::new());

@@ -335,7 +335,11 @@ impl Engine {
                 continue;
             };
             report.files_seen += 1;
-            if self.index.manifest().is_unchanged(&file.rel_path, file.size, file.mtime_ns) {
+            // As in a full reconcile, a file above the size limit is skipped (and leaves the
+            // index) however unchanged: the limit may have been lowered since it was indexed.
+            if file.size <= self.setup.config.walk.max_file_bytes
+                && self.index.manifest().is_unchanged(&file.rel_path, file.size, file.mtime_ns)
+            {
                 report.files_unchanged += 1;
                 continue;
             }
