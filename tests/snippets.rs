@@ -21,7 +21,7 @@ use situate::engine::{Engine, SnippetRun};
 use situate::index::OpenMode;
 use situate::providers::static_model::StaticEmbedder;
 use situate::search::{Expand, SearchMode, SearchRequest};
-use situate::snippets::generator::{RunEnd, Totals};
+use situate::snippets::generator::{Outcome, RunEnd, Totals};
 use situate::snippets::prompt::SnippetMode;
 use situate::snippets::{ChatProvider, SnippetConfig};
 
@@ -218,6 +218,56 @@ fn editing_one_paragraph_costs_one_call_and_reverting_it_none() {
     assert_eq!(e.snippets_waiting(), 0);
     assert!(server.chat_requests().is_empty());
     assert_eq!(first_hit(&e, "archival lifespan", SearchMode::Bm25), retention());
+}
+
+/// The chunk a chat request asks about.
+fn chunk_asked(request: &http_server::Recorded) -> String {
+    let body = request.body.to_string();
+    let chunk = body.rsplit("<chunk>").next().unwrap_or_default();
+    chunk.split("</chunk>").next().unwrap_or_default().to_string()
+}
+
+#[test]
+fn a_file_saved_mid_run_costs_no_call_for_the_chunks_the_save_took_out() {
+    let server = TestServer::start();
+    server.set_reply(reply);
+    server.set_latency(Duration::from_millis(150));
+    let f = Fixture::standard();
+    // One call at a time, in file order: ops/backup.md comes after the first answers.
+    let snippets = SnippetConfig { concurrency: 1, ..snippet_config(&server) };
+    let mut e = engine(&f, config(&f, snippets));
+    e.reconcile(&mut |_| {}).unwrap();
+    let runner = e.snippet_runner(Totals::default()).unwrap().unwrap();
+    assert_eq!(runner.len(), CHUNKS);
+    // The run goes on a thread of its own, as in the language server, whose writer meanwhile
+    // indexes a save.
+    let (tx, answers) = std::sync::mpsc::channel::<Outcome>();
+    let running = std::thread::spawn(move || {
+        runner.run(&AtomicBool::new(false), &mut |outcome| tx.send(outcome).unwrap())
+    });
+    let start = std::time::Instant::now();
+    while server.chat_requests().is_empty() && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The retention paragraph changes and the restoring section goes.
+    let path = f.root().join("ops/backup.md");
+    let original = std::fs::read_to_string(&path).unwrap();
+    let kept = &original[..original.find("## Restoring").unwrap()];
+    std::fs::write(&path, kept.replace("thirty days", "forty-five days")).unwrap();
+    e.update(&["ops/backup.md".to_string()]).unwrap();
+    let asked =
+        |words: &str| server.chat_requests().iter().filter(|r| chunk_asked(r).contains(words)).count();
+    assert_eq!(asked("nightly-dump"), 0, "the save came before the file's turn");
+    assert_eq!(running.join().unwrap(), RunEnd::Finished);
+    e.apply_snippets(answers.try_iter().collect()).unwrap();
+    // The next run asks about the chunks the save made.
+    let next = e.write_snippets(Totals::default(), &mut |_| {}).unwrap();
+    assert_eq!((&next.end, next.waiting), (&RunEnd::Finished, 0), "{next:?}");
+    assert_eq!((asked("thirty days"), asked("restore --from")), (0, 0), "no call for chunks gone");
+    assert_eq!((asked("forty-five days"), asked("nightly-dump")), (1, 1));
+    assert_eq!(server.chat_requests().len(), CHUNKS - 1, "one call per chunk of the index");
+    let status = e.status().snippets.unwrap();
+    assert_eq!((status.done, status.pending), (CHUNKS - 1, 0));
 }
 
 #[test]

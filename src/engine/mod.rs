@@ -13,7 +13,6 @@ mod team;
 mod unshared;
 mod view;
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -141,7 +140,7 @@ pub struct Engine {
     /// The snippet cache (writers with snippets on).
     snippet_cache: Option<Arc<SnippetCache>>,
     /// Chunks handed out by [`Engine::snippet_jobs`] whose outcome has not come back.
-    snippets_in_flight: HashSet<u64>,
+    snippets_in_flight: snippets::InFlight,
     /// Where a fill with the team cache is (writers with a team cache and a slow model).
     team_fill: Option<team::TeamFill>,
     /// How long the last commit of a fill's step took ([`Engine::fill_step_size`]).
@@ -297,7 +296,7 @@ impl Engine {
             interrupt: Arc::default(),
             pending_vectors: PendingVectors::FilledNow,
             snippet_cache,
-            snippets_in_flight: HashSet::new(),
+            snippets_in_flight: snippets::InFlight::default(),
             team_fill,
             fill_commit_cost: std::time::Duration::ZERO,
         })

@@ -1,6 +1,6 @@
 //! LLM snippets in the engine: each chunk's snippet from the cache or marked as waiting,
-//! the jobs of waiting chunks handed out and their outcomes taken back (cache first, then
-//! index), and a whole run for the CLI.
+//! the jobs of waiting chunks handed out (and withdrawn when their chunks leave the index)
+//! and their outcomes taken back (cache first, then index), and a whole run for the CLI.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -8,9 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{Engine, EngineError, SnippetProgress, SnippetRun, SnippetsApplied};
-use crate::index::{ChunkRecord, IndexError, SnippetUpdate, VectorTiming};
+use crate::index::manifest::Manifest;
+use crate::index::{ChunkRecord, FileChange, IndexError, SnippetUpdate, VectorTiming};
 use crate::snippets::cache::SnippetCache;
-use crate::snippets::generator::{self, Limits, Outcome, RunEnd, SnippetJob, Totals};
+use crate::snippets::generator::{self, Limits, Outcome, RunEnd, SnippetJob, Stops, Totals, Withdrawn};
 use crate::snippets::prompt::ChunkInput;
 use crate::snippets::{Snippet, SnippetSetup, SnippetSlot, now_secs};
 use crate::team::SharedSnippet;
@@ -21,6 +22,49 @@ const SNIPPET_BATCH: usize = 256;
 
 /// after this long, whichever comes first.
 const SNIPPET_COMMIT: Duration = Duration::from_secs(1);
+
+/// The chunks handed out by [`Engine::snippet_jobs`] whose outcome has not come back, and
+/// those of them that left the index since, which the runs then leave unasked.
+#[derive(Default)]
+pub(super) struct InFlight {
+    ids: HashSet<u64>,
+    withdrawn: Withdrawn,
+}
+
+impl InFlight {
+    /// The chunks out for a snippet that these changes will take out of the index: every
+    /// chunk of a file they replace or remove (a file's new chunks get new ids).
+    pub(super) fn leaving(&self, manifest: &Manifest, changes: &[FileChange]) -> Vec<u64> {
+        if self.ids.is_empty() {
+            return Vec::new();
+        }
+        let paths = changes.iter().filter_map(|change| match change {
+            FileChange::Upsert(file) => Some(&file.path),
+            FileChange::Remove { path } => Some(path),
+            FileChange::Touch { .. } => None,
+        });
+        paths
+            .filter_map(|path| manifest.files.get(path))
+            .flat_map(|entry| entry.chunks.iter().map(|c| c.id))
+            .filter(|id| self.ids.contains(id))
+            .collect()
+    }
+
+    /// These chunks left the index: their jobs, if not sent yet, will not be.
+    pub(super) fn withdraw(&self, ids: Vec<u64>) {
+        if !ids.is_empty() {
+            tracing::debug!(chunks = ids.len(), "snippet jobs withdrawn: their chunks left the index");
+            self.withdrawn.add(ids);
+        }
+    }
+
+    /// The outcome of this chunk's job came back.
+    fn back(&mut self, id: u64) {
+        if self.ids.remove(&id) {
+            self.withdrawn.forget(id);
+        }
+    }
+}
 
 impl Engine {
     /// A chunk's snippet: off, in the cache, or still to be written.
@@ -93,7 +137,11 @@ impl Engine {
         if !self.snippets_on() {
             return 0;
         }
-        self.index.manifest().snippets_pending().filter(|id| !self.snippets_in_flight.contains(id)).count()
+        self.index
+            .manifest()
+            .snippets_pending()
+            .filter(|id| !self.snippets_in_flight.ids.contains(id))
+            .count()
     }
 
     /// Hands out the jobs of up to about `max` chunks waiting for a snippet, whole files at
@@ -115,7 +163,7 @@ impl Engine {
             let ids: HashSet<u64> = entry
                 .chunks
                 .iter()
-                .filter(|c| c.snippet_pending && !self.snippets_in_flight.contains(&c.id))
+                .filter(|c| c.snippet_pending && !self.snippets_in_flight.ids.contains(&c.id))
                 .map(|c| c.id)
                 .collect();
             if !ids.is_empty() {
@@ -136,7 +184,7 @@ impl Engine {
                 match cache.get(key) {
                     Some(snippet) => cached.push(SnippetUpdate { chunk_id: record.id, key, snippet }),
                     None => {
-                        self.snippets_in_flight.insert(record.id);
+                        self.snippets_in_flight.ids.insert(record.id);
                         jobs.push(SnippetJob {
                             chunk_id: record.id,
                             key,
@@ -168,7 +216,7 @@ impl Engine {
         let mut updates = Vec::new();
         let mut written = Vec::new();
         for outcome in outcomes {
-            self.snippets_in_flight.remove(&outcome.chunk_id());
+            self.snippets_in_flight.back(outcome.chunk_id());
             match outcome {
                 Outcome::Written { chunk_id, key, snippet, usage } => {
                     if !snippet.text.is_empty() {
@@ -192,6 +240,8 @@ impl Engine {
                     updates.push(SnippetUpdate { chunk_id, key, snippet });
                 }
                 Outcome::Failed { .. } | Outcome::NotRun { .. } => applied.returned += 1,
+                // The chunk is gone; its file's new chunks have jobs of their own.
+                Outcome::Withdrawn { .. } => {}
             }
         }
         if let (Some(team), Some(setup)) = (&self.setup.team, &self.setup.snippets)
@@ -245,7 +295,7 @@ impl Engine {
                 Snippet { text: shared.text, model: setup.model_label.clone(), created_at: now_secs() };
             let io = |e| IndexError::Io { path: cache.path().display().to_string(), source: e };
             cache.put(job.key, &snippet).map_err(io)?;
-            self.snippets_in_flight.remove(&job.chunk_id);
+            self.snippets_in_flight.back(job.chunk_id);
             cached.push(SnippetUpdate { chunk_id: job.chunk_id, key: job.key, snippet });
             taken += 1;
         }
@@ -280,7 +330,8 @@ impl Engine {
         }
         let limits = setup.limits();
         let cache = self.snippet_cache.clone();
-        Ok(Some(SnippetRunner { setup, jobs, limits, spent, cache }))
+        let withdrawn = self.snippets_in_flight.withdrawn.clone();
+        Ok(Some(SnippetRunner { setup, jobs, limits, spent, cache, withdrawn }))
     }
 
     /// Writes the snippets of every chunk waiting for one, within the configured budget
@@ -342,6 +393,8 @@ pub struct SnippetRunner {
     spent: Totals,
     /// Where each answer goes as soon as it arrives.
     cache: Option<Arc<SnippetCache>>,
+    /// The engine's: chunks that left the index since the run was made.
+    withdrawn: Withdrawn,
 }
 
 impl SnippetRunner {
@@ -356,7 +409,8 @@ impl SnippetRunner {
     }
 
     /// Sends the requests, handing each job's outcome to `sink` on this thread, until all
-    /// are answered, the budget is spent, the model keeps failing or `stop` is set.
+    /// are answered, the budget is spent, the model keeps failing or `stop` is set. A job
+    /// whose chunk left the index meanwhile (a save, as the engine applies it) is not sent.
     ///
     /// Each snippet is added to the cache as soon as it arrives, on the thread that asked for
     /// it: the index takes snippets in batches, after the embedder, and a process killed
@@ -371,7 +425,8 @@ impl SnippetRunner {
                 tracing::warn!(cache = %cache.path().display(), "cannot add a snippet to the cache: {e}");
             }
         };
-        generator::run(&self.setup, self.jobs, self.limits, self.spent, stop, &keep, sink)
+        let stops = Stops { run: stop, withdrawn: &self.withdrawn };
+        generator::run(&self.setup, self.jobs, self.limits, self.spent, stops, &keep, sink)
     }
 }
 

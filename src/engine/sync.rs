@@ -11,7 +11,7 @@ use super::{Engine, EngineError, PendingVectors, Progress, ReconcileReport};
 use crate::analysis;
 use crate::chunk;
 use crate::context;
-use crate::index::{FileChange, Index, IndexError, PreparedChunk, PreparedFile, VectorTiming};
+use crate::index::{ApplyStats, FileChange, Index, IndexError, PreparedChunk, PreparedFile, VectorTiming};
 use crate::snippets::prompt::ChunkInput;
 use crate::workspace::{self, SkipReason, Skipped, SourceFile};
 
@@ -170,7 +170,7 @@ impl Engine {
         );
         report.files_removed = changes.len();
         if !changes.is_empty() {
-            self.index.apply(std::mem::take(&mut changes), self.setup.embedder.as_ref(), timing)?;
+            self.apply_changes(std::mem::take(&mut changes), timing)?;
         }
 
         let total = to_read.len();
@@ -181,8 +181,7 @@ impl Engine {
             for p in prepared {
                 stage(p, &self.index, &mut report, &mut changes, &mut skipped);
             }
-            let stats =
-                self.index.apply(std::mem::take(&mut changes), self.setup.embedder.as_ref(), timing)?;
+            let stats = self.apply_changes(std::mem::take(&mut changes), timing)?;
             report.add(stats);
             checkpoints.after(batch.len(), &mut self.index)?;
             progress(Progress::Indexing { done: ((n + 1) * READ_BATCH).min(total), total });
@@ -349,7 +348,7 @@ impl Engine {
         // A save never waits on a slow embedder: its texts are committed first and their
         // vectors follow as pending vectors (the language server fills them between jobs).
         let timing = VectorTiming::for_embedder(self.setup.embedder.as_ref());
-        let stats = self.index.apply(changes, self.setup.embedder.as_ref(), timing)?;
+        let stats = self.apply_changes(changes, timing)?;
         report.add(stats);
         // The skip list keeps its entries for other files and takes this call's.
         let mut all_skipped: Vec<Skipped> = self
@@ -372,6 +371,20 @@ impl Engine {
         }
         report.seconds = started.elapsed().as_secs_f64();
         Ok(report)
+    }
+
+    /// Applies file changes to the index. The snippet jobs out for the chunks they take out
+    /// are withdrawn, so that a run in the background does not pay for snippets that nothing
+    /// would index.
+    fn apply_changes(
+        &mut self,
+        changes: Vec<FileChange>,
+        timing: VectorTiming,
+    ) -> Result<ApplyStats, IndexError> {
+        let leaving = self.snippets_in_flight.leaving(self.index.manifest(), &changes);
+        let stats = self.index.apply(changes, self.setup.embedder.as_ref(), timing)?;
+        self.snippets_in_flight.withdraw(leaving);
+        Ok(stats)
     }
 
     /// Reads and chunks one file; each chunk gets its header and, when snippets are on, its

@@ -5,11 +5,13 @@
 //! Jobs come grouped per document and a worker takes a whole document at a time, so the
 //! requests about one document go out one after another and each after the first reads the
 //! document from the provider's prompt cache. Outcomes are handed to a sink on the calling
-//! thread, which owns the index; every job gets exactly one outcome.
+//! thread, which owns the index; every job gets exactly one outcome. A job whose chunk left
+//! the index after the run was planned (its file was saved or removed meanwhile) is dropped
+//! unsent: nothing would index its answer.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex, PoisonError, mpsc};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, mpsc};
 use std::time::Duration;
 
 use super::prompt::SnippetMode;
@@ -42,6 +44,8 @@ pub enum Outcome {
     Failed { chunk_id: u64, error: String, usage: Usage },
     /// Not attempted: the run ended (budget, failures, interruption) before its turn.
     NotRun { chunk_id: u64 },
+    /// Not sent: the chunk left the index before its turn ([`Withdrawn`]).
+    Withdrawn { chunk_id: u64 },
 }
 
 impl Outcome {
@@ -49,7 +53,8 @@ impl Outcome {
         match self {
             Outcome::Written { chunk_id, .. }
             | Outcome::Failed { chunk_id, .. }
-            | Outcome::NotRun { chunk_id } => *chunk_id,
+            | Outcome::NotRun { chunk_id }
+            | Outcome::Withdrawn { chunk_id } => *chunk_id,
         }
     }
 }
@@ -88,7 +93,7 @@ impl Totals {
                 self.cache_read_tokens += usage.cache_read_tokens;
                 self.cache_write_tokens += usage.cache_write_tokens;
             }
-            Outcome::NotRun { .. } => {}
+            Outcome::NotRun { .. } | Outcome::Withdrawn { .. } => {}
         }
     }
 }
@@ -136,6 +141,41 @@ pub enum RunEnd {
     Interrupted,
 }
 
+/// The chunks whose jobs are out and that left the index since (their file was saved with
+/// other contents, or removed): shared between the engine, which adds them as it applies a
+/// change, and the runs, which send no request for them. Chunk ids are never reused, so an
+/// id in here never names a chunk of the index again.
+#[derive(Debug, Clone, Default)]
+pub struct Withdrawn(Arc<Mutex<HashSet<u64>>>);
+
+impl Withdrawn {
+    fn ids(&self) -> std::sync::MutexGuard<'_, HashSet<u64>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// These chunks left the index.
+    pub fn add(&self, ids: impl IntoIterator<Item = u64>) {
+        self.ids().extend(ids);
+    }
+
+    pub fn contains(&self, id: u64) -> bool {
+        self.ids().contains(&id)
+    }
+
+    /// The outcome of this chunk's job came back: nothing asks about it any more.
+    pub fn forget(&self, id: u64) {
+        self.ids().remove(&id);
+    }
+}
+
+/// What ends jobs from outside a run: a flag that stops the whole run, and the chunks that
+/// left the index since it was planned.
+#[derive(Clone, Copy)]
+pub struct Stops<'a> {
+    pub run: &'a AtomicBool,
+    pub withdrawn: &'a Withdrawn,
+}
+
 struct Shared {
     groups: VecDeque<Vec<SnippetJob>>,
     calls: u64,
@@ -150,7 +190,8 @@ struct Shared {
 const STOP_CHECK: Duration = Duration::from_millis(100);
 
 /// Runs `jobs` (grouped per file, in order) against the setup's model with its concurrency.
-/// `spent` is what the budget period has used before this run. Each outcome is shown to
+/// `spent` is what the budget period has used before this run; a job whose chunk is among
+/// `stops.withdrawn` when its turn comes is not sent. Each outcome is shown to
 /// `keep` on the worker that got it, the moment it is known, and then handed to `sink` on
 /// the calling thread (which may be busy with earlier ones). Returns why the run ended.
 pub fn run(
@@ -158,7 +199,7 @@ pub fn run(
     jobs: Vec<SnippetJob>,
     limits: Limits,
     spent: Totals,
-    stop: &AtomicBool,
+    stops: Stops<'_>,
     keep: &(dyn Fn(&Outcome) + Sync),
     sink: &mut dyn FnMut(Outcome),
 ) -> RunEnd {
@@ -184,7 +225,7 @@ pub fn run(
         for _ in 0..workers {
             let tx = tx.clone();
             let (shared, answered) = (&shared, &answered);
-            scope.spawn(move || work(setup, (shared, answered), limits, stop, keep, &tx));
+            scope.spawn(move || work(setup, (shared, answered), limits, stops, keep, &tx));
         }
         drop(tx);
         for outcome in rx {
@@ -207,10 +248,11 @@ fn work(
     setup: &SnippetSetup,
     (shared, answered): (&Mutex<Shared>, &Condvar),
     limits: Limits,
-    stop: &AtomicBool,
+    stops: Stops<'_>,
     keep: &(dyn Fn(&Outcome) + Sync),
     tx: &mpsc::Sender<Outcome>,
 ) {
+    let stop = stops.run;
     let lock = || shared.lock().unwrap_or_else(PoisonError::into_inner);
     loop {
         let Some(group) = ({
@@ -221,7 +263,7 @@ fn work(
         };
         let mut jobs = group.into_iter();
         while let Some(job) = jobs.next() {
-            let go = {
+            let (go, withdrawn) = {
                 let mut s = lock();
                 while s.end.is_none()
                     && s.failures_in_a_row > 0
@@ -233,15 +275,22 @@ fn work(
                 if stop.load(Ordering::Relaxed) && s.end.is_none() {
                     s.end = Some(RunEnd::Interrupted);
                 }
-                if s.end.is_none() && !limits.allow(s.calls, s.tokens) {
+                // Looked at last, after any wait: a save may have come meanwhile.
+                let withdrawn = s.end.is_none() && stops.withdrawn.contains(job.chunk_id);
+                if s.end.is_none() && !withdrawn && !limits.allow(s.calls, s.tokens) {
                     s.end = Some(RunEnd::BudgetReached);
                 }
-                if s.end.is_none() {
+                if s.end.is_none() && !withdrawn {
                     s.calls += 1;
                     s.in_flight += 1;
                 }
-                s.end.is_none()
+                (s.end.is_none(), withdrawn)
             };
+            if withdrawn {
+                tracing::debug!(path = %job.path, chunk = job.chunk_id, "snippet not asked: the chunk left the index");
+                let _ = tx.send(Outcome::Withdrawn { chunk_id: job.chunk_id });
+                continue;
+            }
             if !go {
                 let _ = tx.send(Outcome::NotRun { chunk_id: job.chunk_id });
                 for rest in jobs.by_ref() {
@@ -266,7 +315,7 @@ fn work(
                             s.end = Some(RunEnd::Failing { error: error.clone() });
                         }
                     }
-                    Outcome::NotRun { .. } => {}
+                    Outcome::NotRun { .. } | Outcome::Withdrawn { .. } => {}
                 }
             }
             keep(&outcome);
@@ -409,7 +458,7 @@ mod tests {
             vec![job],
             Limits::default(),
             Totals::default(),
-            &AtomicBool::new(false),
+            Stops { run: &AtomicBool::new(false), withdrawn: &Withdrawn::default() },
             &|_| {},
             &mut |o| outcomes.push(o),
         );
@@ -441,6 +490,50 @@ mod tests {
             matches!(&outcomes[..], [Outcome::Written { snippet, .. }] if snippet.text == "This chunk sets the retention of backups."),
             "{outcomes:?}"
         );
+    }
+
+    /// A model that counts the calls it gets.
+    struct Counting(std::sync::atomic::AtomicUsize);
+
+    impl Chat for Counting {
+        fn complete(&self, _: &ChatRequest) -> Result<ChatReply, ProviderError> {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            Ok(ChatReply { text: "A sentence.".to_string(), usage: Usage::default(), cut_off: false })
+        }
+    }
+
+    #[test]
+    fn a_withdrawn_job_is_not_sent_and_costs_nothing() {
+        let chat = Arc::new(Counting(Default::default()));
+        let setup =
+            SnippetSetup::with_chat(SnippetConfig::new(ChatProvider::OpenAi, "m"), chat.clone(), "host");
+        let request = ChatRequest {
+            system: String::new(),
+            document: String::new(),
+            prompt: String::new(),
+            max_tokens: 50,
+        };
+        let jobs: Vec<SnippetJob> = (1..=3)
+            .map(|id| SnippetJob {
+                chunk_id: id,
+                key: id.into(),
+                path: "a.md".to_string(),
+                request: request.clone(),
+            })
+            .collect();
+        let withdrawn = Withdrawn::default();
+        withdrawn.add([2]);
+        let mut outcomes = Vec::new();
+        let stops = Stops { run: &AtomicBool::new(false), withdrawn: &withdrawn };
+        let end = run(&setup, jobs, Limits::default(), Totals::default(), stops, &|_| {}, &mut |o| {
+            outcomes.push(o)
+        });
+        assert_eq!(end, RunEnd::Finished);
+        assert_eq!(chat.0.load(Ordering::Relaxed), 2);
+        assert!(matches!(outcomes[1], Outcome::Withdrawn { chunk_id: 2 }), "{outcomes:?}");
+        let mut totals = Totals::default();
+        outcomes.iter().for_each(|o| totals.count(o));
+        assert_eq!(totals.calls, 2);
     }
 
     #[test]
