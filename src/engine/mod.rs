@@ -112,6 +112,8 @@ struct Setup {
     snippets: Option<SnippetSetup>,
     /// The team cache, for a writer whose settings name one.
     team: Option<Arc<Team>>,
+    /// The snippet estimate of each file, as last counted, for every view of this engine.
+    estimates: view::EstimateMemo,
 }
 
 /// What becomes of the vectors a reconcile with a slow embedder leaves pending (its texts
@@ -289,7 +291,16 @@ impl Engine {
             .as_ref()
             .filter(|_| quick.is_some())
             .map(|t| team::TeamFill::new(Arc::clone(t), embedder.as_ref(), &index_dir));
-        let setup = Arc::new(Setup { root, config, config_problems, embedder, quick, snippets, team });
+        let setup = Arc::new(Setup {
+            root,
+            config,
+            config_problems,
+            embedder,
+            quick,
+            snippets,
+            team,
+            estimates: Default::default(),
+        });
         Ok(Engine {
             setup,
             index,

@@ -1,9 +1,10 @@
 //! [`View`]: one commit of an engine's index with the settings and model that made it;
 //! what searches, hovers and status read from any thread.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tantivy::tokenizer::TokenStream;
 
@@ -12,6 +13,7 @@ use super::{EngineError, LanguageChunks, Setup, SnippetStatus, Stale, Status, Te
 use crate::analysis::{self, Language};
 use crate::config::Config;
 use crate::index::{ChunkRecord, Snapshot, TextField};
+use crate::providers::chat::ChatRequest;
 use crate::providers::{Embedder, EmbedderIdentity};
 use crate::search::preview::Previewer;
 use crate::search::{self, Expand, Hit, SearchConfig, SearchRequest, expand};
@@ -294,22 +296,44 @@ impl View {
 
     /// What writing the snippets of the chunks still waiting would cost: the requests are
     /// built and their tokens counted, nothing is sent.
+    ///
+    /// Each file's share is kept for every view of this engine ([`EstimateMemo`]): asked
+    /// again on the same commit, nothing is counted; after a commit, only the files whose
+    /// chunks or waiting chunks changed are. The total is the same as counting every request
+    /// afresh, since no two files share a document part (it names the file's path), so no
+    /// request is served from the prompt cache across files.
     pub fn snippet_estimate(&self) -> Result<Estimate, EngineError> {
         let Some(setup) = &self.setup.snippets else { return Ok(Estimate::default()) };
-        let mut requests = Vec::new();
+        let mut memo = self.setup.estimates.files.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut kept = HashMap::with_capacity(memo.len());
+        let mut total = Estimate::default();
         for (path, entry) in &self.snapshot.manifest().files {
             if !entry.chunks.iter().any(|c| c.snippet_pending) {
                 continue;
             }
-            let records = self.snapshot.file_records(path)?;
-            let inputs: Vec<ChunkInput> = records.iter().map(chunk_input).collect();
-            for (i, c) in entry.chunks.iter().enumerate() {
-                if c.snippet_pending && i < inputs.len() {
-                    requests.push(setup.request(&inputs, i));
+            let chunks: Vec<(u64, bool)> = entry.chunks.iter().map(|c| (c.id, c.snippet_pending)).collect();
+            let counted = match memo.remove(path) {
+                Some(c) if c.content_hash == entry.content_hash && c.chunks == chunks => c,
+                _ => {
+                    let records = self.snapshot.file_records(path)?;
+                    let inputs: Vec<ChunkInput> = records.iter().map(chunk_input).collect();
+                    let requests: Vec<ChatRequest> = (0..inputs.len())
+                        .filter(|&i| chunks.get(i).is_some_and(|&(_, pending)| pending))
+                        .map(|i| setup.request(&inputs, i))
+                        .collect();
+                    self.setup.estimates.files_counted.fetch_add(1, Ordering::Relaxed);
+                    Counted {
+                        content_hash: entry.content_hash,
+                        chunks,
+                        estimate: estimate::estimate(&requests),
+                    }
                 }
-            }
+            };
+            total += counted.estimate;
+            kept.insert(path.clone(), counted);
         }
-        Ok(estimate::estimate(&requests))
+        *memo = kept;
+        Ok(total)
     }
 
     /// How the file at `rel` (workspace-relative) on disk compares with what this view
@@ -359,5 +383,135 @@ impl View {
     /// `path` relative to the workspace root, `/`-separated; `None` when outside it.
     pub fn relative(&self, path: &str) -> Option<String> {
         relative_to(&self.setup.root, path)
+    }
+}
+
+/// The snippet estimate of each file with chunks waiting, as [`View::snippet_estimate`] last
+/// counted it, with what it was counted for: a file counts again only when its content or
+/// which of its chunks wait changed. Chunk ids are never reused and a file's chunks follow
+/// from its content and the engine's settings, so an unchanged key means unchanged requests.
+#[derive(Default)]
+pub(super) struct EstimateMemo {
+    files: Mutex<HashMap<String, Counted>>,
+    /// Files counted (not read back) so far.
+    files_counted: AtomicUsize,
+}
+
+struct Counted {
+    content_hash: u64,
+    /// Each chunk's id and whether it waits for a snippet, in order.
+    chunks: Vec<(u64, bool)>,
+    estimate: Estimate,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Engine, OpenMode};
+    use crate::providers::EmbeddingConfig;
+    use crate::providers::static_model::StaticEmbedder;
+    use crate::snippets::prompt::SnippetMode;
+    use crate::snippets::{ChatProvider, SnippetConfig};
+
+    const FILES: [(&str, &str); 3] = [
+        ("ops/backup.md", "# Backups\n\nNightly dumps.\n\n## Retention\n\nKept for thirty days.\n"),
+        ("ops/deploy.md", "# Deploy\n\nPush the tag, then watch the canary for ten minutes.\n"),
+        ("notes.txt", "Buy flour and yeast before the weekend.\n"),
+    ];
+
+    /// An engine over [`FILES`] whose snippets wait (the server is never asked: nothing is
+    /// sent until a run), and the folders it lives in.
+    fn engine(mode: SnippetMode) -> (Engine, tempfile::TempDir, tempfile::TempDir) {
+        let (root, index) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        for (rel, text) in FILES {
+            let path = root.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let snippets = SnippetConfig {
+            base_url: "http://127.0.0.1:9/v1".to_string(),
+            mode,
+            ..SnippetConfig::new(ChatProvider::OpenAi, "small-chat")
+        };
+        let mut config = Config {
+            index_dir: Some(index.path().join("idx")),
+            snippets: Some(snippets),
+            ..Config::default()
+        };
+        config.set_embedding(EmbeddingConfig::Static { model_path: None });
+        let embedder = Arc::new(StaticEmbedder::builtin().unwrap());
+        let mut engine =
+            Engine::open_with(root.path(), config, Vec::new(), embedder, OpenMode::Write).unwrap();
+        engine.reconcile(&mut |_| {}).unwrap();
+        (engine, root, index)
+    }
+
+    /// Every waiting chunk's request built and counted together, in the manifest's order.
+    fn counted_afresh(view: &View) -> Estimate {
+        let setup = view.setup.snippets.as_ref().unwrap();
+        let mut requests = Vec::new();
+        for (path, entry) in &view.snapshot.manifest().files {
+            let records = view.snapshot.file_records(path).unwrap();
+            let inputs: Vec<ChunkInput> = records.iter().map(chunk_input).collect();
+            for (i, c) in entry.chunks.iter().enumerate() {
+                if c.snippet_pending {
+                    requests.push(setup.request(&inputs, i));
+                }
+            }
+        }
+        estimate::estimate(&requests)
+    }
+
+    fn files_counted(engine: &Engine) -> usize {
+        engine.setup.estimates.files_counted.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn a_status_of_a_commit_already_estimated_counts_nothing_again() {
+        let (engine, _root, _index) = engine(SnippetMode::Section);
+        let first = engine.view().status_with_estimate().unwrap();
+        assert_eq!(files_counted(&engine), FILES.len());
+        for _ in 0..3 {
+            // A new view of the same commit, as each poll of a server takes.
+            let again = engine.view().status_with_estimate().unwrap();
+            assert_eq!(again.snippets.unwrap().estimate, first.snippets.as_ref().unwrap().estimate);
+        }
+        assert_eq!(files_counted(&engine), FILES.len());
+        let estimate = first.snippets.unwrap().estimate.unwrap();
+        assert_eq!(estimate, counted_afresh(&engine.view()));
+        assert_eq!(estimate.calls, 4);
+    }
+
+    #[test]
+    fn after_a_commit_only_the_files_that_changed_are_counted_and_the_total_is_exact() {
+        for mode in [SnippetMode::Section, SnippetMode::Document] {
+            let (mut engine, root, _index) = engine(mode);
+            assert_eq!(engine.snippet_estimate().unwrap(), counted_afresh(&engine.view()));
+            let before = files_counted(&engine);
+
+            let (rel, text) = FILES[0];
+            std::fs::write(root.path().join(rel), format!("{text}\n## Restore\n\nFrom the last dump.\n"))
+                .unwrap();
+            std::fs::remove_file(root.path().join(FILES[2].0)).unwrap();
+            engine.reconcile(&mut |_| {}).unwrap();
+            let estimate = engine.snippet_estimate().unwrap();
+            assert_eq!(files_counted(&engine), before + 1, "{mode}: only the edited file again");
+            assert_eq!(estimate, counted_afresh(&engine.view()), "{mode}");
+            assert_eq!(estimate.calls, 4, "{mode}: three chunks of the edited file, one of the other");
+        }
+    }
+
+    #[test]
+    fn without_snippets_there_is_nothing_to_count() {
+        let (root, index) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::write(root.path().join("a.md"), "# A\n\nText.\n").unwrap();
+        let mut config = Config { index_dir: Some(index.path().join("idx")), ..Config::default() };
+        config.set_embedding(EmbeddingConfig::Static { model_path: None });
+        let embedder = Arc::new(StaticEmbedder::builtin().unwrap());
+        let mut engine =
+            Engine::open_with(root.path(), config, Vec::new(), embedder, OpenMode::Write).unwrap();
+        engine.reconcile(&mut |_| {}).unwrap();
+        assert_eq!(engine.snippet_estimate().unwrap(), Estimate::default());
+        assert_eq!(files_counted(&engine), 0);
     }
 }
