@@ -232,22 +232,26 @@ impl Language {
     /// The language of `text`'s prose when the detector is sure of it and has rules here,
     /// else English.
     pub fn detect(text: &str) -> Language {
-        let prose = prose_of(text);
+        Language::detect_in_prose(&prose_of(text))
+    }
+
+    /// [`Language::detect`] of a text's prose, taken out already ([`prose_of`]).
+    fn detect_in_prose(prose: &str) -> Language {
         if prose.chars().filter(|c| c.is_alphabetic()).count() < MIN_LETTERS {
             return Language::ENGLISH;
         }
         // Most notes are English, and the detector's reading of trigrams costs more than the
         // rest of a chunk's analysis: prose that uses English's function words as English
         // does is English without it.
-        if plainly_english(&prose) {
+        if plainly_english(prose) {
             return Language::ENGLISH;
         }
-        let Some(info) = detector().detect(&prose) else { return Language::ENGLISH };
+        let Some(info) = detector().detect(prose) else { return Language::ENGLISH };
         if !info.is_reliable() {
             return Language::ENGLISH;
         }
         let detected = match info.lang() {
-            whatlang::Lang::Rus | whatlang::Lang::Ukr => russian_or_ukrainian(&prose),
+            whatlang::Lang::Rus | whatlang::Lang::Ukr => russian_or_ukrainian(prose),
             other => other,
         };
         let Some(language) = Language::all().find(|language| language.spec().detected == detected) else {
@@ -258,7 +262,7 @@ impl Language {
         // read as prose in the language found.
         if language != Language::ENGLISH
             && info.script() == whatlang::Script::Latin
-            && !speaks(&prose, language)
+            && !speaks(prose, language)
         {
             return Language::ENGLISH;
         }
@@ -295,7 +299,7 @@ impl Language {
             };
             return Some(name.to_string());
         }
-        let language = Language::detect(text);
+        let language = Language::detect_in_prose(&prose);
         (language != Language::ENGLISH).then(|| {
             let name = language.name();
             name[..1].to_uppercase() + &name[1..]
