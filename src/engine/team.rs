@@ -139,21 +139,20 @@ impl Engine {
     /// pushed, when it may be tried now (0 otherwise, without a cache, and in a process that
     /// only reads the index: the list is the writer's).
     pub fn vectors_to_share(&self) -> usize {
-        self.shared_fill().map_or(0, |f| f.unshared.len())
+        let fill = self.team_fill.as_ref().filter(|f| !self.index.is_read_only() && f.may_share());
+        fill.map_or(0, |f| f.unshared.len())
     }
 
     /// Pushes a batch of the vectors computed while the team cache could not take them, in
     /// this process or an earlier one; returns how many went.
     pub fn share_vectors_step(&mut self) -> Result<usize, EngineError> {
-        let read_only = self.index.is_read_only();
-        match self.team_fill.as_mut().filter(|f| !read_only && f.may_share()) {
+        if self.vectors_to_share() == 0 {
+            return Ok(0);
+        }
+        match self.team_fill.as_mut() {
             Some(fill) => fill.share_unshared(&self.index),
             None => Ok(0),
         }
-    }
-
-    fn shared_fill(&self) -> Option<&TeamFill> {
-        self.team_fill.as_ref().filter(|f| !self.index.is_read_only() && f.may_share())
     }
 
     /// Once per outage, that the team cache a fill asks has become unreachable, and why: a
