@@ -150,17 +150,8 @@ impl Engine {
         progress(Progress::Scanned { files: walked.files.len() });
         let mut skipped = walked.skipped;
 
-        let (gone, mut to_read) = self.index.manifest().changes_since(&walked.files);
-        // A file the index holds that the size limit now leaves out is read again, to be
-        // skipped: its size and time alone would keep its chunks.
-        let limit = self.setup.config.walk.max_file_bytes;
-        let manifest = self.index.manifest();
-        to_read.extend(
-            walked
-                .files
-                .iter()
-                .filter(|f| f.size > limit && manifest.is_unchanged(&f.rel_path, f.size, f.mtime_ns)),
-        );
+        let (gone, to_read) =
+            self.index.manifest().changes_since(&walked.files, self.setup.config.walk.max_file_bytes);
         let mut changes: Vec<FileChange> = gone.into_iter().map(|path| FileChange::Remove { path }).collect();
         report.files_unchanged = walked.files.len() - to_read.len();
         tracing::debug!(
@@ -334,11 +325,7 @@ impl Engine {
                 continue;
             };
             report.files_seen += 1;
-            // As in a full reconcile, a file above the size limit is skipped (and leaves the
-            // index) however unchanged: the limit may have been lowered since it was indexed.
-            if file.size <= self.setup.config.walk.max_file_bytes
-                && self.index.manifest().is_unchanged(&file.rel_path, file.size, file.mtime_ns)
-            {
+            if self.index.manifest().holds_current(&file, self.setup.config.walk.max_file_bytes) {
                 report.files_unchanged += 1;
                 continue;
             }

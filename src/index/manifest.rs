@@ -71,9 +71,14 @@ pub fn is_racy(mtime_ns: u64) -> bool {
     mtime_ns / 1_000_000_000 + RACY_SECONDS >= now
 }
 
-/// Whether a file's recorded entry and its size and mtime now say it is unchanged.
-fn entry_is_unchanged(entry: &FileEntry, size: u64, mtime_ns: u64) -> bool {
-    entry.size == size && entry.mtime_ns == mtime_ns && entry.content_hash != 0 && !entry.racy
+/// Whether a file's recorded entry stands for `file` as found now: its size and mtime say it
+/// is unchanged, and it is within the size limit `max_bytes` (see [`Manifest::holds_current`]).
+fn entry_is_current(entry: &FileEntry, file: &SourceFile, max_bytes: u64) -> bool {
+    file.size <= max_bytes
+        && entry.size == file.size
+        && entry.mtime_ns == file.mtime_ns
+        && entry.content_hash != 0
+        && !entry.racy
 }
 
 /// The manifest of one index.
@@ -136,23 +141,31 @@ impl Manifest {
         self.files.values().flat_map(|f| f.chunks.iter().map(|c| c.id))
     }
 
-    /// Whether a file's recorded size and mtime say it is unchanged.
-    pub fn is_unchanged(&self, path: &str, size: u64, mtime_ns: u64) -> bool {
-        self.files.get(path).is_some_and(|e| entry_is_unchanged(e, size, mtime_ns))
+    /// Whether the chunks this manifest holds for `file` stand without reading it again: its
+    /// recorded size and mtime say it is unchanged, and it is within the size limit
+    /// `max_bytes`. A file above the limit is read again to be skipped, however unchanged,
+    /// since the limit may have been lowered after it was indexed.
+    pub fn holds_current(&self, file: &SourceFile, max_bytes: u64) -> bool {
+        self.files.get(&file.rel_path).is_some_and(|e| entry_is_current(e, file, max_bytes))
     }
 
     /// How the files a walk found differ from this manifest's: the paths of the manifest's
-    /// files that were not found, and the found files whose size and time do not prove
-    /// them unchanged. Both lists are sorted by path, which lets one pass over the two
-    /// answer instead of a lookup per file (about 80,000 of them at a million chunks).
-    pub fn changes_since<'a>(&self, found: &'a [SourceFile]) -> (Vec<String>, Vec<&'a SourceFile>) {
+    /// files that were not found, and the found files it does not hold current
+    /// ([`Manifest::holds_current`] with the size limit `max_bytes`). Both lists are sorted
+    /// by path, which lets one pass over the two answer instead of a lookup per file (about
+    /// 80,000 of them at a million chunks).
+    pub fn changes_since<'a>(
+        &self,
+        found: &'a [SourceFile],
+        max_bytes: u64,
+    ) -> (Vec<String>, Vec<&'a SourceFile>) {
         let mut gone = Vec::new();
         let mut changed = Vec::new();
         if !found.windows(2).all(|w| w[0].rel_path < w[1].rel_path) {
             // Not a walk's sorted list: the same answer, file by file.
             let seen: std::collections::HashSet<&str> = found.iter().map(|f| f.rel_path.as_str()).collect();
             gone.extend(self.files.keys().filter(|p| !seen.contains(p.as_str())).cloned());
-            changed.extend(found.iter().filter(|f| !self.is_unchanged(&f.rel_path, f.size, f.mtime_ns)));
+            changed.extend(found.iter().filter(|f| !self.holds_current(f, max_bytes)));
             return (gone, changed);
         }
         let mut known = self.files.iter().peekable();
@@ -161,7 +174,7 @@ impl Manifest {
                 gone.push(path.clone());
             }
             match known.next_if(|(path, _)| path.as_str() == file.rel_path.as_str()) {
-                Some((_, entry)) if entry_is_unchanged(entry, file.size, file.mtime_ns) => {}
+                Some((_, entry)) if entry_is_current(entry, file, max_bytes) => {}
                 _ => changed.push(file),
             }
         }
@@ -206,6 +219,7 @@ mod tests {
             known in prop::collection::btree_map(0u8..40, (0u64..3, 0u64..2, any::<bool>()), 0..30),
             found in prop::collection::btree_map(0u8..40, 0u64..3, 0..30),
             shuffled in any::<bool>(),
+            max_bytes in 0u64..4,
         ) {
             let mut manifest = Manifest::default();
             for (name, (size, hash, racy)) in &known {
@@ -223,12 +237,12 @@ mod tests {
             if shuffled {
                 files.reverse();
             }
-            let (gone, changed) = manifest.changes_since(&files);
+            let (gone, changed) = manifest.changes_since(&files, max_bytes);
             let expected_gone: Vec<String> =
                 manifest.files.keys().filter(|p| !files.iter().any(|f| &f.rel_path == *p)).cloned().collect();
             let mut expected_changed: Vec<&str> = files
                 .iter()
-                .filter(|f| !manifest.is_unchanged(&f.rel_path, f.size, f.mtime_ns))
+                .filter(|f| !manifest.holds_current(f, max_bytes))
                 .map(|f| f.rel_path.as_str())
                 .collect();
             let mut changed: Vec<&str> = changed.iter().map(|f| f.rel_path.as_str()).collect();
