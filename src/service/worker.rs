@@ -123,31 +123,29 @@ impl Worker {
                     return Some(Some(Job::Update { paths, reply: None }));
                 }
             }
-            // Vectors are filled in while nothing else waits, and no search read the folder
-            // just now: a person searching has the cores first.
-            if self.engine.as_ref().is_some_and(|e| e.pending_vectors() > 0) {
-                if let Some(wait) = self.folder.fill_waits() {
-                    match self.jobs.recv_timeout(wait) {
-                        Ok(job) => return Some(Some(job)),
-                        Err(RecvTimeoutError::Timeout) => continue,
-                        Err(RecvTimeoutError::Disconnected) => return None,
+            // Work done between jobs: vectors are filled in while nothing else waits and no
+            // search read the folder just now (a person searching has the cores first); then
+            // vectors computed while the team cache was away go to it once it answers.
+            let idle_step: Option<fn(&mut Self)> =
+                if self.engine.as_ref().is_some_and(|e| e.pending_vectors() > 0) {
+                    if let Some(wait) = self.folder.fill_waits() {
+                        match self.jobs.recv_timeout(wait) {
+                            Ok(job) => return Some(Some(job)),
+                            Err(RecvTimeoutError::Timeout) => continue,
+                            Err(RecvTimeoutError::Disconnected) => return None,
+                        }
                     }
-                }
+                    Some(Self::fill_pending_vectors)
+                } else if self.engine.as_ref().is_some_and(|e| e.vectors_to_share() > 0) {
+                    Some(Self::share_vectors)
+                } else {
+                    None
+                };
+            if let Some(step) = idle_step {
                 match self.jobs.try_recv() {
                     Ok(job) => return Some(Some(job)),
                     Err(TryRecvError::Empty) => {
-                        self.fill_pending_vectors();
-                        continue;
-                    }
-                    Err(TryRecvError::Disconnected) => return None,
-                }
-            }
-            // Vectors computed while the team cache was away go to it once it answers.
-            if self.engine.as_ref().is_some_and(|e| e.vectors_to_share() > 0) {
-                match self.jobs.try_recv() {
-                    Ok(job) => return Some(Some(job)),
-                    Err(TryRecvError::Empty) => {
-                        self.share_vectors();
+                        step(self);
                         continue;
                     }
                     Err(TryRecvError::Disconnected) => return None,
