@@ -136,7 +136,7 @@ fn a_role_is_told_what_it_may_not_do_before_a_statement_fails() {
     let a = Fixture::standard();
     let (mut early, computed) = machine(&a, team(&reader_url));
     early.reconcile(&mut |_| {}).unwrap();
-    let state = live(&early).state;
+    let state = live(&early).state.to_string();
     assert!(state.starts_with("unreachable") && state.contains("no situate tables yet"), "{state}");
     assert_eq!(computed.count(), early.status().chunks);
 
@@ -150,7 +150,7 @@ fn a_role_is_told_what_it_may_not_do_before_a_statement_fails() {
     // it lacks, and the fill goes on here.
     let (mut stranger, computed) = machine(&c, team(&pg.url("stranger", "stranger-pw", "postgres")));
     stranger.reconcile(&mut |_| {}).unwrap();
-    let state = live(&stranger).state;
+    let state = live(&stranger).state.to_string();
     assert!(state.starts_with("unreachable: this role may not read"), "{state}");
     assert!(state.contains("SELECT on situate_models"), "{state}");
     assert_eq!(computed.count(), stranger.status().chunks);
@@ -178,7 +178,7 @@ fn an_unreachable_server_costs_nothing_but_a_warning() {
     assert_eq!(computed.count(), status.chunks);
     assert_eq!((status.vectors, status.vectors_pending), (status.chunks, 0));
     let team = status.team.as_ref().unwrap();
-    let state = &team.live.as_ref().unwrap().state;
+    let state = team.live.as_ref().unwrap().state.to_string();
     assert!(state.starts_with("unreachable"), "{state}");
     let json = serde_json::to_string(&situate::wire::StatusJson::from(&status)).unwrap();
     assert!(!json.contains("pw-not-shown") && !state.contains("pw-not-shown"), "{json}");
@@ -193,7 +193,7 @@ fn a_refused_login_is_reported_without_the_password() {
     engine.reconcile(&mut |_| {}).unwrap();
     let status = engine.status();
     assert_eq!(computed.count(), status.chunks);
-    let state = status.team.as_ref().unwrap().live.as_ref().unwrap().state.clone();
+    let state = status.team.as_ref().unwrap().live.as_ref().unwrap().state.to_string();
     assert!(state.contains("password authentication failed"), "{state}");
     let json = serde_json::to_string(&situate::wire::StatusJson::from(&status)).unwrap();
     assert!(!json.contains("wrong-secret-77"), "{json}");
@@ -372,7 +372,7 @@ fn chunks_of_the_same_text_are_claimed_and_shared_once() {
     let status = engine.status();
     assert_eq!((status.chunks, status.vectors, status.vectors_pending), (3, 3, 0));
     let live = status.team.unwrap().live.unwrap();
-    assert_eq!(live.state, "connected", "{live:?}");
+    assert_eq!(live.state.to_string(), "connected", "{live:?}");
     assert_eq!(vector_rows(&pg), 1, "the text's vector was shared: {live:?}");
     assert!(computed.count() >= 1);
     assert_eq!(pg.count("SELECT count(*) FROM situate_claims"), 0, "the lease was given back");
@@ -458,7 +458,7 @@ fn a_server_that_goes_away_or_stalls_mid_fill_loses_nothing() {
         assert_eq!((status.vectors, status.vectors_pending), (status.chunks, 0), "{fault:?}");
         assert_eq!(counting.count(), report.vectors_embedded);
         let live = status.team.as_ref().unwrap().live.clone().unwrap();
-        assert!(live.state.starts_with("unreachable"), "{fault:?}: {live:?}");
+        assert!(live.state.to_string().starts_with("unreachable"), "{fault:?}: {live:?}");
         assert!(live.vectors_pushed > 0, "{fault:?}: some vectors went out before the fault");
 
         // Once the server is back, the cache is used again (after a pause that grows with
@@ -476,7 +476,7 @@ fn a_server_that_goes_away_or_stalls_mid_fill_loses_nothing() {
             );
             engine.reconcile(&mut |_| {}).unwrap();
             let live = engine.status().team.unwrap().live.unwrap();
-            if live.state == "connected" && vector_rows(&pg) > before {
+            if live.state.to_string() == "connected" && vector_rows(&pg) > before {
                 break;
             }
             std::thread::sleep(Duration::from_millis(500));
@@ -656,7 +656,7 @@ fn tls_is_used_and_checked_as_sslmode_says() {
     let (mut checked, _) =
         machine(&f, team(&format!("{base}?sslmode=verify-full&sslrootcert={}", front.ca.display())));
     checked.reconcile(&mut |_| {}).unwrap();
-    assert_eq!(checked.status().team.unwrap().live.unwrap().state, "connected");
+    assert_eq!(checked.status().team.unwrap().live.unwrap().state.to_string(), "connected");
     assert!(vector_rows(&pg) > 0);
 
     // `require` encrypts without checking, as libpq does.
@@ -671,7 +671,7 @@ fn tls_is_used_and_checked_as_sslmode_says() {
         let h = Fixture::standard();
         let (mut refused, computed) = machine(&h, team(&format!("{base}?sslmode={mode}")));
         refused.reconcile(&mut |_| {}).unwrap();
-        let state = refused.status().team.unwrap().live.unwrap().state;
+        let state = refused.status().team.unwrap().live.unwrap().state.to_string();
         assert!(state.starts_with("unreachable"), "{mode}: {state}");
         if mode == "verify-full" {
             assert!(state.contains("certificate") || state.contains("issuer"), "{state}");

@@ -7,6 +7,7 @@ use crate::eval::{EvalReport, Metrics};
 use crate::search::Hit;
 use crate::snippets::estimate::grouped;
 use crate::snippets::generator::RunEnd;
+use crate::team::Link;
 
 pub fn index_summary(out: &mut impl Write, engine: &Engine, r: &ReconcileReport) -> Result<()> {
     let status = engine.status();
@@ -31,9 +32,11 @@ pub fn index_summary(out: &mut impl Write, engine: &Engine, r: &ReconcileReport)
     if let Some(team) = &status.team {
         // Why the cache gave nothing, or took nothing, belongs beside its counts: the
         // warning that said so scrolled by with the progress.
-        let why = team.live.as_ref().and_then(|live| match (live.state.as_str(), &live.read_only) {
-            ("connected" | "not contacted yet", None) => None,
-            ("connected" | "not contacted yet", Some(reason)) => Some(format!(" (reading only: {reason})")),
+        let why = team.live.as_ref().and_then(|live| match (&live.state, &live.read_only) {
+            (Link::Connected | Link::NotContactedYet, None) => None,
+            (Link::Connected | Link::NotContactedYet, Some(reason)) => {
+                Some(format!(" (reading only: {reason})"))
+            }
             (state, _) => Some(format!(" ({state})")),
         });
         writeln!(

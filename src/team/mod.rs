@@ -99,8 +99,8 @@ pub const BATCH: usize = 1_000;
 pub struct TeamStatus {
     /// The address without its password.
     pub target: String,
-    /// `connected`, `not contacted yet`, or why it is unreachable.
-    pub state: String,
+    /// Whether it answers, and why not when it does not.
+    pub state: Link,
     /// Why this machine does not add to the cache, if it does not.
     pub read_only: Option<String>,
     pub vectors_pulled: u64,
@@ -112,6 +112,29 @@ pub struct TeamStatus {
     /// Seconds spent looking vectors up and adding them (waiting on the server included).
     pub pull_seconds: f64,
     pub push_seconds: f64,
+}
+
+/// How this process stands with the cache's server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Link {
+    Connected,
+    /// Reached before, with no connection open now and no failure since.
+    Disconnected,
+    NotContactedYet,
+    /// Why it cannot be reached (the server away, the login refused, no tables to read).
+    Unreachable(String),
+}
+
+/// What `status` shows: `connected`, `disconnected`, `not contacted yet`, `unreachable: …`.
+impl std::fmt::Display for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Link::Connected => f.write_str("connected"),
+            Link::Disconnected => f.write_str("disconnected"),
+            Link::NotContactedYet => f.write_str("not contacted yet"),
+            Link::Unreachable(reason) => write!(f, "unreachable: {reason}"),
+        }
+    }
 }
 
 /// The longest pause between attempts to reach a server that failed.
@@ -222,15 +245,15 @@ impl Team {
 
     pub fn status(&self) -> TeamStatus {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let shown = match (&state.down, &state.client, state.contacted) {
-            (Some(reason), _, _) => format!("unreachable: {reason}"),
-            (None, Some(_), _) => "connected".to_string(),
-            (None, None, true) => "disconnected".to_string(),
-            (None, None, false) => "not contacted yet".to_string(),
+        let link = match (&state.down, &state.client, state.contacted) {
+            (Some(reason), _, _) => Link::Unreachable(reason.clone()),
+            (None, Some(_), _) => Link::Connected,
+            (None, None, true) => Link::Disconnected,
+            (None, None, false) => Link::NotContactedYet,
         };
         TeamStatus {
             target: self.target.shown.clone(),
-            state: shown,
+            state: link,
             read_only: state.read_only.clone(),
             vectors_pulled: self.vectors_pulled.load(Ordering::Relaxed),
             vectors_pushed: self.vectors_pushed.load(Ordering::Relaxed),
@@ -607,7 +630,7 @@ mod tests {
         let team = dead_cache();
         runtime.block_on(async move {
             assert_eq!(team.pull_vectors(&model, &["a", "b"]), vec![None, None]);
-            assert!(team.status().state.starts_with("unreachable"), "{:?}", team.status());
+            assert!(matches!(team.status().state, Link::Unreachable(_)), "{:?}", team.status());
             assert!(!team.usable(), "a failed server is waited out");
             drop(team);
         });

@@ -74,7 +74,7 @@ impl From<&TeamReport> for TeamStatusJson {
     fn from(t: &TeamReport) -> Self {
         TeamStatusJson {
             target: t.target.clone(),
-            state: t.live.as_ref().map(|l| l.state.clone()),
+            state: t.live.as_ref().map(|l| l.state.to_string()),
             read_only: t.live.as_ref().and_then(|l| l.read_only.clone()),
             vectors_from_team: t.tally.vectors_from_team,
             vectors_computed: t.tally.vectors_computed,
