@@ -36,8 +36,10 @@ fn a_session_indexes_searches_hovers_follows_saves_and_deletions_and_survives_ba
     assert_eq!(init["capabilities"]["positionEncoding"], "utf-16");
     assert_eq!(init["serverInfo"]["name"], "situate");
 
-    // Progress: a token is created, then begin, report(s) with percentages, end.
-    client.wait_for(|m| m["method"] == "window/workDoneProgress/create");
+    // Progress: a token is created, then begin, report(s) with percentages, end. The token
+    // names the run's kind (editors tell indexing from background work by it).
+    let create = client.wait_for(|m| m["method"] == "window/workDoneProgress/create");
+    assert!(create["params"]["token"].as_str().unwrap().starts_with("situate/index/"), "{create}");
     let begin = client.wait_for(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "begin");
     assert!(begin["params"]["value"]["title"].as_str().unwrap().starts_with("Indexing"), "{begin}");
     let end = client.wait_indexed();

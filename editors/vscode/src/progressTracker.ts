@@ -9,12 +9,12 @@ export type ProgressValue =
   | { kind: "end" };
 
 /**
- * Whether a run that begins with this title indexes files. The server also reports work
- * done in the background of a searchable index, "Embedding <folder>" (the pending vectors)
- * and "Writing snippets for <folder>": those runs are not indexing.
+ * Whether the run of this token indexes files. The server names each run's token by its
+ * kind: `situate/index/<folder>/<n>` for indexing; `situate/vectors/…` (the pending vectors)
+ * and `situate/snippets/…` for work done in the background of a searchable index.
  */
-export function isIndexingRun(title: string | undefined): boolean {
-  return title === undefined || title.startsWith("Indexing");
+export function isIndexingRun(token: ProgressToken): boolean {
+  return typeof token === "string" && token.startsWith("situate/index/");
 }
 
 export class ProgressTracker {
@@ -24,7 +24,7 @@ export class ProgressTracker {
   update(token: ProgressToken, value: ProgressValue): boolean {
     switch (value.kind) {
       case "begin":
-        if (isIndexingRun(value.title)) {
+        if (isIndexingRun(token)) {
           this.runs.set(token, value.percentage ?? 0);
         }
         return false;

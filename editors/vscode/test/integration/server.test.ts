@@ -24,7 +24,7 @@ import {
   type ProtocolConnection,
 } from "vscode-languageserver-protocol/node";
 import { LatestQuery } from "../../src/latestQuery";
-import { isIndexingRun, ProgressTracker } from "../../src/progressTracker";
+import { isIndexingRun, type ProgressToken, ProgressTracker } from "../../src/progressTracker";
 import { ServerCommand, type ReindexAnswer, type SearchAnswer, type StatusAnswer } from "../../src/protocol";
 import { hitRows, termRanges } from "../../src/results";
 import { configurationChange, serverSettings } from "../../src/settings";
@@ -55,6 +55,7 @@ const progressEnded: Promise<void>[] = [];
 const progressEvents: string[][] = [];
 /** The title each progress token began with, in order. */
 const progressTitles: string[] = [];
+const progressTokens: ProgressToken[] = [];
 /** What the extension makes of the progress notifications. */
 const tracker = new ProgressTracker();
 
@@ -118,6 +119,7 @@ before(() => {
           tracker.update(token, value);
           if (value.kind === "begin") {
             progressTitles.push(value.title);
+            progressTokens.push(token);
           }
           if (value.kind === "end") {
             resolve();
@@ -177,11 +179,11 @@ test("initialize with the settings mapping, then indexing reports progress and e
   // While the e5 vectors fill in, the index is ready and searched: the bar says so.
   const vectors = (status.folders[0].index?.vectors_pending ?? 0) > 0;
   assert.match(bar.text, vectors ? /^\$\(search\) situate: \d+ chunks, vectors \d+%$/ : /^\$\(search\) situate: \d+ chunks$/);
-  assert.ok(isIndexingRun(progressTitles[0]), `the first run is indexing: ${progressTitles[0]}`);
+  assert.ok(progressTitles[0].startsWith("Indexing") && isIndexingRun(progressTokens[0]), `the first run is indexing: ${progressTitles[0]}`);
   if (vectors) {
     // The vectors are filled under a run of their own, which the bar does not count as indexing.
-    const filling = await waitFor("the vectors' run", () => progressTitles.find((t) => t.startsWith("Embedding")));
-    assert.equal(isIndexingRun(filling), false);
+    const filling = await waitFor("the vectors' run", () => progressTitles.findIndex((t) => t.startsWith("Embedding")) + 1);
+    assert.equal(isIndexingRun(progressTokens[filling - 1]), false);
   }
 });
 

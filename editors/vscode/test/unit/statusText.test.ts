@@ -222,18 +222,19 @@ test("reindex summaries", () => {
 
 test("progress: the mean of the running runs, cleared by their ends", () => {
   const tracker = new ProgressTracker();
+  const [a, b] = ["situate/index/notes/1", "situate/index/docs/1"];
   assert.equal(tracker.percentage(), undefined);
-  tracker.update("a", { kind: "begin" });
-  tracker.update("b", { kind: "begin", percentage: 10 });
-  tracker.update("a", { kind: "report", percentage: 50 });
+  tracker.update(a, { kind: "begin" });
+  tracker.update(b, { kind: "begin", percentage: 10 });
+  tracker.update(a, { kind: "report", percentage: 50 });
   assert.equal(tracker.percentage(), 30);
-  tracker.update("a", { kind: "report" });
+  tracker.update(a, { kind: "report" });
   assert.equal(tracker.percentage(), 30, "a report without a percentage keeps the last one");
-  assert.equal(tracker.update("a", { kind: "end" }), true);
+  assert.equal(tracker.update(a, { kind: "end" }), true);
   assert.equal(tracker.percentage(), 10);
-  tracker.update("x", { kind: "report", percentage: 99 });
+  tracker.update("situate/index/x/9", { kind: "report", percentage: 99 });
   assert.equal(tracker.percentage(), 10, "a report of an unknown run is ignored");
-  tracker.update("b", { kind: "end" });
+  tracker.update(b, { kind: "end" });
   assert.equal(tracker.percentage(), undefined);
 });
 
@@ -257,13 +258,14 @@ test("vectors of a slow model still being filled: how many, and how long the res
 
 test("progress: runs of background work on a searchable index are not indexing", () => {
   const tracker = new ProgressTracker();
-  tracker.update("v", { kind: "begin", title: "Embedding notes", percentage: 0 });
-  tracker.update("v", { kind: "report", percentage: 40 });
-  tracker.update("s", { kind: "begin", title: "Writing snippets for notes" });
+  // The run's kind is in its token, whatever its title says.
+  tracker.update("situate/vectors/notes/1", { kind: "begin", title: "Embedding notes", percentage: 0 });
+  tracker.update("situate/vectors/notes/1", { kind: "report", percentage: 40 });
+  tracker.update("situate/snippets/notes/1", { kind: "begin", title: "Writing snippets for Indexing notes" });
   assert.equal(tracker.percentage(), undefined);
-  tracker.update("i", { kind: "begin", title: "Indexing notes", percentage: 20 });
+  tracker.update("situate/index/Indexing/2", { kind: "begin", title: "Indexing Indexing", percentage: 20 });
   assert.equal(tracker.percentage(), 20);
-  assert.equal(tracker.update("v", { kind: "end" }), true, "the end of a background run asks for fresh figures");
+  assert.equal(tracker.update("situate/vectors/notes/1", { kind: "end" }), true, "the end of a background run asks for fresh figures");
   assert.equal(tracker.percentage(), 20);
 });
 
