@@ -1,0 +1,63 @@
+//! A notes vault as Obsidian, Logseq or Foam keep one, through the real `situate` binary:
+//! how its notes are titled, what of a drawing is indexed, how a note in an older encoding
+//! reads, and previews that read as the rendered note does (no `[[link|alias]]` syntax,
+//! callout markers, highlights, comment markers, block ids or layout tags).
+
+mod common;
+
+use std::process::Command;
+
+use common::Fixture;
+
+fn vault() -> Fixture {
+    Fixture::copy_of("vault")
+}
+
+/// Runs the binary in the vault and returns its stdout, checking that it succeeded.
+fn ok(vault: &Fixture, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_situate"))
+        .args(args)
+        .current_dir(vault.root())
+        .env("XDG_CACHE_HOME", vault.index.path())
+        .env_remove("SITUATE_LOG")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?} failed\nstdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// The first hit's preview lines of a search by words, as printed.
+fn first_preview(vault: &Fixture, query: &str) -> String {
+    let out = ok(vault, &["search", query, "-k", "1", "--mode", "bm25"]);
+    out.lines()
+        .filter(|l| l.starts_with("   ") && l.trim_start().starts_with(char::is_numeric))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn previews_read_as_the_rendered_note() {
+    let vault = vault();
+    ok(&vault, &["index", "--quick"]);
+    let cases = [
+        ("dentist", "9: Met Anni for lunch; she recommended a dentist called Dr. Okafor."),
+        ("drive bays", "13: The case is a Fractal Node 304 with six drive bays for the disks."),
+        ("Jonsbo offsite", "15: Nightly snapshots are sent offsite, see pruning. compare with the Jonsbo N2"),
+        ("warning", "10: > Warning"),
+        ("tip memory", "7: > Memory for the pool"),
+        ("读取文件内容", "11: 示例 12-4：读取第二个参数所指定的文件内容"),
+        ("pipeline reads", "13: Figure 2: how the pipeline reads a file"),
+    ];
+    for (query, line) in cases {
+        let preview = first_preview(&vault, query);
+        assert!(preview.lines().any(|l| l.trim() == line), "{query}: {preview}");
+        for markup in ["[[", "]]", "==", "%%", "[!", "<span", "<fig", "{{#", "^lunch"] {
+            assert!(!preview.contains(markup), "{query}: {preview}");
+        }
+    }
+}
