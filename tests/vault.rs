@@ -41,6 +41,15 @@ fn first_preview(vault: &Fixture, query: &str) -> String {
 }
 
 #[test]
+fn a_note_without_a_title_is_named_as_its_file_without_the_extension() {
+    let vault = vault();
+    ok(&vault, &["index", "--quick"]);
+    let out = ok(&vault, &["show", "Daily/2026-11-27.md"]);
+    assert!(out.contains("context: Document: 2026-11-27 > Tasks"), "{out}");
+    assert!(!out.contains("2026-11-27.md >"), "{out}");
+}
+
+#[test]
 fn previews_read_as_the_rendered_note() {
     let vault = vault();
     ok(&vault, &["index", "--quick"]);
@@ -60,4 +69,19 @@ fn previews_read_as_the_rendered_note() {
             assert!(!preview.contains(markup), "{query}: {preview}");
         }
     }
+}
+
+#[test]
+fn a_drawing_is_searched_by_the_words_in_it_not_by_its_data() {
+    let vault = vault();
+    ok(&vault, &["index", "--quick"]);
+    let out = ok(&vault, &["show", "Drawings/Garden layout.excalidraw.md"]);
+    assert!(out.contains("chunk 1 of 1"), "{out}");
+    assert!(out.contains("context: Document: Garden layout > Excalidraw Data > Text Elements"), "{out}");
+    assert!(!out.contains("compressed-json") && !out.contains("EXCALIDRAW VIEW"), "{out}");
+    let out = ok(&vault, &["search", "compost heap", "-k", "1", "--mode", "bm25"]);
+    assert!(out.starts_with("1. Drawings/Garden layout.excalidraw.md"), "{out}");
+    assert!(out.contains(": Compost heap\n"), "{out}");
+    let out = ok(&vault, &["search", "decompress the command palette", "--mode", "bm25"]);
+    assert!(!out.contains("Garden layout"), "{out}");
 }

@@ -7,6 +7,7 @@
 
 mod boundaries;
 mod budget;
+mod drawing;
 mod fixed;
 // Public for the fuzz targets only; the chunker reads front matter itself.
 #[doc(hidden)]
@@ -122,7 +123,7 @@ pub struct Chunk {
 /// The result of chunking one document.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ChunkedDocument {
-    /// Front matter `title:`, else the first H1, else the file name.
+    /// Front matter `title:`, else the first H1, else the file name without its extension.
     pub title: String,
     /// The front matter's top-level fields (empty without front matter).
     pub metadata: Metadata,
@@ -132,7 +133,7 @@ pub struct ChunkedDocument {
     pub warnings: Vec<String>,
 }
 
-/// Cuts `text` into chunks. `file_name` is the fallback title.
+/// Cuts `text` into chunks. `file_name` without its extension is the fallback title.
 ///
 /// Never fails and never panics: problems (unclosed front matter, text cut between tokens)
 /// come back as warnings next to the chunks. With no sentence embedder, the `semantic`
@@ -176,13 +177,23 @@ pub fn chunk_document_with(
     if let Some(language) = &config.language {
         front_matter::supply_language(&mut metadata, language);
     }
-    let body = body_start..text.len();
-    let outline = match kind {
+    let mut body = body_start..text.len();
+    let mut outline = match kind {
         DocKind::Markdown => markdown::parse(text, body.clone()),
         DocKind::Text => text::parse(text, body.clone()),
     };
-    let title =
-        label(&front_title.or_else(|| outline.first_h1.clone()).unwrap_or_else(|| file_name.to_string()));
+    if drawing::is_drawing(&metadata) {
+        outline = drawing::text_elements(outline);
+        body = match (outline.sections.first(), outline.sections.last()) {
+            (Some(first), Some(last)) => first.range.start..last.range.end,
+            _ => body.end..body.end,
+        };
+    }
+    let title = label(
+        &front_title
+            .or_else(|| outline.first_h1.clone())
+            .unwrap_or_else(|| drawing::note_name(file_name).to_string()),
+    );
 
     let raw_chunks: Vec<(RawChunk, Vec<String>)> = match config.strategy {
         ChunkStrategy::Section => {
