@@ -85,3 +85,16 @@ fn a_drawing_is_searched_by_the_words_in_it_not_by_its_data() {
     let out = ok(&vault, &["search", "decompress the command palette", "--mode", "bm25"]);
     assert!(!out.contains("Garden layout"), "{out}");
 }
+
+#[test]
+fn a_note_saved_as_latin_1_reads_with_its_letters() {
+    let vault = vault();
+    vault.write(
+        "Inbox/Reisekosten.md",
+        b"# Reisekosten\n\nGeb\xfchren f\xfcr die \xdcbernachtung in M\xfcnchen.\n",
+    );
+    let out = ok(&vault, &["index", "--quick"]);
+    assert!(!out.contains("not valid UTF-8"), "{out}");
+    let preview = first_preview(&vault, "Gebühren München");
+    assert_eq!(preview.trim(), "3: Gebühren für die Übernachtung in München.");
+}
