@@ -98,3 +98,13 @@ fn a_note_saved_as_latin_1_reads_with_its_letters() {
     let preview = first_preview(&vault, "Gebühren München");
     assert_eq!(preview.trim(), "3: Gebühren für die Übernachtung in München.");
 }
+
+#[test]
+fn a_note_of_only_a_title_is_found_by_it() {
+    let vault = vault();
+    ok(&vault, &["index", "--quick"]);
+    let out = ok(&vault, &["search", "ferry timetable", "-k", "1", "--mode", "bm25"]);
+    assert!(out.starts_with("1. Inbox/Ferry.md:1-1  Ferry timetable\n"), "{out}");
+    let out = ok(&vault, &["show", "Inbox/Ferry.md"]);
+    assert!(out.contains("chunk 1 of 1") && out.contains("| # Ferry timetable"), "{out}");
+}

@@ -195,7 +195,7 @@ pub fn chunk_document_with(
             .unwrap_or_else(|| drawing::note_name(file_name).to_string()),
     );
 
-    let raw_chunks: Vec<(RawChunk, Vec<String>)> = match config.strategy {
+    let mut raw_chunks: Vec<(RawChunk, Vec<String>)> = match config.strategy {
         ChunkStrategy::Section => {
             let mut splitter =
                 Splitter::new(text, &lines, config.max_tokens, config.overlap_tokens, &mut warnings);
@@ -212,12 +212,19 @@ pub fn chunk_document_with(
                 .collect()
         }
         ChunkStrategy::Fixed => {
-            fixed::fixed_chunks(text, body, &outline, config.max_tokens, config.overlap_tokens)
+            fixed::fixed_chunks(text, body.clone(), &outline, config.max_tokens, config.overlap_tokens)
         }
         ChunkStrategy::Semantic => {
             semantic::semantic_chunks(text, &lines, &outline, config, embed, &mut warnings)
         }
     };
+
+    // A section of a heading alone gives no chunk: its heading is in the path of the chunks
+    // below it. A note of headings alone (a title with nothing under it yet) has no chunks
+    // below them, and would be found by no search: its headings are its text.
+    if raw_chunks.is_empty() && outline.sections.iter().any(|s| s.heading.is_some()) {
+        raw_chunks = fixed::fixed_chunks(text, body, &outline, config.max_tokens, config.overlap_tokens);
+    }
 
     let chunks = raw_chunks
         .into_iter()
