@@ -108,3 +108,11 @@ fn a_note_of_only_a_title_is_found_by_it() {
     let out = ok(&vault, &["show", "Inbox/Ferry.md"]);
     assert!(out.contains("chunk 1 of 1") && out.contains("| # Ferry timetable"), "{out}");
 }
+
+#[test]
+fn a_template_is_titled_by_its_name_not_by_its_placeholder() {
+    let vault = vault();
+    ok(&vault, &["index", "--quick"]);
+    let out = ok(&vault, &["show", "templates/Daily.md"]);
+    assert!(out.contains("context: Document: Daily > {{date:YYYY-MM-DD}} > Tasks"), "{out}");
+}

@@ -7,7 +7,6 @@
 
 mod boundaries;
 mod budget;
-mod drawing;
 mod fixed;
 // Public for the fuzz targets only; the chunker reads front matter itself.
 #[doc(hidden)]
@@ -20,6 +19,7 @@ mod semantic;
 mod split;
 mod text;
 pub(crate) mod tokens;
+mod vault;
 mod window;
 
 use std::ops::Range;
@@ -182,8 +182,8 @@ pub fn chunk_document_with(
         DocKind::Markdown => markdown::parse(text, body.clone()),
         DocKind::Text => text::parse(text, body.clone()),
     };
-    if drawing::is_drawing(&metadata) {
-        outline = drawing::text_elements(outline);
+    if vault::is_drawing(&metadata) {
+        outline = vault::text_elements(outline);
         body = match (outline.sections.first(), outline.sections.last()) {
             (Some(first), Some(last)) => first.range.start..last.range.end,
             _ => body.end..body.end,
@@ -191,8 +191,8 @@ pub fn chunk_document_with(
     }
     let title = label(
         &front_title
-            .or_else(|| outline.first_h1.clone())
-            .unwrap_or_else(|| drawing::note_name(file_name).to_string()),
+            .or_else(|| outline.first_h1.clone().filter(|h| !vault::is_placeholder(h)))
+            .unwrap_or_else(|| vault::note_name(file_name).to_string()),
     );
 
     let mut raw_chunks: Vec<(RawChunk, Vec<String>)> = match config.strategy {

@@ -1,7 +1,9 @@
-//! Excalidraw drawings kept as notes (`*.excalidraw.md`, front matter
-//! `excalidraw-plugin:`): only the words written in the drawing are a note's text. The
-//! plugin's banner, its list of embedded files and its drawing data (a block of compressed
-//! JSON often larger than the rest of the vault's notes together) are left out.
+//! What notes apps (Obsidian, Logseq, Foam) write into a vault that is not a note's own
+//! words: a note is named by its file, a template's heading is a placeholder, and of an
+//! Excalidraw drawing kept as a note (`*.excalidraw.md`, front matter `excalidraw-plugin:`)
+//! only the words written in the drawing are text. The plugin's banner, its list of
+//! embedded files and its drawing data (a block of compressed JSON often larger than the
+//! rest of the vault's notes together) are left out.
 
 use super::Metadata;
 use super::outline::Outline;
@@ -43,6 +45,15 @@ pub(crate) fn note_name(file_name: &str) -> &str {
     }
 }
 
+/// Whether a heading is a template's placeholder alone (`{{date:YYYY-MM-DD}}`, Templater's
+/// `<% tp.file.title %>`): the note made from the template gets a title there, the template
+/// has none.
+pub(crate) fn is_placeholder(heading: &str) -> bool {
+    let heading = heading.trim();
+    (heading.starts_with("{{") && heading.ends_with("}}"))
+        || (heading.starts_with("<%") && heading.ends_with("%>"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,5 +67,13 @@ mod tests {
         for kept in ["README", ".md", "notes.", "Dr. Okafor visit"] {
             assert_eq!(note_name(kept), kept);
         }
+    }
+
+    #[test]
+    fn a_template_placeholder_is_no_title() {
+        assert!(is_placeholder("{{date:YYYY-MM-DD}}"));
+        assert!(is_placeholder("<% tp.file.title %>"));
+        assert!(!is_placeholder("Meeting: {{title}}"));
+        assert!(!is_placeholder("Templates"));
     }
 }
