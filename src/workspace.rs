@@ -183,6 +183,7 @@ impl<'a> WalkFilter<'a> {
     /// globs.
     fn keeps(&self, rel_path: &str) -> bool {
         has_extension(rel_path, &self.config.extensions)
+            && !is_app_backup(rel_path)
             && self.include.as_ref().is_none_or(|g| g.is_match(rel_path))
             && !self.exclude.as_ref().is_some_and(|g| is_excluded(g, rel_path))
     }
@@ -301,13 +302,26 @@ pub fn is_candidate(rel_path: &str, config: &WalkConfig) -> bool {
     if !has_extension(rel_path, &config.extensions) {
         return false;
     }
-    if rel_path.split('/').any(|part| part.starts_with('.')) {
+    if rel_path.split('/').any(|part| part.starts_with('.')) || is_app_backup(rel_path) {
         return false;
     }
     if build_globs(&config.include).is_some_and(|g| !g.is_match(rel_path)) {
         return false;
     }
     !build_globs(&config.exclude).is_some_and(|g| is_excluded(&g, rel_path))
+}
+
+/// The folders where Logseq keeps copies of a graph's pages (`logseq/bak/`, and
+/// `logseq/version-files/` in older versions): every page edited there has up to three, which
+/// would each be found beside the page itself.
+const APP_BACKUPS: [&str; 2] = ["logseq/bak/", "logseq/version-files/"];
+
+/// Whether `rel_path` lies in a notes app's folder of backup copies ([`APP_BACKUPS`]), at
+/// the workspace's top or in a graph below it.
+fn is_app_backup(rel_path: &str) -> bool {
+    APP_BACKUPS.iter().any(|folder| {
+        rel_path.match_indices(folder).any(|(at, _)| at == 0 || rel_path.as_bytes()[at - 1] == b'/')
+    })
 }
 
 /// Reads one file, applying the size cap and the binary check and decoding invalid UTF-8
@@ -583,6 +597,24 @@ mod tests {
         let bom = read(&file("bom.md"), 1000).unwrap();
         assert_eq!(bom.text, "# Title");
         assert!(!bom.lossy);
+    }
+
+    #[test]
+    fn a_notes_app_s_backup_copies_are_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for path in [
+            "pages/Garden.md",
+            "logseq/bak/pages/Garden/2026-11-27T10_00_00.000Z.Desktop.md",
+            "graph/logseq/version-files/pages/Garden.md",
+            "notes/mylogseq/bak/kept.md",
+        ] {
+            write(root, path, b"# Garden\n");
+        }
+        let walked = walk(root, &config(), None);
+        assert_eq!(paths(&walked), ["notes/mylogseq/bak/kept.md", "pages/Garden.md"]);
+        assert!(!is_candidate("logseq/bak/pages/Garden/x.md", &config()));
+        assert!(is_candidate("pages/logseq and bak.md", &config()));
     }
 
     #[test]

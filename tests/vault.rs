@@ -116,3 +116,15 @@ fn a_template_is_titled_by_its_name_not_by_its_placeholder() {
     let out = ok(&vault, &["show", "templates/Daily.md"]);
     assert!(out.contains("context: Document: Daily > {{date:YYYY-MM-DD}} > Tasks"), "{out}");
 }
+
+#[test]
+fn a_logseq_page_is_found_once_not_again_in_its_backup_copies() {
+    let vault = vault();
+    let page = "- Prune the apple tree in late winter\n";
+    vault.write("pages/Orchard.md", page);
+    vault.write("logseq/bak/pages/Orchard/2026-11-27T10_00_00.000Z.Desktop.md", page);
+    vault.write("logseq/config.edn", "{:preferred-format :markdown}\n");
+    let out = ok(&vault, &["search", "prune apple tree", "--mode", "bm25"]);
+    assert!(out.starts_with("1. pages/Orchard.md"), "{out}");
+    assert!(!out.contains("logseq/bak"), "{out}");
+}
