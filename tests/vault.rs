@@ -128,3 +128,14 @@ fn a_logseq_page_is_found_once_not_again_in_its_backup_copies() {
     assert!(out.starts_with("1. pages/Orchard.md"), "{out}");
     assert!(!out.contains("logseq/bak"), "{out}");
 }
+
+#[test]
+fn a_term_met_only_in_a_link_target_is_shown_where_it_is() {
+    // The reader's form, "Met Anni for lunch", would show no term of the query.
+    let vault = vault();
+    let preview = first_preview(&vault, "Anna Schmidt");
+    assert_eq!(
+        preview.trim(),
+        "9: Met [[People/Anna Schmidt|Anni]] for lunch; she recommended a dentist called Dr. Okafor. ^lunch1"
+    );
+}

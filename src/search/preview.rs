@@ -94,6 +94,8 @@ struct Candidate<'t> {
     line: u32,
     /// The line as a reader sees it ([`markup::readable`]).
     text: Cow<'t, str>,
+    /// The line as written, trimmed.
+    raw: &'t str,
     heading: bool,
     marks: Vec<(usize, usize)>,
     matched: HashSet<String>,
@@ -103,6 +105,22 @@ struct Candidate<'t> {
     marks_in_words: usize,
     /// Bytes of the line that are addresses.
     address_bytes: usize,
+}
+
+impl<'t> Candidate<'t> {
+    fn new(line: u32, text: Cow<'t, str>, raw: &'t str, heading: bool) -> Candidate<'t> {
+        Candidate {
+            line,
+            text,
+            raw,
+            heading,
+            marks: Vec::new(),
+            matched: HashSet::new(),
+            in_words: HashSet::new(),
+            marks_in_words: 0,
+            address_bytes: 0,
+        }
+    }
 }
 
 impl<'a> Previewer<'a> {
@@ -167,15 +185,13 @@ impl<'a> Previewer<'a> {
                 let skip = text.is_empty()
                     || text.chars().all(|c| matches!(c, '-' | '=' | '|' | ':' | ' ' | '+' | '*'))
                     || context::searchable(&text).trim().is_empty();
-                (!skip).then(|| Candidate {
-                    line: chunk.start_line + n as u32,
-                    heading: trimmed.starts_with('#') || setext[n],
-                    text,
-                    marks: Vec::new(),
-                    matched: HashSet::new(),
-                    in_words: HashSet::new(),
-                    marks_in_words: 0,
-                    address_bytes: 0,
+                (!skip).then(|| {
+                    Candidate::new(
+                        chunk.start_line + n as u32,
+                        text,
+                        trimmed,
+                        trimmed.starts_with('#') || setext[n],
+                    )
                 })
             })
             .collect();
@@ -196,6 +212,15 @@ impl<'a> Previewer<'a> {
         if !self.terms.is_empty() {
             for c in &mut candidates {
                 self.mark(c);
+                // A term met only in what the reader's form hides (the target of
+                // `[[People/Anna Schmidt|Anni]]`, a comment) is shown where it is.
+                if c.matched.is_empty() && c.text != c.raw {
+                    let mut raw = Candidate::new(c.line, Cow::Borrowed(c.raw), c.raw, c.heading);
+                    self.mark(&mut raw);
+                    if !raw.matched.is_empty() {
+                        *c = raw;
+                    }
+                }
             }
         }
         let mut chosen = self.by_terms(&candidates);
