@@ -32,7 +32,7 @@ pub(crate) fn text_elements(outline: Outline) -> Outline {
 /// A note's name as a title: its file name without the extension, and without
 /// `.excalidraw` for a drawing (`Garden layout.excalidraw.md` is "Garden layout", as
 /// Obsidian names it).
-pub(crate) fn note_name(file_name: &str) -> &str {
+pub fn note_name(file_name: &str) -> &str {
     let stem = match file_name.rsplit_once('.') {
         Some((stem, ext)) if !stem.is_empty() && !ext.is_empty() && !ext.contains(' ') => stem,
         _ => file_name,
