@@ -83,7 +83,8 @@ pub struct FileText {
     pub text: String,
     /// xxh3 of the raw bytes.
     pub content_hash: u64,
-    /// The file was not valid UTF-8 and was decoded with replacement characters.
+    /// The file was not valid UTF-8 and was decoded with replacement characters (a file
+    /// that reads as Windows-1252 is decoded so, and is not lossy).
     pub lossy: bool,
 }
 
@@ -182,6 +183,7 @@ impl<'a> WalkFilter<'a> {
     /// globs.
     fn keeps(&self, rel_path: &str) -> bool {
         has_extension(rel_path, &self.config.extensions)
+            && !is_app_backup(rel_path)
             && self.include.as_ref().is_none_or(|g| g.is_match(rel_path))
             && !self.exclude.as_ref().is_some_and(|g| is_excluded(g, rel_path))
     }
@@ -300,13 +302,26 @@ pub fn is_candidate(rel_path: &str, config: &WalkConfig) -> bool {
     if !has_extension(rel_path, &config.extensions) {
         return false;
     }
-    if rel_path.split('/').any(|part| part.starts_with('.')) {
+    if rel_path.split('/').any(|part| part.starts_with('.')) || is_app_backup(rel_path) {
         return false;
     }
     if build_globs(&config.include).is_some_and(|g| !g.is_match(rel_path)) {
         return false;
     }
     !build_globs(&config.exclude).is_some_and(|g| is_excluded(&g, rel_path))
+}
+
+/// The folders where Logseq keeps copies of a graph's pages (`logseq/bak/`, and
+/// `logseq/version-files/` in older versions): every page edited there has up to three, which
+/// would each be found beside the page itself.
+const APP_BACKUPS: [&str; 2] = ["logseq/bak/", "logseq/version-files/"];
+
+/// Whether `rel_path` lies in a notes app's folder of backup copies ([`APP_BACKUPS`]), at
+/// the workspace's top or in a graph below it.
+fn is_app_backup(rel_path: &str) -> bool {
+    APP_BACKUPS.iter().any(|folder| {
+        rel_path.match_indices(folder).any(|(at, _)| at == 0 || rel_path.as_bytes()[at - 1] == b'/')
+    })
 }
 
 /// Reads one file, applying the size cap and the binary check and decoding invalid UTF-8
@@ -358,8 +373,46 @@ pub fn decode(bytes: &[u8]) -> Result<FileText, SkipReason> {
     let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     Ok(match std::str::from_utf8(body) {
         Ok(s) => FileText { text: s.to_string(), content_hash, lossy: false },
-        Err(_) => FileText { text: String::from_utf8_lossy(body).into_owned(), content_hash, lossy: true },
+        Err(_) => match windows_1252(body) {
+            Some(text) => FileText { text, content_hash, lossy: false },
+            None => FileText { text: String::from_utf8_lossy(body).into_owned(), content_hash, lossy: true },
+        },
     })
+}
+
+/// `bytes` read as Windows-1252 (Latin-1 with the printer's quotes and dashes), when they
+/// look like it: no UTF-8 letter beyond ASCII anywhere, and no run of more than three bytes
+/// beyond ASCII (a German or French word has one or two in a row; Chinese or Japanese in
+/// GBK or Shift-JIS has long runs, and is better shown with replacement characters than as
+/// Latin letters). Notes written on older Windows and macOS editors are often in this
+/// encoding.
+fn windows_1252(bytes: &[u8]) -> Option<String> {
+    let mut run = 0;
+    for b in bytes {
+        run = if b.is_ascii() { 0 } else { run + 1 };
+        if run > 3 {
+            return None;
+        }
+    }
+    let has_utf8_letter = bytes.utf8_chunks().any(|chunk| !chunk.valid().is_ascii());
+    if has_utf8_letter {
+        return None;
+    }
+    // The 32 bytes from 0x80 that Windows-1252 gives printable letters (the five it leaves
+    // undefined are read as the control characters of Latin-1, as browsers do).
+    const HIGH: [char; 32] = [
+        '€', '\u{81}', '‚', 'ƒ', '„', '…', '†', '‡', 'ˆ', '‰', 'Š', '‹', 'Œ', '\u{8d}', 'Ž', '\u{8f}',
+        '\u{90}', '‘', '’', '“', '”', '•', '–', '—', '˜', '™', 'š', '›', 'œ', '\u{9d}', 'ž', 'Ÿ',
+    ];
+    Some(
+        bytes
+            .iter()
+            .map(|&b| match b {
+                0x80..=0x9f => HIGH[usize::from(b - 0x80)],
+                _ => char::from(b),
+            })
+            .collect(),
+    )
 }
 
 /// How a file is parsed, by its extension.
@@ -525,16 +578,43 @@ mod tests {
         write(root, "bin.md", b"abc\0def");
         write(root, "latin1.txt", b"caf\xe9 au lait");
         write(root, "bom.md", b"\xEF\xBB\xBF# Title");
+        write(root, "mixed.md", b"caf\xc3\xa9 or caf\xe9");
+        write(root, "gbk.md", b"\xc4\xe3\xba\xc3\xca\xc0\xbd\xe7");
         let result = walk(root, &config(), None);
         let file = |name: &str| result.files.iter().find(|f| f.rel_path == name).unwrap().clone();
         assert!(matches!(read(&file("big.md"), 50), Err(SkipReason::TooLarge { size: 100, limit: 50 })));
         assert_eq!(read(&file("bin.md"), 1000).unwrap_err(), SkipReason::Binary);
         let latin = read(&file("latin1.txt"), 1000).unwrap();
-        assert!(latin.lossy);
-        assert_eq!(latin.text, "caf\u{FFFD} au lait");
+        assert!(!latin.lossy);
+        assert_eq!(latin.text, "café au lait");
+        // A file with UTF-8 in it, or with the long runs of a Chinese encoding, is not
+        // Windows-1252.
+        let mixed = read(&file("mixed.md"), 1000).unwrap();
+        assert!(mixed.lossy);
+        assert_eq!(mixed.text, "café or caf\u{FFFD}");
+        let gbk = read(&file("gbk.md"), 1000).unwrap();
+        assert!(gbk.lossy && gbk.text.contains('\u{FFFD}'), "{}", gbk.text);
         let bom = read(&file("bom.md"), 1000).unwrap();
         assert_eq!(bom.text, "# Title");
         assert!(!bom.lossy);
+    }
+
+    #[test]
+    fn a_notes_app_s_backup_copies_are_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for path in [
+            "pages/Garden.md",
+            "logseq/bak/pages/Garden/2026-11-27T10_00_00.000Z.Desktop.md",
+            "graph/logseq/version-files/pages/Garden.md",
+            "notes/mylogseq/bak/kept.md",
+        ] {
+            write(root, path, b"# Garden\n");
+        }
+        let walked = walk(root, &config(), None);
+        assert_eq!(paths(&walked), ["notes/mylogseq/bak/kept.md", "pages/Garden.md"]);
+        assert!(!is_candidate("logseq/bak/pages/Garden/x.md", &config()));
+        assert!(is_candidate("pages/logseq and bak.md", &config()));
     }
 
     #[test]

@@ -662,23 +662,24 @@ fn files_that_cannot_be_read_have_no_hover_and_a_named_pipe_never_holds_the_serv
 #[test]
 fn files_that_are_not_utf8_are_reported_at_the_first_index_and_in_status() {
     let f = Fixture::standard();
-    f.write("notes/latin1.md", b"# Caf\xe9\n\nThe cr\xe8me br\xfbl\xe9e recipe.\n");
+    // UTF-8 and Latin-1 in one file (a file in Latin-1 alone is read as such).
+    f.write("notes/mixed.md", b"# Caf\xc3\xa9\n\nThe cr\xe8me br\xfbl\xe9e recipe.\n");
     let mut client = LspClient::start(f.index.path());
     client.initialize(f.root(), json!({}), json!({}));
     let end = client.wait_indexed();
     assert!(end["params"]["value"]["message"].as_str().unwrap().contains("1 not valid UTF-8"), "{end}");
     let shown = client.wait_for(|m| m["method"] == "window/showMessage");
     let text = shown["params"]["message"].as_str().unwrap();
-    assert!(text.contains("notes/latin1.md is not valid UTF-8"), "{shown}");
+    assert!(text.contains("notes/mixed.md is not valid UTF-8"), "{shown}");
     let s = status(&mut client);
-    assert_eq!(s["index"]["lossy"], json!(["notes/latin1.md"]), "{s}");
+    assert_eq!(s["index"]["lossy"], json!(["notes/mixed.md"]), "{s}");
     assert!(client.shutdown().success());
 
     // A server started later, which reads nothing again, still lists it.
     let mut client = LspClient::start(f.index.path());
     client.initialize(f.root(), json!({}), json!({}));
     client.wait_indexed();
-    assert_eq!(status(&mut client)["index"]["lossy"], json!(["notes/latin1.md"]));
+    assert_eq!(status(&mut client)["index"]["lossy"], json!(["notes/mixed.md"]));
     assert!(client.shutdown().success());
 }
 

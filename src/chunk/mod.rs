@@ -19,6 +19,7 @@ mod semantic;
 mod split;
 mod text;
 pub(crate) mod tokens;
+mod vault;
 mod window;
 
 use std::ops::Range;
@@ -30,6 +31,7 @@ use front_matter::Detection;
 pub use front_matter::Metadata;
 use lines::LineIndex;
 use split::Splitter;
+pub use vault::note_name;
 use window::RawChunk;
 
 /// Where the sentences of `text` after its first one start (byte offsets), by the rules the
@@ -122,7 +124,7 @@ pub struct Chunk {
 /// The result of chunking one document.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ChunkedDocument {
-    /// Front matter `title:`, else the first H1, else the file name.
+    /// Front matter `title:`, else the first H1, else the file name without its extension.
     pub title: String,
     /// The front matter's top-level fields (empty without front matter).
     pub metadata: Metadata,
@@ -132,7 +134,7 @@ pub struct ChunkedDocument {
     pub warnings: Vec<String>,
 }
 
-/// Cuts `text` into chunks. `file_name` is the fallback title.
+/// Cuts `text` into chunks. `file_name` without its extension is the fallback title.
 ///
 /// Never fails and never panics: problems (unclosed front matter, text cut between tokens)
 /// come back as warnings next to the chunks. With no sentence embedder, the `semantic`
@@ -176,15 +178,25 @@ pub fn chunk_document_with(
     if let Some(language) = &config.language {
         front_matter::supply_language(&mut metadata, language);
     }
-    let body = body_start..text.len();
-    let outline = match kind {
+    let mut body = body_start..text.len();
+    let mut outline = match kind {
         DocKind::Markdown => markdown::parse(text, body.clone()),
         DocKind::Text => text::parse(text, body.clone()),
     };
-    let title =
-        label(&front_title.or_else(|| outline.first_h1.clone()).unwrap_or_else(|| file_name.to_string()));
+    if vault::is_drawing(&metadata) {
+        outline = vault::text_elements(outline);
+        body = match (outline.sections.first(), outline.sections.last()) {
+            (Some(first), Some(last)) => first.range.start..last.range.end,
+            _ => body.end..body.end,
+        };
+    }
+    let title = label(
+        &front_title
+            .or_else(|| outline.first_h1.clone().filter(|h| !vault::is_placeholder(h)))
+            .unwrap_or_else(|| vault::note_name(file_name).to_string()),
+    );
 
-    let raw_chunks: Vec<(RawChunk, Vec<String>)> = match config.strategy {
+    let mut raw_chunks: Vec<(RawChunk, Vec<String>)> = match config.strategy {
         ChunkStrategy::Section => {
             let mut splitter =
                 Splitter::new(text, &lines, config.max_tokens, config.overlap_tokens, &mut warnings);
@@ -201,12 +213,19 @@ pub fn chunk_document_with(
                 .collect()
         }
         ChunkStrategy::Fixed => {
-            fixed::fixed_chunks(text, body, &outline, config.max_tokens, config.overlap_tokens)
+            fixed::fixed_chunks(text, body.clone(), &outline, config.max_tokens, config.overlap_tokens)
         }
         ChunkStrategy::Semantic => {
             semantic::semantic_chunks(text, &lines, &outline, config, embed, &mut warnings)
         }
     };
+
+    // A section of a heading alone gives no chunk: its heading is in the path of the chunks
+    // below it. A note of headings alone (a title with nothing under it yet) has no chunks
+    // below them, and would be found by no search: its headings are its text.
+    if raw_chunks.is_empty() && outline.sections.iter().any(|s| s.heading.is_some()) {
+        raw_chunks = fixed::fixed_chunks(text, body, &outline, config.max_tokens, config.overlap_tokens);
+    }
 
     let chunks = raw_chunks
         .into_iter()

@@ -5,7 +5,13 @@
 //! Terms are matched the way BM25 matched them: each line goes through the index's own
 //! analyzer, so `expire` marks a query for "expiring" and `entryPoints` a query for
 //! "entry point". Marks are byte ranges of the preview's text.
+//!
+//! A line is shown as the note reads once rendered (`markup`): `[[Note|alias]]` as `alias`,
+//! `<span class="caption">…</span>` as its words, a line of `{{#include …}}` not at all.
 
+mod markup;
+
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use tantivy::tokenizer::{TextAnalyzer, TokenStream};
@@ -86,7 +92,10 @@ pub struct Previewer<'a> {
 /// A candidate line of a chunk.
 struct Candidate<'t> {
     line: u32,
-    text: &'t str,
+    /// The line as a reader sees it ([`markup::readable`]).
+    text: Cow<'t, str>,
+    /// The line as written, trimmed.
+    raw: &'t str,
     heading: bool,
     marks: Vec<(usize, usize)>,
     matched: HashSet<String>,
@@ -96,6 +105,22 @@ struct Candidate<'t> {
     marks_in_words: usize,
     /// Bytes of the line that are addresses.
     address_bytes: usize,
+}
+
+impl<'t> Candidate<'t> {
+    fn new(line: u32, text: Cow<'t, str>, raw: &'t str, heading: bool) -> Candidate<'t> {
+        Candidate {
+            line,
+            text,
+            raw,
+            heading,
+            marks: Vec::new(),
+            matched: HashSet::new(),
+            in_words: HashSet::new(),
+            marks_in_words: 0,
+            address_bytes: 0,
+        }
+    }
 }
 
 impl<'a> Previewer<'a> {
@@ -152,21 +177,21 @@ impl<'a> Previewer<'a> {
             .iter()
             .enumerate()
             .filter_map(|(n, raw)| {
-                let text = raw.trim();
+                let trimmed = raw.trim();
+                if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+                    return None;
+                }
+                let text = markup::readable(trimmed);
                 let skip = text.is_empty()
-                    || text.starts_with("```")
-                    || text.starts_with("~~~")
                     || text.chars().all(|c| matches!(c, '-' | '=' | '|' | ':' | ' ' | '+' | '*'))
-                    || context::searchable(text).trim().is_empty();
-                (!skip).then(|| Candidate {
-                    line: chunk.start_line + n as u32,
-                    text,
-                    heading: text.starts_with('#') || setext[n],
-                    marks: Vec::new(),
-                    matched: HashSet::new(),
-                    in_words: HashSet::new(),
-                    marks_in_words: 0,
-                    address_bytes: 0,
+                    || context::searchable(&text).trim().is_empty();
+                (!skip).then(|| {
+                    Candidate::new(
+                        chunk.start_line + n as u32,
+                        text,
+                        trimmed,
+                        trimmed.starts_with('#') || setext[n],
+                    )
                 })
             })
             .collect();
@@ -187,6 +212,15 @@ impl<'a> Previewer<'a> {
         if !self.terms.is_empty() {
             for c in &mut candidates {
                 self.mark(c);
+                // A term met only in what the reader's form hides (the target of
+                // `[[People/Anna Schmidt|Anni]]`, a comment) is shown where it is.
+                if c.matched.is_empty() && c.text != c.raw {
+                    let mut raw = Candidate::new(c.line, Cow::Borrowed(c.raw), c.raw, c.heading);
+                    self.mark(&mut raw);
+                    if !raw.matched.is_empty() {
+                        *c = raw;
+                    }
+                }
             }
         }
         let mut chosen = self.by_terms(&candidates);
@@ -201,9 +235,9 @@ impl<'a> Previewer<'a> {
 
     /// Marks the query terms in a line.
     fn mark(&mut self, c: &mut Candidate) {
-        let addresses = merged(addresses(c.text));
+        let addresses = merged(addresses(&c.text));
         c.address_bytes = addresses.iter().map(|(start, end)| end - start).sum();
-        let mut stream = self.analyzer.token_stream(c.text);
+        let mut stream = self.analyzer.token_stream(&c.text);
         while let Some(token) = stream.next() {
             if self.terms.contains(&token.text) {
                 let (from, to) = (token.offset_from, token.offset_to);
@@ -265,7 +299,7 @@ impl<'a> Previewer<'a> {
         // A scrap of a line (the last word of a wrapped sentence) may sit closest to the
         // query by chance and says nothing: lines of some length are compared when there
         // are any.
-        let long = |c: &Candidate| width(c.text) >= MEANING_WIDTH;
+        let long = |c: &Candidate| width(&c.text) >= MEANING_WIDTH;
         let any_long = candidates.iter().any(long);
         let texts: Vec<String> =
             candidates.iter().map(|c| analysis::embedded_text(c.text.to_string())).collect();
@@ -327,7 +361,7 @@ fn merged(mut ranges: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
 /// shown is the one that holds the query's words. Its letters take two columns each, so
 /// it is cut after half as many letters as a line in a Latin script.
 fn cut(c: &Candidate) -> PreviewLine {
-    let text = c.text;
+    let text = c.text.as_ref();
     if width(text) <= MAX_WIDTH {
         return PreviewLine { line: c.line, text: text.to_string(), marks: c.marks.clone() };
     }

@@ -1,0 +1,171 @@
+//! A preview line as a reader of the note sees it: the syntax that Obsidian, Logseq,
+//! Foam, GitHub and mdBook render away (wikilinks, highlights, comment markers, callout
+//! markers, block ids, inline HTML tags, `{{#include …}}` lines) is taken out of what a
+//! preview shows. Only the shown line changes: what is indexed and searched stays the file's
+//! own text.
+
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::{Captures, Regex};
+
+/// `[[target]]`, `[[target|alias]]`, and the same with `!` (an embed).
+static WIKILINK: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"!?\[\[([^\[\]|]*)(?:\|([^\[\]]*))?\]\]").expect("valid pattern"));
+
+/// `==highlighted==`, the marks against the words they wrap, as Obsidian reads them.
+static HIGHLIGHT: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"==([^\s=](?:[^=]*[^\s=])?)==").expect("valid pattern"));
+
+/// The opening line of a callout (`> [!note] Title`, `> [!TIP]`, `> [!faq]- Folded`).
+static CALLOUT: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^((?:>\s*)+)\[!([A-Za-z][\w-]*)\][+-]?\s*(.*)$").expect("valid pattern"));
+
+/// Inline HTML that a renderer turns into layout: the tags of the elements notes and books
+/// use around words, and comments on one line. Angle brackets around anything else (`Vec<T>`,
+/// `<https://…>`, `a < b`) are left alone.
+static HTML: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)<!--.*?-->|</?(?:a|abbr|b|big|br|center|cite|del|details|div|em|figcaption|figure|font|hr|i|img|ins|kbd|mark|p|picture|s|small|source|span|strong|sub|summary|sup|u|video)(?:\s[^<>]*)?/?>",
+    )
+    .expect("valid pattern")
+});
+
+/// A block id at the end of a line (`Tomatoes ^xY7zK1mN`), which Obsidian hides.
+static BLOCK_ID: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\s\^[A-Za-z0-9-]+$").expect("valid pattern"));
+
+/// A line that is only an mdBook directive (`{{#include …}}`, `{{#rustdoc_include …}}`):
+/// the book shows the file it names, not the line.
+static DIRECTIVE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\{\{#\w+[^{}]*\}\}$").expect("valid pattern"));
+
+/// `line` (trimmed) as the note reads once rendered; empty when nothing of it shows.
+/// Borrowed when nothing changes. Inline code (`` `…` ``) is shown as written.
+pub fn readable(line: &str) -> Cow<'_, str> {
+    let line = line.trim();
+    if !might_have_markup(line) {
+        return Cow::Borrowed(line);
+    }
+    if DIRECTIVE.is_match(line) {
+        return Cow::Borrowed("");
+    }
+    let line = match CALLOUT.captures(line) {
+        Some(c) => {
+            let title = if c[3].trim().is_empty() { capitalised(&c[2]) } else { c[3].trim().to_string() };
+            Cow::Owned(format!("{} {title}", c[1].trim_end()))
+        }
+        None => Cow::Borrowed(line),
+    };
+    let mut out = String::with_capacity(line.len());
+    // Odd pieces between backticks are inline code, kept as written.
+    for (n, piece) in line.split('`').enumerate() {
+        if n > 0 {
+            out.push('`');
+        }
+        if n % 2 == 1 {
+            out.push_str(piece);
+        } else {
+            out.push_str(&rendered(piece));
+        }
+    }
+    let out = BLOCK_ID.replace(&out, "");
+    Cow::Owned(out.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// A quick look for any of the characters the markup starts with.
+fn might_have_markup(line: &str) -> bool {
+    line.contains("[[")
+        || line.contains("==")
+        || line.contains("%%")
+        || line.contains("[!")
+        || line.contains('<')
+        || line.contains(" ^")
+        || line.starts_with("{{#")
+}
+
+/// Text outside inline code with its markup rendered away.
+fn rendered(text: &str) -> String {
+    let text = WIKILINK.replace_all(text, |c: &Captures<'_>| match c.get(2) {
+        Some(alias) if !alias.as_str().trim().is_empty() => alias.as_str().trim().to_string(),
+        _ => link_target(&c[1]),
+    });
+    let text = HIGHLIGHT.replace_all(&text, "$1");
+    let text = text.replace("%%", " ");
+    HTML.replace_all(&text, " ").into_owned()
+}
+
+/// How Obsidian shows a link without an alias: the note's name, then the heading it points
+/// to (`Borg backup > Prune`); a block reference (`#^id`) shows the name alone.
+fn link_target(target: &str) -> String {
+    let mut parts = target.split('#').map(str::trim).filter(|p| !p.is_empty() && !p.starts_with('^'));
+    let Some(name) = parts.next() else { return String::new() };
+    std::iter::once(name).chain(parts).collect::<Vec<_>>().join(" > ")
+}
+
+fn capitalised(word: &str) -> String {
+    let lower = word.to_lowercase();
+    let mut chars = lower.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wikilinks_read_as_their_alias_or_their_target() {
+        assert_eq!(readable("Worked on [[Tax return 2025|my taxes]] today."), "Worked on my taxes today.");
+        assert_eq!(readable("See [[Garden]] and ![[Diagram.png]]."), "See Garden and Diagram.png.");
+        assert_eq!(readable("See [[Borg backup#Prune]]."), "See Borg backup > Prune.");
+        assert_eq!(readable("See [[Borg backup#^a1b2]]."), "See Borg backup.");
+    }
+
+    #[test]
+    fn highlights_comments_and_block_ids_lose_their_marks() {
+        assert_eq!(readable("The case ==has six bays== now."), "The case has six bays now.");
+        assert_eq!(readable("Plan. %%check again%%"), "Plan. check again");
+        assert_eq!(readable("%%"), "");
+        assert_eq!(readable("Tomatoes ^xY7zK1mN"), "Tomatoes");
+        // Not highlights: comparisons in prose and in code.
+        assert_eq!(readable("if a == b then"), "if a == b then");
+        assert_eq!(readable("use `x==y==z` here"), "use `x==y==z` here");
+    }
+
+    #[test]
+    fn callouts_show_their_title() {
+        assert_eq!(readable("> [!note] Remember this"), "> Remember this");
+        assert_eq!(readable("> [!TIP]"), "> Tip");
+        assert_eq!(readable("> [!warning]- Power draw"), "> Power draw");
+        assert_eq!(readable("> > [!quote]"), "> > Quote");
+    }
+
+    #[test]
+    fn layout_tags_go_and_their_words_stay() {
+        assert_eq!(
+            readable("<span class=\"caption\">示例 12-4：读取文件内容</span>"),
+            "示例 12-4：读取文件内容"
+        );
+        assert_eq!(
+            readable("<figure><img src=\"a.png\"><figcaption>Figure 2: the pipeline</figcaption></figure>"),
+            "Figure 2: the pipeline"
+        );
+        assert_eq!(readable("<a id=\"opt-x\"></a>"), "");
+        assert_eq!(readable("Before <!-- hidden --> after"), "Before after");
+        for kept in [
+            "let v: Vec<String> = f();",
+            "See <https://example.com>.",
+            "a < b and c > d",
+            "Use `<span>` tags",
+        ] {
+            assert_eq!(readable(kept), kept);
+        }
+    }
+
+    #[test]
+    fn mdbook_directive_lines_show_nothing() {
+        assert_eq!(readable("{{#rustdoc_include ../listings/ch12/src/main.rs:here}}"), "");
+        assert_eq!(readable("{{#include ../snippets/build.sh}}"), "");
+        assert_eq!(readable("Text with {{#include x}} inside"), "Text with {{#include x}} inside");
+    }
+}
