@@ -130,8 +130,7 @@ pub fn hover_markdown(chunk: &ChunkRecord, chunks_in_file: usize, stale: Stalene
         _ => &chunk.heading_path[..],
     };
     // A title that is only the file's name is given by the path below.
-    let file_name = chunk.path.rsplit('/').next().unwrap_or(&chunk.path);
-    let place = match (headings.is_empty(), chunk.title == file_name) {
+    let place = match (headings.is_empty(), crate::chunk::title_is_file_name(&chunk.title, &chunk.path)) {
         (true, _) => format!("**{}**", chunk.title),
         (false, true) => format!("**{}**", headings.join(" › ")),
         (false, false) => format!("**{}** · {}", headings.join(" › "), chunk.title),
@@ -373,7 +372,11 @@ mod tests {
         r.title = "backup.md".into();
         let md = hover_markdown(&r, 1, Staleness::default());
         assert!(md.starts_with("**Readline › Class: Interface**\n\n`ops/backup.md` lines"), "{md}");
+        // Nor the file's name without its extension, as a note without a title is named.
+        r.title = "backup".into();
+        let md = hover_markdown(&r, 1, Staleness::default());
+        assert!(md.starts_with("**Readline › Class: Interface**\n\n`ops/backup.md` lines"), "{md}");
         r.heading_path.clear();
-        assert!(hover_markdown(&r, 1, Staleness::default()).starts_with("**backup.md**\n"));
+        assert!(hover_markdown(&r, 1, Staleness::default()).starts_with("**backup**\n"));
     }
 }
