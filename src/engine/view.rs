@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
 use tantivy::tokenizer::TokenStream;
 
@@ -13,7 +13,6 @@ use super::{EngineError, LanguageChunks, Setup, SnippetStatus, Stale, Status, Te
 use crate::analysis::{self, Language};
 use crate::config::Config;
 use crate::index::{ChunkRecord, Snapshot, TextField};
-use crate::providers::chat::ChatRequest;
 use crate::providers::{Embedder, EmbedderIdentity};
 use crate::search::preview::Previewer;
 use crate::search::{self, Expand, Hit, SearchConfig, SearchRequest, expand};
@@ -284,18 +283,22 @@ impl View {
 
     /// [`View::status`], with what writing the snippets still waiting would cost when some
     /// wait (counting it builds every request, so it is only done then).
+    ///
+    /// It does not wait for another view's count: while one runs, the status comes without
+    /// an estimate, at once (the editor asks again in a few seconds), unless what is counted
+    /// already covers this commit.
     pub fn status_with_estimate(&self) -> Result<Status, EngineError> {
         let mut status = self.status();
         if let Some(snippets) = status.snippets.as_mut()
             && snippets.pending > 0
         {
-            snippets.estimate = Some(self.snippet_estimate()?);
+            snippets.estimate = self.estimate(false)?;
         }
         Ok(status)
     }
 
     /// What writing the snippets of the chunks still waiting would cost: the requests are
-    /// built and their tokens counted, nothing is sent.
+    /// built and their tokens counted, nothing is sent. Waits for another view's count.
     ///
     /// Each file's share is kept for every view of this engine ([`EstimateMemo`]): asked
     /// again on the same commit, nothing is counted; after a commit, only the files whose
@@ -303,37 +306,61 @@ impl View {
     /// afresh, since no two files share a document part (it names the file's path), so no
     /// request is served from the prompt cache across files.
     pub fn snippet_estimate(&self) -> Result<Estimate, EngineError> {
-        let Some(setup) = &self.setup.snippets else { return Ok(Estimate::default()) };
-        let mut memo = self.setup.estimates.files.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut kept = HashMap::with_capacity(memo.len());
-        let mut total = Estimate::default();
-        for (path, entry) in &self.snapshot.manifest().files {
-            if !entry.chunks.iter().any(|c| c.snippet_pending) {
-                continue;
-            }
-            let chunks: Vec<(u64, bool)> = entry.chunks.iter().map(|c| (c.id, c.snippet_pending)).collect();
-            let counted = match memo.remove(path) {
-                Some(c) if c.content_hash == entry.content_hash && c.chunks == chunks => c,
-                _ => {
-                    let records = self.snapshot.file_records(path)?;
-                    let inputs: Vec<ChunkInput> = records.iter().map(chunk_input).collect();
-                    let requests: Vec<ChatRequest> = (0..inputs.len())
-                        .filter(|&i| chunks.get(i).is_some_and(|&(_, pending)| pending))
-                        .map(|i| setup.request(&inputs, i))
-                        .collect();
-                    self.setup.estimates.files_counted.fetch_add(1, Ordering::Relaxed);
-                    Counted {
-                        content_hash: entry.content_hash,
-                        chunks,
-                        estimate: estimate::estimate(&requests),
-                    }
-                }
-            };
-            total += counted.estimate;
-            kept.insert(path.clone(), counted);
+        Ok(self.estimate(true)?.unwrap_or_default())
+    }
+
+    /// The estimate of this commit; `None` when another count runs and `wait` is false.
+    ///
+    /// Only a count writes to the memo, one count at a time; the memo itself is locked only
+    /// to read or replace it, never while counting, so a status whose files are all counted
+    /// never waits for a count of another commit.
+    fn estimate(&self, wait: bool) -> Result<Option<Estimate>, EngineError> {
+        let Some(setup) = &self.setup.snippets else { return Ok(Some(Estimate::default())) };
+        let memo = &self.setup.estimates;
+        let wanted: Vec<(&String, CountedFor)> = self
+            .snapshot
+            .manifest()
+            .files
+            .iter()
+            .filter(|(_, entry)| entry.chunks.iter().any(|c| c.snippet_pending))
+            .map(|(path, entry)| {
+                let chunks = entry.chunks.iter().map(|c| (c.id, c.snippet_pending)).collect();
+                (path, CountedFor { content_hash: entry.content_hash, chunks })
+            })
+            .collect();
+        let missing = |files: &HashMap<String, Counted>| -> Vec<usize> {
+            (0..wanted.len()).filter(|&i| !is_current(files, &wanted[i])).collect()
+        };
+        if let Some(total) = memo.total(&wanted) {
+            return Ok(Some(total));
         }
-        *memo = kept;
-        Ok(total)
+        let _counting = if wait {
+            memo.counting.lock().unwrap_or_else(PoisonError::into_inner)
+        } else {
+            match memo.counting.try_lock() {
+                Ok(guard) => guard,
+                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                Err(TryLockError::WouldBlock) => return Ok(None),
+            }
+        };
+        // Another count may have covered some files while this one waited; none can now.
+        let missing = missing(&memo.files());
+        let mut counted = HashMap::with_capacity(missing.len());
+        for i in missing {
+            let (path, key) = &wanted[i];
+            let records = self.snapshot.file_records(path)?;
+            let inputs: Vec<ChunkInput> = records.iter().map(chunk_input).collect();
+            let estimate = if inputs.is_empty() {
+                Estimate::default()
+            } else {
+                let prompts = setup.prompts(&inputs);
+                let pending = key.chunks.iter().enumerate().filter(|(_, c)| c.1).map(|(i, _)| i);
+                estimate::estimate_priced(pending.filter(|&i| i < inputs.len()).map(|i| prompts.priced(i)))
+            };
+            memo.files_counted.fetch_add(1, Ordering::Relaxed);
+            counted.insert(i, estimate);
+        }
+        Ok(Some(memo.replace(&wanted, counted)))
     }
 
     /// How the file at `rel` (workspace-relative) on disk compares with what this view
@@ -393,15 +420,57 @@ impl View {
 #[derive(Default)]
 pub(super) struct EstimateMemo {
     files: Mutex<HashMap<String, Counted>>,
+    /// Held by the one count that runs.
+    counting: Mutex<()>,
     /// Files counted (not read back) so far.
     files_counted: AtomicUsize,
 }
 
+impl EstimateMemo {
+    fn files(&self) -> MutexGuard<'_, HashMap<String, Counted>> {
+        self.files.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The total of the files `wanted`, if each is counted for what it is now.
+    fn total(&self, wanted: &[(&String, CountedFor)]) -> Option<Estimate> {
+        let files = self.files();
+        wanted.iter().map(|w| is_current(&files, w).then(|| files[w.0.as_str()].estimate)).sum()
+    }
+
+    /// Keeps the files `wanted` (those just `counted`, by their place in `wanted`, and the
+    /// others as they were) and drops the rest; the total of their estimates. Only the
+    /// count that runs calls it, and it counted every file that was not current.
+    fn replace(&self, wanted: &[(&String, CountedFor)], mut counted: HashMap<usize, Estimate>) -> Estimate {
+        let mut files = self.files();
+        let mut kept = HashMap::with_capacity(wanted.len());
+        for (i, (path, key)) in wanted.iter().enumerate() {
+            let entry = match counted.remove(&i) {
+                Some(estimate) => Some(Counted { key: key.clone(), estimate }),
+                None => files.remove(*path),
+            };
+            kept.extend(entry.map(|e| ((*path).clone(), e)));
+        }
+        *files = kept;
+        files.values().map(|c| c.estimate).sum()
+    }
+}
+
+/// Whether `files` holds the estimate of a file as it is now.
+fn is_current(files: &HashMap<String, Counted>, (path, key): &(&String, CountedFor)) -> bool {
+    files.get(*path).is_some_and(|c| c.key == *key)
+}
+
 struct Counted {
+    key: CountedFor,
+    estimate: Estimate,
+}
+
+/// What a file's estimate was counted for.
+#[derive(Clone, PartialEq, Eq)]
+struct CountedFor {
     content_hash: u64,
     /// Each chunk's id and whether it waits for a snippet, in order.
     chunks: Vec<(u64, bool)>,
-    estimate: Estimate,
 }
 
 #[cfg(test)]
@@ -499,6 +568,32 @@ mod tests {
             assert_eq!(estimate, counted_afresh(&engine.view()), "{mode}");
             assert_eq!(estimate.calls, 4, "{mode}: three chunks of the edited file, one of the other");
         }
+    }
+
+    #[test]
+    fn a_status_does_not_wait_for_another_count() {
+        let (mut engine, root, _index) = engine(SnippetMode::Document);
+        let counted = engine.snippet_estimate().unwrap();
+        {
+            // Another view's count runs meanwhile.
+            let _counting = engine.setup.estimates.counting.lock().unwrap();
+            let status = engine.view().status_with_estimate().unwrap();
+            assert_eq!(status.snippets.unwrap().estimate, Some(counted), "this commit is counted already");
+        }
+        std::fs::write(root.path().join(FILES[1].0), "# Deploy\n\nTag, then watch.\n").unwrap();
+        engine.reconcile(&mut |_| {}).unwrap();
+        let before = files_counted(&engine);
+        {
+            let _counting = engine.setup.estimates.counting.lock().unwrap();
+            let status = engine.view().status_with_estimate().unwrap();
+            let snippets = status.snippets.unwrap();
+            assert!(snippets.pending > 0);
+            assert_eq!(snippets.estimate, None, "a status during another count comes without an estimate");
+        }
+        assert_eq!(files_counted(&engine), before);
+        let status = engine.view().status_with_estimate().unwrap();
+        assert_eq!(status.snippets.unwrap().estimate, Some(counted_afresh(&engine.view())));
+        assert_eq!(files_counted(&engine), before + 1);
     }
 
     #[test]

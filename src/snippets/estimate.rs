@@ -1,5 +1,6 @@
 //! Token and call estimates of a snippet run, counted with tiktoken before any call.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::{Add, AddAssign};
@@ -58,29 +59,62 @@ impl std::iter::Sum for Estimate {
     }
 }
 
+/// A request as [`estimate_priced`] takes it: the parts a prompt cache can share, and the
+/// tokens of its prompt, already counted.
+#[derive(Debug, Clone)]
+pub struct Priced<'a> {
+    pub system: &'a str,
+    pub document: Cow<'a, str>,
+    pub prompt_tokens: u64,
+    pub max_tokens: u32,
+}
+
+impl<'a> Priced<'a> {
+    /// `request`, its prompt counted exactly.
+    pub fn exactly(request: &'a ChatRequest) -> Priced<'a> {
+        Priced {
+            system: &request.system,
+            document: Cow::Borrowed(&request.document),
+            prompt_tokens: count_tokens(&request.prompt) as u64,
+            max_tokens: request.max_tokens,
+        }
+    }
+}
+
 /// Estimates what sending `requests` costs, in the order given. Requests about one document
 /// should come together, as the generator sends them: only a call whose system text and
 /// document repeat the previous call's counts as served from the prompt cache.
+pub fn estimate<'a>(requests: impl IntoIterator<Item = &'a ChatRequest>) -> Estimate {
+    estimate_priced(requests.into_iter().map(Priced::exactly))
+}
+
+/// [`estimate`] of requests whose prompts are counted already.
 ///
 /// Each distinct system text and document is tokenized once, so ten thousand chunks of a
 /// few hundred documents cost a few hundred document counts, not ten thousand.
-pub fn estimate<'a>(requests: impl IntoIterator<Item = &'a ChatRequest>) -> Estimate {
-    let mut counts: HashMap<&'a str, u64> = HashMap::new();
-    let mut count_once = |text: &'a str| *counts.entry(text).or_insert_with(|| count_tokens(text) as u64);
+pub fn estimate_priced<'a>(requests: impl IntoIterator<Item = Priced<'a>>) -> Estimate {
+    let mut counts: HashMap<String, u64> = HashMap::new();
+    let mut count_once = |text: &str| match counts.get(text) {
+        Some(&n) => n,
+        None => *counts.entry(text.to_string()).or_insert(count_tokens(text) as u64),
+    };
     // The previous request and the tokens of its system text and document: consecutive
     // requests about one document are compared, and not hashed again.
-    let mut previous: Option<(&'a ChatRequest, u64)> = None;
+    let mut previous: Option<(Priced, u64)> = None;
     let mut total = Estimate::default();
     for request in requests {
-        let repeated = previous.filter(|(p, _)| p.system == request.system && p.document == request.document);
+        let repeated = previous
+            .as_ref()
+            .filter(|(p, _)| p.system == request.system && p.document == request.document)
+            .map(|&(_, shared)| shared);
         let shared = match repeated {
-            Some((_, shared)) => shared,
-            None => count_once(&request.system) + count_once(&request.document),
+            Some(shared) => shared,
+            None => count_once(request.system) + count_once(&request.document),
         };
         let cached = repeated.is_some() && shared >= MIN_CACHED_PREFIX_TOKENS;
         total += Estimate {
             calls: 1,
-            input_tokens: shared + count_tokens(&request.prompt) as u64 + CALL_OVERHEAD_TOKENS,
+            input_tokens: shared + request.prompt_tokens + CALL_OVERHEAD_TOKENS,
             cached_input_tokens: if cached { shared } else { 0 },
             output_tokens: u64::from(request.max_tokens.min(EXPECTED_OUTPUT_TOKENS)),
         };
@@ -137,7 +171,21 @@ fn approx(n: u64) -> String {
 /// cl100k token count of `text`: OpenAI's count, and close to Anthropic's (bounded segments
 /// at a time, so a long run without whitespace stays cheap).
 pub(crate) fn count_tokens(text: &str) -> usize {
+    #[cfg(test)]
+    COUNTED_BYTES.with(|n| n.set(n.get() + text.len()));
     crate::chunk::tokens::count(text)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Bytes [`count_tokens`] was given on this thread: what tests hold the counting to.
+    static COUNTED_BYTES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Bytes tokenized on this thread so far.
+#[cfg(test)]
+pub(crate) fn counted_bytes() -> usize {
+    COUNTED_BYTES.with(std::cell::Cell::get)
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use crate::providers::anthropic::AnthropicChat;
 use crate::providers::chat::{Chat, ChatRequest};
 use crate::providers::http::{ApiKey, Auth, ErrorKind, HttpClient, HttpSettings, ProviderError, RetryPolicy};
 use crate::providers::openai::OpenAiChat;
-use prompt::{ChunkInput, PROMPT_VERSION, SnippetMode};
+use prompt::{ChunkInput, PROMPT_VERSION, Prompts, SnippetMode};
 
 /// Which chat API writes snippets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -239,12 +239,14 @@ impl SnippetSetup {
 
     /// The request for chunk `index` of a document (all its chunks, in order).
     pub fn request(&self, chunks: &[ChunkInput], index: usize) -> ChatRequest {
-        match self.config.mode {
-            SnippetMode::Section => prompt::section_request(&chunks[index], self.config.max_tokens),
-            SnippetMode::Document => {
-                prompt::document_request(chunks, index, self.config.document_budget, self.config.max_tokens)
-            }
-        }
+        self.prompts(chunks).request(index)
+    }
+
+    /// The requests of a document's chunks (all its chunks, in order, at least one), sharing
+    /// what they share: for several chunks of one document, cheaper than [`Self::request`]
+    /// for each.
+    pub fn prompts<'a>(&self, chunks: &'a [ChunkInput<'a>]) -> Prompts<'a> {
+        Prompts::new(self.config.mode, chunks, self.config.document_budget, self.config.max_tokens)
     }
 }
 

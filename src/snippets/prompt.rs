@@ -5,10 +5,13 @@
 //! the provider caches the document part, so it must be byte-identical for every chunk of
 //! one document. The tests hold both builders to that.
 
+use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::collections::HashSet;
 use std::fmt;
+use std::sync::OnceLock;
 
-use super::estimate::count_tokens;
+use super::estimate::{Priced, count_tokens};
 use crate::analysis::Language;
 use crate::providers::chat::ChatRequest;
 
@@ -87,13 +90,63 @@ pub fn section_request(chunk: &ChunkInput, max_tokens: u32) -> ChatRequest {
     ChatRequest { system: SYSTEM.to_string(), document, prompt, max_tokens }
 }
 
+/// The requests of one document's chunks under a mode, with what they share worked out once.
+pub enum Prompts<'a> {
+    Section { chunks: &'a [ChunkInput<'a>], max_tokens: u32 },
+    Document(DocumentPrompts<'a>),
+}
+
+impl<'a> Prompts<'a> {
+    /// The requests of `chunks`: all chunks of one document, in order (so they share its path
+    /// and title). Panics if `chunks` is empty.
+    pub fn new(
+        mode: SnippetMode,
+        chunks: &'a [ChunkInput<'a>],
+        budget_tokens: usize,
+        max_tokens: u32,
+    ) -> Self {
+        match mode {
+            SnippetMode::Section => Prompts::Section { chunks, max_tokens },
+            SnippetMode::Document => {
+                Prompts::Document(DocumentPrompts::new(chunks, budget_tokens, max_tokens))
+            }
+        }
+    }
+
+    /// The request for `chunks[index]`. Panics if `index` is out of bounds.
+    pub fn request(&self, index: usize) -> ChatRequest {
+        match self {
+            Prompts::Section { chunks, max_tokens } => section_request(&chunks[index], *max_tokens),
+            Prompts::Document(prompts) => prompts.request(index),
+        }
+    }
+
+    /// The request for `chunks[index]` as the estimate takes it: a section prompt counted
+    /// exactly, a document prompt as [`DocumentPrompts::prompt_tokens`] counts it.
+    pub fn priced(&self, index: usize) -> Priced<'_> {
+        match self {
+            Prompts::Section { .. } => {
+                let request = self.request(index);
+                Priced {
+                    system: SYSTEM,
+                    prompt_tokens: count_tokens(&request.prompt) as u64,
+                    document: Cow::Owned(request.document),
+                    max_tokens: request.max_tokens,
+                }
+            }
+            Prompts::Document(prompts) => Priced {
+                system: SYSTEM,
+                document: Cow::Borrowed(prompts.document()),
+                prompt_tokens: prompts.prompt_tokens(index),
+                max_tokens: prompts.max_tokens,
+            },
+        }
+    }
+}
+
 /// The request of [`SnippetMode::Document`] for `chunks[index]`. `chunks` are all chunks of
-/// one document, in order.
-///
-/// A document that fits `budget_tokens` is sent whole. A longer one is sent as its title and
-/// heading outline, and the prompt carries the chunks around `chunks[index]` (as many as fit
-/// in about half the budget) before the chunk itself. Either way the document part is the
-/// same for every chunk of the document.
+/// one document, in order. [`DocumentPrompts`] builds the requests of several chunks of one
+/// document without counting the same text again for each.
 ///
 /// Panics if `index` is out of bounds.
 pub fn document_request(
@@ -102,31 +155,173 @@ pub fn document_request(
     budget_tokens: usize,
     max_tokens: u32,
 ) -> ChatRequest {
-    let chunk = &chunks[index];
-    let names = document_names(chunk);
+    DocumentPrompts::new(chunks, budget_tokens, max_tokens).request(index)
+}
 
-    let (document, window) = if fits(chunks, budget_tokens) {
-        let whole = format!("{names}\n\n<document>\n{}\n</document>", joined_texts(chunks));
-        (whole, String::new())
-    } else {
-        let outline = outline(chunks, budget_tokens / OUTLINE_SHARE);
-        let document = format!(
-            "{names}\n\nThe document is too long to show whole. The outline of its headings:\n\
-             <outline>\n{outline}</outline>"
-        );
-        (document, window(chunks, index, budget_tokens / WINDOW_SHARE))
-    };
+/// The requests of [`SnippetMode::Document`] for the chunks of one document (all its chunks,
+/// in order), with what they share worked out once.
+///
+/// A document that fits `budget_tokens` is sent whole. A longer one is sent as its title and
+/// heading outline, and the prompt carries the chunks around the chunk (as many as fit in
+/// about half the budget) before the chunk itself. Either way the document part is the
+/// same for every chunk of the document.
+///
+/// Each chunk's tokens are counted once, when a window or the budget first needs them, so
+/// the requests of all chunks of a long document cost about one count of its text, not one
+/// count of a window per chunk.
+pub struct DocumentPrompts<'a> {
+    chunks: &'a [ChunkInput<'a>],
+    max_tokens: u32,
+    /// The document part of every request.
+    document: String,
+    /// The budget of the window of neighbouring chunks; `None` when the document is sent whole.
+    window_budget: Option<usize>,
+    /// Each chunk's cost in a budget, as [`cost`] counts it, once asked for.
+    costs: Vec<OnceCell<usize>>,
+}
 
-    let prompt = format!(
-        "{window}Here is the chunk to situate within the whole document, {place}:\n<chunk>\n{text}\n\
-         </chunk>\n\nGive a short, succinct context of 1–2 complete sentences that situates this \
-         chunk within the overall document, to improve search retrieval of the chunk.{language} Answer with \
-         the sentences only and nothing else: no preamble, no quotes, no markdown.",
-        place = document_place(chunk.heading_path),
-        text = chunk.text.trim_end(),
-        language = in_its_language(chunk.text),
-    );
-    ChatRequest { system: SYSTEM.to_string(), document, prompt, max_tokens }
+impl<'a> DocumentPrompts<'a> {
+    /// The document part of `chunks`' requests, worked out once. Panics if `chunks` is empty.
+    pub fn new(chunks: &'a [ChunkInput<'a>], budget_tokens: usize, max_tokens: u32) -> DocumentPrompts<'a> {
+        let names = document_names(&chunks[0]);
+        let mut prompts = DocumentPrompts {
+            chunks,
+            max_tokens,
+            document: String::new(),
+            window_budget: None,
+            costs: chunks.iter().map(|_| OnceCell::new()).collect(),
+        };
+        // Whether the chunks' texts, joined, fit in the budget: counted chunk by chunk and
+        // stopped once over, so that a long document costs no more to check than its budget.
+        let mut remaining = budget_tokens;
+        if (0..chunks.len()).all(|i| prompts.take(i, &mut remaining)) {
+            prompts.document = format!("{names}\n\n<document>\n{}\n</document>", joined_texts(chunks));
+        } else {
+            let outline = outline(chunks, budget_tokens / OUTLINE_SHARE);
+            prompts.document = format!(
+                "{names}\n\nThe document is too long to show whole. The outline of its headings:\n\
+                 <outline>\n{outline}</outline>"
+            );
+            prompts.window_budget = Some(budget_tokens / WINDOW_SHARE);
+        }
+        prompts
+    }
+
+    /// The document part, the same in every request.
+    pub fn document(&self) -> &str {
+        &self.document
+    }
+
+    /// The request for `chunks[index]`. Panics if `index` is out of bounds.
+    pub fn request(&self, index: usize) -> ChatRequest {
+        let window = self.window(index).map_or_else(String::new, |w| w.render(self.chunks, index));
+        ChatRequest {
+            system: SYSTEM.to_string(),
+            document: self.document.clone(),
+            prompt: format!("{window}{}", self.chunk_part(index)),
+            max_tokens: self.max_tokens,
+        }
+    }
+
+    /// The tokens of [`Self::request`]`(index).prompt`, counted in parts: the part about the
+    /// chunk itself exactly, the window as the sum of its passages' counts and of its frame.
+    /// Joined, a passage ending in punctuation may share a token with the blank line after
+    /// it, so the sum can run a token or so per passage above the exact count.
+    pub fn prompt_tokens(&self, index: usize) -> u64 {
+        let window = self.window(index).map_or(0, |w| {
+            let passages: usize = (w.first..=w.last).filter(|&i| i != index).map(|i| self.cost(i)).sum();
+            passages + window_frame_tokens()
+        });
+        (window + count_tokens(&self.chunk_part(index))) as u64
+    }
+
+    /// The prompt after the window: where the chunk sits, the chunk and the instructions.
+    fn chunk_part(&self, index: usize) -> String {
+        let chunk = &self.chunks[index];
+        format!(
+            "Here is the chunk to situate within the whole document, {place}:\n<chunk>\n{text}\n\
+             </chunk>\n\nGive a short, succinct context of 1–2 complete sentences that situates this \
+             chunk within the overall document, to improve search retrieval of the chunk.{language} Answer with \
+             the sentences only and nothing else: no preamble, no quotes, no markdown.",
+            place = document_place(chunk.heading_path),
+            text = chunk.text.trim_end(),
+            language = in_its_language(chunk.text),
+        )
+    }
+
+    /// The chunks around `chunks[index]` that fit in the window's budget, nearest first,
+    /// alternating before and after. Each side stops at its first chunk that does not fit, so
+    /// the window has no holes. `None` when the document is sent whole, or when not even the
+    /// nearest neighbour fits.
+    fn window(&self, index: usize) -> Option<Window> {
+        let mut remaining = self.window_budget?;
+        let len = self.chunks.len();
+        // Whether each side can still grow, and how far it reaches.
+        let (mut before_open, mut after_open) = (index > 0, index + 1 < len);
+        let (mut first, mut last) = (index, index);
+        while before_open || after_open {
+            if before_open {
+                before_open = self.take(first - 1, &mut remaining);
+                if before_open {
+                    first -= 1;
+                    before_open = first > 0;
+                }
+            }
+            if after_open {
+                after_open = self.take(last + 1, &mut remaining);
+                if after_open {
+                    last += 1;
+                    after_open = last + 1 < len;
+                }
+            }
+        }
+        (first < index || last > index).then_some(Window { first, last })
+    }
+
+    /// Takes chunk `i` out of `remaining` when it fits.
+    fn take(&self, i: usize, remaining: &mut usize) -> bool {
+        let cost = self.cost(i);
+        if cost > *remaining {
+            return false;
+        }
+        *remaining -= cost;
+        true
+    }
+
+    /// Chunk `i`'s cost, counted the first time it is asked for.
+    fn cost(&self, i: usize) -> usize {
+        *self.costs[i].get_or_init(|| cost(self.chunks[i].text))
+    }
+}
+
+/// The neighbours a window shows: `chunks[first..=last]` without the chunk itself.
+struct Window {
+    first: usize,
+    last: usize,
+}
+
+impl Window {
+    /// The window as the prompt shows it, in document order with the chunk's own place marked.
+    fn render(&self, chunks: &[ChunkInput], index: usize) -> String {
+        let mut parts: Vec<&str> = chunks[self.first..index].iter().map(|c| c.text.trim_end()).collect();
+        parts.push(CHUNK_MARK);
+        parts.extend(chunks[index + 1..=self.last].iter().map(|c| c.text.trim_end()));
+        format!("{WINDOW_HEAD}{}{WINDOW_TAIL}", parts.join("\n\n"))
+    }
+}
+
+/// What a window's passages come between.
+const WINDOW_HEAD: &str = concat!(
+    "The passages around the chunk, in document order, with the chunk's own place marked as ",
+    "[the chunk]:\n<passages>\n"
+);
+const WINDOW_TAIL: &str = "\n</passages>\n\n";
+
+/// The tokens of a window beyond its passages and the blank lines between them (which
+/// [`cost`] counts): its head, its tail and the chunk's mark.
+fn window_frame_tokens() -> usize {
+    static FRAME: OnceLock<usize> = OnceLock::new();
+    *FRAME.get_or_init(|| count_tokens(WINDOW_HEAD) + count_tokens(CHUNK_MARK) + count_tokens(WINDOW_TAIL))
 }
 
 /// The language a chunk's snippet is asked in, when the chunk is not in English: a note in
@@ -177,13 +372,6 @@ fn document_place(heading_path: &[String]) -> String {
     }
 }
 
-/// Whether the chunks' texts, joined, fit in `budget` tokens. Counted chunk by chunk and
-/// stopped once over, so that a long document costs no more to check than its budget.
-fn fits(chunks: &[ChunkInput], budget: usize) -> bool {
-    let mut remaining = budget;
-    chunks.iter().all(|c| take(c.text, &mut remaining))
-}
-
 fn joined_texts(chunks: &[ChunkInput]) -> String {
     let texts: Vec<&str> = chunks.iter().map(|c| c.text.trim_end()).collect();
     texts.join("\n\n")
@@ -217,61 +405,19 @@ fn outline(chunks: &[ChunkInput], budget: usize) -> String {
     out
 }
 
-/// The chunks around `chunks[index]` that fit in `budget` tokens, nearest first, alternating
-/// before and after, rendered in document order with the chunk's own place marked. Each side
-/// stops at its first chunk that does not fit, so the window has no holes. Empty when not
-/// even the nearest neighbour fits.
-fn window(chunks: &[ChunkInput], index: usize, budget: usize) -> String {
-    let mut remaining = budget;
-    // Whether each side can still grow, and how far it reaches.
-    let (mut before_open, mut after_open) = (index > 0, index + 1 < chunks.len());
-    let (mut first, mut last) = (index, index);
-    while before_open || after_open {
-        if before_open {
-            before_open = take(chunks[first - 1].text, &mut remaining);
-            if before_open {
-                first -= 1;
-                before_open = first > 0;
-            }
-        }
-        if after_open {
-            after_open = take(chunks[last + 1].text, &mut remaining);
-            if after_open {
-                last += 1;
-                after_open = last + 1 < chunks.len();
-            }
-        }
-    }
-    if first == index && last == index {
-        return String::new();
-    }
-
-    let mut parts: Vec<&str> = chunks[first..index].iter().map(|c| c.text.trim_end()).collect();
-    parts.push(CHUNK_MARK);
-    parts.extend(chunks[index + 1..=last].iter().map(|c| c.text.trim_end()));
-    format!(
-        "The passages around the chunk, in document order, with the chunk's own place marked as {CHUNK_MARK}:\n\
-         <passages>\n{}\n</passages>\n\n",
-        parts.join("\n\n")
-    )
-}
-
 /// Marks the chunk's own place among its neighbours.
 const CHUNK_MARK: &str = "[the chunk]";
 
-/// Takes `text` out of `remaining` when it fits (with a blank line to separate it).
-fn take(text: &str, remaining: &mut usize) -> bool {
-    let cost = count_tokens(text.trim_end()) + 1;
-    if cost > *remaining {
-        return false;
-    }
-    *remaining -= cost;
-    true
+/// A chunk's cost in a budget: its tokens, and one for the blank line that separates it from
+/// the next.
+fn cost(text: &str) -> usize {
+    count_tokens(text.trim_end()) + 1
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::snippets::estimate::counted_bytes;
 
     /// A document's chunks, owned, so that tests can borrow [`ChunkInput`]s from it.
     struct Doc {
@@ -456,6 +602,175 @@ mod tests {
         assert!(request.document.contains("Heading number 0\n"));
         assert!(request.document.contains("…\n</outline>"));
         assert!(count_tokens(&request.document) <= 400 / OUTLINE_SHARE + 60);
+    }
+
+    /// The construction of document requests before [`DocumentPrompts`]: every request
+    /// counted the document against the budget and each neighbour of its window again.
+    mod earlier {
+        use super::super::*;
+
+        pub fn document_request(
+            chunks: &[ChunkInput],
+            index: usize,
+            budget_tokens: usize,
+            max_tokens: u32,
+        ) -> ChatRequest {
+            let chunk = &chunks[index];
+            let names = document_names(chunk);
+            let (document, window) = if fits(chunks, budget_tokens) {
+                let whole = format!("{names}\n\n<document>\n{}\n</document>", joined_texts(chunks));
+                (whole, String::new())
+            } else {
+                let outline = outline(chunks, budget_tokens / OUTLINE_SHARE);
+                let document = format!(
+                    "{names}\n\nThe document is too long to show whole. The outline of its headings:\n\
+                     <outline>\n{outline}</outline>"
+                );
+                (document, window(chunks, index, budget_tokens / WINDOW_SHARE))
+            };
+            let prompt = format!(
+                "{window}Here is the chunk to situate within the whole document, {place}:\n<chunk>\n{text}\n\
+                 </chunk>\n\nGive a short, succinct context of 1–2 complete sentences that situates this \
+                 chunk within the overall document, to improve search retrieval of the chunk.{language} Answer with \
+                 the sentences only and nothing else: no preamble, no quotes, no markdown.",
+                place = document_place(chunk.heading_path),
+                text = chunk.text.trim_end(),
+                language = in_its_language(chunk.text),
+            );
+            ChatRequest { system: SYSTEM.to_string(), document, prompt, max_tokens }
+        }
+
+        fn fits(chunks: &[ChunkInput], budget: usize) -> bool {
+            let mut remaining = budget;
+            chunks.iter().all(|c| take(c.text, &mut remaining))
+        }
+
+        fn window(chunks: &[ChunkInput], index: usize, budget: usize) -> String {
+            let mut remaining = budget;
+            let (mut before_open, mut after_open) = (index > 0, index + 1 < chunks.len());
+            let (mut first, mut last) = (index, index);
+            while before_open || after_open {
+                if before_open {
+                    before_open = take(chunks[first - 1].text, &mut remaining);
+                    if before_open {
+                        first -= 1;
+                        before_open = first > 0;
+                    }
+                }
+                if after_open {
+                    after_open = take(chunks[last + 1].text, &mut remaining);
+                    if after_open {
+                        last += 1;
+                        after_open = last + 1 < chunks.len();
+                    }
+                }
+            }
+            if first == index && last == index {
+                return String::new();
+            }
+            let mut parts: Vec<&str> = chunks[first..index].iter().map(|c| c.text.trim_end()).collect();
+            parts.push(CHUNK_MARK);
+            parts.extend(chunks[index + 1..=last].iter().map(|c| c.text.trim_end()));
+            format!(
+                "The passages around the chunk, in document order, with the chunk's own place marked as {CHUNK_MARK}:\n\
+                 <passages>\n{}\n</passages>\n\n",
+                parts.join("\n\n")
+            )
+        }
+
+        fn take(text: &str, remaining: &mut usize) -> bool {
+            let cost = count_tokens(text.trim_end()) + 1;
+            if cost > *remaining {
+                return false;
+            }
+            *remaining -= cost;
+            true
+        }
+    }
+
+    /// Chunks of uneven length (a word to a few hundred), some with trailing blank lines or
+    /// in Chinese, under headings that come and go: windows that stop on either side.
+    fn uneven_doc() -> Doc {
+        let words = ["retention", "snapshot", "archive,", "restore.", "tier", "policy;", "(cold)", "`dump`"];
+        let headings = (0..60)
+            .map(|i| match i % 7 {
+                0 => path(&[]),
+                1 | 2 => path(&["Backups"]),
+                3 => path(&["Backups", &format!("Case {i}")]),
+                _ => path(&["Restore"]),
+            })
+            .collect();
+        let texts = (0..60)
+            .map(|i: usize| {
+                let n = (i * 37) % 230 + 1;
+                let mut text: String =
+                    (0..n).map(|w| words[(w * 5 + i) % words.len()]).collect::<Vec<_>>().join(" ");
+                if i % 9 == 4 {
+                    text = format!("恢复时先读取归档层，缺少副本时再读取冷存储。{text}");
+                }
+                if i % 4 == 1 {
+                    text.push_str("\n\n  ");
+                }
+                text
+            })
+            .collect();
+        Doc { path: "ops/uneven.md".into(), title: "Storage".into(), headings, texts }
+    }
+
+    #[test]
+    fn document_requests_are_byte_for_byte_those_of_the_earlier_construction() {
+        let docs = [small_doc(), long_doc(), uneven_doc()];
+        let mut windows = 0;
+        for doc in &docs {
+            let chunks = doc.chunks();
+            for budget in [0, 40, 400, 2000, DEFAULT_DOCUMENT_BUDGET, 100_000] {
+                let prompts = DocumentPrompts::new(&chunks, budget, 150);
+                for i in 0..chunks.len() {
+                    let request = prompts.request(i);
+                    assert_eq!(request, earlier::document_request(&chunks, i, budget, 150), "{budget}, {i}");
+                    assert_eq!(request, document_request(&chunks, i, budget, 150));
+                    windows += usize::from(request.prompt.contains("<passages>"));
+                }
+            }
+        }
+        assert!(windows > 100, "too few windows to compare: {windows}");
+    }
+
+    #[test]
+    fn a_documents_prompts_count_each_chunk_about_once() {
+        let doc = uneven_doc();
+        let chunks = doc.chunks();
+        let text: usize = doc.texts.iter().map(String::len).sum();
+        for budget in [400, 2000, DEFAULT_DOCUMENT_BUDGET] {
+            let before = counted_bytes();
+            let prompts = DocumentPrompts::new(&chunks, budget, 150);
+            let counted: u64 = (0..chunks.len()).map(|i| prompts.prompt_tokens(i)).sum();
+            // Each chunk for its cost and once more in its own prompt, with the instructions.
+            let tokenized = counted_bytes() - before;
+            assert!(tokenized < 2 * text + chunks.len() * 1000, "{budget}: {tokenized} bytes for {text}");
+            assert!(counted > 0);
+        }
+    }
+
+    #[test]
+    fn a_prompts_tokens_counted_in_parts_are_close_to_its_exact_count() {
+        for doc in [long_doc(), uneven_doc()] {
+            let chunks = doc.chunks();
+            let prompts = DocumentPrompts::new(&chunks, 2000, 150);
+            for i in 0..chunks.len() {
+                let prompt = prompts.request(i).prompt;
+                let (parts, exact) = (prompts.prompt_tokens(i), count_tokens(&prompt) as u64);
+                let passages = prompt.matches("\n\n").count() as u64;
+                assert!(parts.abs_diff(exact) <= passages, "{i}: {parts} counted in parts, {exact} exactly");
+            }
+        }
+        // A document sent whole leaves nothing to add up: its prompts are counted exactly.
+        let doc = small_doc();
+        let chunks = doc.chunks();
+        let prompts = DocumentPrompts::new(&chunks, DEFAULT_DOCUMENT_BUDGET, 150);
+        for i in 0..chunks.len() {
+            assert_eq!(prompts.prompt_tokens(i), count_tokens(&prompts.request(i).prompt) as u64);
+        }
     }
 
     #[test]
