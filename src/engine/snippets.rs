@@ -176,6 +176,11 @@ impl Engine {
         for (path, ids) in by_file {
             let records = snapshot.file_records(&path)?;
             let inputs: Vec<ChunkInput> = records.iter().map(chunk_input).collect();
+            if inputs.is_empty() {
+                continue;
+            }
+            // The file's requests share their document's budget check and outline.
+            let prompts = setup.prompts(&inputs);
             for (i, record) in records.iter().enumerate() {
                 if !ids.contains(&record.id) {
                     continue;
@@ -189,7 +194,7 @@ impl Engine {
                             chunk_id: record.id,
                             key,
                             path: path.clone(),
-                            request: setup.request(&inputs, i),
+                            request: prompts.request(i),
                         });
                     }
                 }
