@@ -173,6 +173,7 @@ impl<'a> Previewer<'a> {
         }
         let lines: Vec<&str> = chunk.text.lines().collect();
         let setext = setext_heading_lines(&lines);
+        let code = fenced_lines(&lines);
         let mut candidates: Vec<Candidate> = lines
             .iter()
             .enumerate()
@@ -181,7 +182,8 @@ impl<'a> Previewer<'a> {
                 if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
                     return None;
                 }
-                let text = markup::readable(trimmed);
+                // Code reads as written: `[[ -f x ]]`, `a==b` and `Foo<S>` are not markup there.
+                let text = if code[n] { Cow::Borrowed(trimmed) } else { markup::readable(trimmed) };
                 let skip = text.is_empty()
                     || text.chars().all(|c| matches!(c, '-' | '=' | '|' | ':' | ' ' | '+' | '*'))
                     || context::searchable(&text).trim().is_empty();
@@ -424,6 +426,22 @@ fn best_sentence(text: &str, marks: &[(usize, usize)]) -> (usize, usize) {
     best.map_or((0, 0), |(_, start, first)| (start, first))
 }
 
+/// Which of `lines` are inside a fenced code block (the fences themselves not).
+fn fenced_lines(lines: &[&str]) -> Vec<bool> {
+    let mut in_fence = false;
+    lines
+        .iter()
+        .map(|raw| {
+            let text = raw.trim();
+            if text.starts_with("```") || text.starts_with("~~~") {
+                in_fence = !in_fence;
+                return false;
+            }
+            in_fence
+        })
+        .collect()
+}
+
 /// Which of `lines` are the text of a setext heading: the lines of a paragraph that a line
 /// of only `=` or only `-` underlines (CommonMark's rule, without the cases of lazy
 /// continuation lines inside lists and quotes, which cannot be underlined).
@@ -514,6 +532,13 @@ mod tests {
         assert_eq!(lines.len(), 1);
         assert_eq!(lines[0].line, 15);
         assert_eq!(marked(&lines[0]), "Old ones are pruned by the [janitor].");
+    }
+
+    #[test]
+    fn a_line_of_code_is_shown_as_written() {
+        let body = "Check the file first:\n\n```sh\nif [[ -f /etc/backup.conf ]] && [ $a==$b ]; then\n```\n";
+        let lines = Previewer::new("backup conf", None).preview(&chunk(body, 1));
+        assert_eq!(marked(&lines[0]), "if [[ -f /etc/[backup].[conf] ]] && [ $a==$b ]; then");
     }
 
     #[test]

@@ -22,11 +22,11 @@ static CALLOUT: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^((?:>\s*)+)\[!([A-Za-z][\w-]*)\][+-]?\s*(.*)$").expect("valid pattern"));
 
 /// Inline HTML that a renderer turns into layout: the tags of the elements notes and books
-/// use around words, and comments on one line. Angle brackets around anything else (`Vec<T>`,
-/// `<https://…>`, `a < b`) are left alone.
+/// use around words, in lower case as they write them, and comments on one line. Angle
+/// brackets around anything else (`Vec<T>`, `Foo<S>`, `<https://…>`, `a < b`) are left alone.
 static HTML: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)<!--.*?-->|</?(?:a|abbr|b|big|br|center|cite|del|details|div|em|figcaption|figure|font|hr|i|img|ins|kbd|mark|p|picture|s|small|source|span|strong|sub|summary|sup|u|video)(?:\s[^<>]*)?/?>",
+        r"<!--.*?-->|</?(?:a|abbr|b|big|br|center|cite|del|details|div|em|figcaption|figure|font|hr|i|img|ins|kbd|mark|p|picture|s|small|source|span|strong|sub|summary|sup|u|video)(?:\s[^<>]*)?/?>",
     )
     .expect("valid pattern")
 });
@@ -154,6 +154,7 @@ mod tests {
         assert_eq!(readable("Before <!-- hidden --> after"), "Before after");
         for kept in [
             "let v: Vec<String> = f();",
+            "impl<S> Service for Stack<S> and Box<B>",
             "See <https://example.com>.",
             "a < b and c > d",
             "Use `<span>` tags",
