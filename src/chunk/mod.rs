@@ -31,7 +31,7 @@ use front_matter::Detection;
 pub use front_matter::Metadata;
 use lines::LineIndex;
 use split::Splitter;
-pub use vault::{note_name, title_is_file_name};
+pub use vault::note_name;
 use window::RawChunk;
 
 /// Where the sentences of `text` after its first one start (byte offsets), by the rules the

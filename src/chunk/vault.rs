@@ -29,13 +29,6 @@ pub(crate) fn text_elements(outline: Outline) -> Outline {
     Outline { sections, first_h1: None }
 }
 
-/// Whether `title` only names the file at `path` (workspace-relative), with or without its
-/// extension: a title the hit's place already gives, which results need not repeat.
-pub fn title_is_file_name(title: &str, path: &str) -> bool {
-    let file_name = path.rsplit('/').next().unwrap_or(path);
-    title == file_name || title == note_name(file_name)
-}
-
 /// A note's name as a title: its file name without the extension, and without
 /// `.excalidraw` for a drawing (`Garden layout.excalidraw.md` is "Garden layout", as
 /// Obsidian names it).

@@ -291,7 +291,7 @@ pub fn status(out: &mut impl Write, s: &Status) -> Result<()> {
 /// names the file.
 fn breadcrumb(c: &ChunkRecord) -> String {
     let headings = crate::context::context_headings(&c.title, &c.heading_path);
-    let title = (!crate::chunk::title_is_file_name(&c.title, &c.path)).then_some(c.title.as_str());
+    let title = (!c.title_is_file_name()).then_some(c.title.as_str());
     title.into_iter().chain(headings.iter().map(String::as_str)).collect::<Vec<_>>().join(" › ")
 }
 

@@ -52,6 +52,14 @@ impl ChunkRecord {
         self.snippet.as_ref().map_or("", |s| s.text.as_str())
     }
 
+    /// Whether the title only names the chunk's file, with or without its extension (as a
+    /// note without a title is named): a title the hit's place already gives, which results
+    /// need not repeat.
+    pub fn title_is_file_name(&self) -> bool {
+        let file_name = self.path.rsplit('/').next().unwrap_or(&self.path);
+        self.title == file_name || self.title == crate::chunk::note_name(file_name)
+    }
+
     /// The text the embedder saw.
     pub fn embedding_text(&self) -> String {
         embedding_text(&self.context, self.snippet_text(), &self.text)

@@ -130,7 +130,7 @@ pub fn hover_markdown(chunk: &ChunkRecord, chunks_in_file: usize, stale: Stalene
         _ => &chunk.heading_path[..],
     };
     // A title that is only the file's name is given by the path below.
-    let place = match (headings.is_empty(), crate::chunk::title_is_file_name(&chunk.title, &chunk.path)) {
+    let place = match (headings.is_empty(), chunk.title_is_file_name()) {
         (true, _) => format!("**{}**", chunk.title),
         (false, true) => format!("**{}**", headings.join(" › ")),
         (false, false) => format!("**{}** · {}", headings.join(" › "), chunk.title),

@@ -13,6 +13,7 @@
 
 mod connect;
 mod snippets;
+mod status;
 mod store;
 pub mod tally;
 
@@ -27,6 +28,7 @@ use tokio_postgres::Client;
 use tokio_postgres::error::SqlState;
 
 pub use connect::{Target, TlsMode};
+pub use status::{Link, TeamStatus};
 pub use store::SCHEMA_VERSION;
 use store::{Access, Schema, VectorRow};
 
@@ -93,49 +95,6 @@ pub struct SharedSnippet {
 pub const MAX_SNIPPET_BYTES: usize = 4_000;
 /// Keys looked up or added per statement.
 pub const BATCH: usize = 1_000;
-
-/// What `status` says of the cache.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TeamStatus {
-    /// The address without its password.
-    pub target: String,
-    /// Whether it answers, and why not when it does not.
-    pub state: Link,
-    /// Why this machine does not add to the cache, if it does not.
-    pub read_only: Option<String>,
-    pub vectors_pulled: u64,
-    pub vectors_pushed: u64,
-    pub snippets_pulled: u64,
-    pub snippets_pushed: u64,
-    /// Rows refused by validation (and computed here instead).
-    pub rejected: u64,
-    /// Seconds spent looking vectors up and adding them (waiting on the server included).
-    pub pull_seconds: f64,
-    pub push_seconds: f64,
-}
-
-/// How this process stands with the cache's server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Link {
-    Connected,
-    /// Reached before, with no connection open now and no failure since.
-    Disconnected,
-    NotContactedYet,
-    /// Why it cannot be reached (the server away, the login refused, no tables to read).
-    Unreachable(String),
-}
-
-/// What `status` shows: `connected`, `disconnected`, `not contacted yet`, `unreachable: …`.
-impl std::fmt::Display for Link {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Link::Connected => f.write_str("connected"),
-            Link::Disconnected => f.write_str("disconnected"),
-            Link::NotContactedYet => f.write_str("not contacted yet"),
-            Link::Unreachable(reason) => write!(f, "unreachable: {reason}"),
-        }
-    }
-}
 
 /// The longest pause between attempts to reach a server that failed.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
