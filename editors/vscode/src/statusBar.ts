@@ -2,9 +2,9 @@
 import * as vscode from "vscode";
 import { ServerCommand, type StatusAnswer } from "./protocol";
 import { errorMessage, type Server } from "./server";
-import { pollDelayMs, statusBarText } from "./statusText";
+import { statusBarText } from "./statusText";
 
-/** Poll often while the index is opening, building or computing vectors, rarely once it is ready. */
+/** Poll often while the index is opening or building, rarely once it is ready. */
 const BUSY_POLL_MS = 2_000;
 const READY_POLL_MS = 10_000;
 
@@ -60,7 +60,8 @@ export class StatusBar implements vscode.Disposable {
       this.item.text = "$(warning) situate";
       this.item.tooltip = `situate.status failed: ${errorMessage(error)}`;
     }
-    this.schedule(pollDelayMs(this.status, BUSY_POLL_MS, READY_POLL_MS));
+    const busy = !this.status || this.status.folders.some((f) => f.phase === "opening" || f.phase === "indexing");
+    this.schedule(busy ? BUSY_POLL_MS : READY_POLL_MS);
   }
 
   private render(): void {

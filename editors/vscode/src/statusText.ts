@@ -17,16 +17,6 @@ export interface StatusBarText {
 const count = (n: number): string => n.toLocaleString("en-US");
 const plural = (n: number, word: string): string => `${count(n)} ${word}${n === 1 ? "" : "s"}`;
 
-/** How long until the status bar asks again: often while a folder opens, indexes or has vectors still being computed (the share it shows moves), rarely once every folder is ready. */
-export function pollDelayMs(status: StatusAnswer | undefined, busyMs: number, readyMs: number): number {
-  const busy =
-    !status ||
-    status.folders.some(
-      (f) => f.phase === "opening" || f.phase === "indexing" || (f.index?.vectors_pending ?? 0) > 0,
-    );
-  return busy ? busyMs : readyMs;
-}
-
 /**
  * The status-bar item for the server's status. `progress` is the percentage of the
  * indexing runs reported through `$/progress`, when one is running; it is fresher than

@@ -6,7 +6,6 @@ import type { FolderStatus, IndexStatus, SnippetIndexStatus, SnippetQueueStatus,
 import {
   formatBytes,
   pendingVectorsText,
-  pollDelayMs,
   reindexSummary,
   snippetLines,
   statusBarText,
@@ -302,13 +301,4 @@ test("the report's times read as the hover's, in UTC without the ISO punctuation
   const report = statusReport(one(folder()), new Date(Date.UTC(2026, 10, 27, 15, 17, 30, 130)));
   assert.ok(report.includes("As of 2026-11-27 15:17:30 UTC."), report);
   assert.match(report, /- Last commit: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(generation 12\)/);
-});
-
-test("the status bar asks again soon while vectors are computed, rarely once every folder is ready", () => {
-  assert.equal(pollDelayMs(undefined, 2, 10), 2);
-  assert.equal(pollDelayMs(one(folder()), 2, 10), 10);
-  assert.equal(pollDelayMs(one(folder({ phase: "indexing" })), 2, 10), 2);
-  assert.equal(pollDelayMs(one(folder({ phase: "opening", index: null })), 2, 10), 2);
-  const filling = folder({ index: { ...index, vectors: 700, vectors_pending: 1439 } });
-  assert.equal(pollDelayMs({ folders: [folder(), filling] }, 2, 10), 2);
 });
