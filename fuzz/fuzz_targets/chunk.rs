@@ -1,8 +1,9 @@
 //! Fuzzes the chunker (`chunk_document_with`) in every strategy, for markdown and text, and
 //! checks what it promises on any input: chunks are exact, trimmed, non-empty slices of the
 //! file with the right lines, token counts and hashes, in order and within the budget;
-//! heading-bounded strategies never reach across a top-level heading; no non-blank byte of
-//! the body is left out; titles and heading labels are capped. The `semantic` strategy gets
+//! heading-bounded strategies never reach across a top-level heading (but for a note of
+//! headings alone, chunked as their text); no non-blank byte of the body is left out (but
+//! for an Excalidraw drawing, chunked by its element texts alone); titles and heading labels are capped. The `semantic` strategy gets
 //! a stand-in sentence embedder chosen by the input: hashed vectors (breakpoints anywhere),
 //! equal vectors, an error, the wrong number of vectors, or ragged, zero and NaN vectors.
 
@@ -126,7 +127,16 @@ fuzz_target!(|data: &[u8]| {
         DocKind::Text => Vec::new(),
     };
     let heading_bounded = matches!(strategy, ChunkStrategy::Section | ChunkStrategy::Semantic);
-    if heading_bounded {
+    // A note of headings alone is chunked as its headings' text, across them.
+    let headings_alone = text[body_start..]
+        .char_indices()
+        .all(|(offset, c)| c.is_whitespace() || headings.iter().any(|h| h.contains(&(offset + body_start))));
+    // An Excalidraw drawing is chunked by its element texts alone, not its drawing data.
+    let drawing = kind == DocKind::Markdown && doc.metadata.keys().any(|k| k.eq_ignore_ascii_case("excalidraw-plugin"));
+    if drawing {
+        return;
+    }
+    if heading_bounded && !headings_alone {
         for heading in &headings {
             for chunk in &doc.chunks {
                 let range = &chunk.byte_range;
