@@ -172,14 +172,14 @@ impl<'a> Previewer<'a> {
             self.analyzer = analysis::analyzer_for(language);
         }
         let lines: Vec<&str> = chunk.text.lines().collect();
-        let setext = setext_heading_lines(&lines);
         let code = fenced_lines(&lines);
+        let setext = setext_heading_lines(&lines, &code);
         let mut candidates: Vec<Candidate> = lines
             .iter()
             .enumerate()
             .filter_map(|(n, raw)| {
                 let trimmed = raw.trim();
-                if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+                if is_fence(trimmed) {
                     return None;
                 }
                 // Code reads as written: `[[ -f x ]]`, `a==b` and `Foo<S>` are not markup there.
@@ -426,14 +426,18 @@ fn best_sentence(text: &str, marks: &[(usize, usize)]) -> (usize, usize) {
     best.map_or((0, 0), |(_, start, first)| (start, first))
 }
 
+/// Whether a trimmed line opens or closes a fenced code block.
+fn is_fence(text: &str) -> bool {
+    text.starts_with("```") || text.starts_with("~~~")
+}
+
 /// Which of `lines` are inside a fenced code block (the fences themselves not).
 fn fenced_lines(lines: &[&str]) -> Vec<bool> {
     let mut in_fence = false;
     lines
         .iter()
         .map(|raw| {
-            let text = raw.trim();
-            if text.starts_with("```") || text.starts_with("~~~") {
+            if is_fence(raw.trim()) {
                 in_fence = !in_fence;
                 return false;
             }
@@ -445,21 +449,18 @@ fn fenced_lines(lines: &[&str]) -> Vec<bool> {
 /// Which of `lines` are the text of a setext heading: the lines of a paragraph that a line
 /// of only `=` or only `-` underlines (CommonMark's rule, without the cases of lazy
 /// continuation lines inside lists and quotes, which cannot be underlined).
-fn setext_heading_lines(lines: &[&str]) -> Vec<bool> {
+/// `code` marks the lines inside fenced blocks ([`fenced_lines`]).
+fn setext_heading_lines(lines: &[&str], code: &[bool]) -> Vec<bool> {
     let mut heading = vec![false; lines.len()];
     // The first line of the paragraph running at the current line, if any.
     let mut paragraph: Option<usize> = None;
     // Inside a list item or a quote (until a blank line), a line is never underlined.
     let mut in_block = false;
-    let mut in_fence = false;
     for (n, raw) in lines.iter().enumerate() {
         let text = raw.trim();
-        if text.starts_with("```") || text.starts_with("~~~") {
-            in_fence = !in_fence;
+        // A fence ends the paragraph before it; code inside is never a heading.
+        if code[n] || is_fence(text) {
             paragraph = None;
-            continue;
-        }
-        if in_fence {
             continue;
         }
         if let Some(start) = paragraph
@@ -568,10 +569,15 @@ mod tests {
         let lines = Previewer::new("feeding care", None).preview(&chunk(body, 1));
         assert!(lines.iter().all(|l| !l.text.contains("Feeding") && !l.text.contains("care")), "{lines:?}");
         // A rule after a list item, or after a blank line, underlines nothing.
-        let setext =
-            setext_heading_lines(&["- item", "lazy", "---", "", "text", "", "---", "    code", "==="]);
+        let setext = setext_heading_lines(
+            &["- item", "lazy", "---", "", "text", "", "---", "    code", "==="],
+            &[false; 9],
+        );
         assert_eq!(setext, [false; 9]);
-        assert_eq!(setext_heading_lines(&["a", "b", "  ===  ", "c"]), [true, true, false, false]);
+        assert_eq!(
+            setext_heading_lines(&["a", "b", "  ===  ", "c"], &[false; 4]),
+            [true, true, false, false]
+        );
     }
 
     #[test]
