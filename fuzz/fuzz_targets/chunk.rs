@@ -133,9 +133,6 @@ fuzz_target!(|data: &[u8]| {
         .all(|(offset, c)| c.is_whitespace() || headings.iter().any(|h| h.contains(&(offset + body_start))));
     // An Excalidraw drawing is chunked by its element texts alone, not its drawing data.
     let drawing = kind == DocKind::Markdown && doc.metadata.keys().any(|k| k.eq_ignore_ascii_case("excalidraw-plugin"));
-    if drawing {
-        return;
-    }
     if heading_bounded && !headings_alone {
         for heading in &headings {
             for chunk in &doc.chunks {
@@ -146,6 +143,9 @@ fuzz_target!(|data: &[u8]| {
                 );
             }
         }
+    }
+    if drawing {
+        return;
     }
     // Chunks are sorted and move forward, so one pass over the body checks coverage.
     let mut next_chunk = 0;
