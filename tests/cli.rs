@@ -811,3 +811,36 @@ fn eval_warns_of_a_gold_path_that_names_no_indexed_file() {
     assert_eq!(queries[1]["unknown_gold"], serde_json::json!(["kitchen/bred.md"]));
     assert!(queries[0].get("unknown_gold").is_none(), "{}", queries[0]);
 }
+
+#[test]
+fn a_search_embeds_a_few_waiting_chunks_itself_and_leaves_many_to_index() {
+    if !situate::providers::has_builtin_e5() {
+        // The static model embeds as it reads: nothing ever waits.
+        return;
+    }
+    let cli = Cli::new();
+    let pending = |cli: &Cli| {
+        let (out, _) = cli.ok(&["status", "--json"]);
+        let s: serde_json::Value = serde_json::from_str(&out).unwrap();
+        (s["vectors_pending"].as_u64().unwrap(), s["chunks"].as_u64().unwrap())
+    };
+    // A small folder's first search: its 8 chunks are embedded by e5 before it searches,
+    // so the answer is ranked by e5's vectors and nothing is said to wait.
+    let (out, err) = cli.ok(&["search", "how long are backups kept", "-k", "1", "--explain"]);
+    assert!(!err.contains("computes them"), "{err}");
+    assert!(out.contains("ops/backup.md:10-13"), "{out}");
+    assert_eq!(pending(&cli), (0, 8));
+    // A note saved since: its chunk too.
+    cli.fixture.write(
+        "ops/restore.md",
+        "# Restore drill\n\nEvery quarter a snapshot is restored to a spare host.\n",
+    );
+    let (_, err) = cli.ok(&["search", "restore drill"]);
+    assert!(!err.contains("computes them"), "{err}");
+    assert_eq!(pending(&cli), (0, 9));
+    // Many waiting chunks are more than a moment's work: they are left to `situate index`.
+    write_numbered_notes(&cli, 200);
+    let (_, err) = cli.ok(&["search", "gardens"]);
+    assert!(err.contains("`situate index` computes them"), "{err}");
+    assert_eq!(pending(&cli), (200, 209));
+}

@@ -73,6 +73,10 @@ pub fn run(args: SearchArgs, config: Option<&Path>, out: &mut impl Write) -> Res
             engine.set_pending_vectors(PendingVectors::Left);
             let before = engine.index().manifest().skipped.clone();
             warn_skips(&reconcile(&mut engine, false)?, &before);
+            // Unless only a few wait (a note just saved): those are embedded now.
+            if let Err(e) = engine.fill_few_pending() {
+                eprintln!("situate: the waiting vectors were not computed: {e}");
+            }
         }
     }
     let status = engine.status();

@@ -12,6 +12,7 @@ use crate::analysis;
 use crate::chunk;
 use crate::context;
 use crate::index::{ApplyStats, FileChange, Index, IndexError, PreparedChunk, PreparedFile, VectorTiming};
+use crate::providers::EmbeddingConfig;
 use crate::snippets::prompt::ChunkInput;
 use crate::workspace::{self, SkipReason, Skipped, SourceFile};
 
@@ -31,6 +32,25 @@ fn fill_step_for(rate: Option<f32>, commit: Duration) -> usize {
         }
         // Not measured yet: a step short on any model.
         _ => 4,
+    }
+}
+
+/// About how long [`Engine::fill_few_pending`] may take: the waiting chunks are embedded
+/// only when the model makes them in this time at its last measured rate.
+pub const FEW_PENDING_TIME: Duration = Duration::from_secs(1);
+/// The most waiting chunks [`Engine::fill_few_pending`] embeds, however fast the model.
+const FEW_PENDING_MAX: usize = 64;
+/// What it embeds before the model's rate is measured: a second of e5 on a slow core.
+const FEW_PENDING_UNMEASURED: usize = 16;
+
+/// How many waiting chunks are few enough for [`Engine::fill_few_pending`] at `rate`
+/// chunks a second.
+fn few_pending_for(rate: Option<f32>) -> usize {
+    match rate {
+        Some(rate) if rate.is_finite() && rate > 0.0 => {
+            ((rate * FEW_PENDING_TIME.as_secs_f32()) as usize).min(FEW_PENDING_MAX)
+        }
+        _ => FEW_PENDING_UNMEASURED,
     }
 }
 
@@ -114,6 +134,36 @@ impl Engine {
             None => self.fill_pending_step(max)?,
         };
         Ok(filled.stored())
+    }
+
+    /// Embeds every chunk still waiting for its vector, when they are so few that the model
+    /// makes them in about [`FEW_PENDING_TIME`] (a note just saved, a small folder's first
+    /// index), the model runs on this machine and no team cache is named: a search from
+    /// the shell then ranks them by the model's own vectors instead of the quick ones, at
+    /// the cost of a moment and never of the network. More are left to `situate index` or a
+    /// server. Returns how many were stored.
+    pub fn fill_few_pending(&mut self) -> Result<usize, EngineError> {
+        let local = matches!(
+            self.setup.config.embedding,
+            EmbeddingConfig::E5 { .. } | EmbeddingConfig::Transformer { .. }
+        );
+        if !local || self.setup.config.team.is_some() || self.index.is_read_only() {
+            return Ok(0);
+        }
+        let (waiting, _) = self.view().vectors_pending();
+        if waiting == 0 || waiting > few_pending_for(self.index.manifest().fill_rate) {
+            return Ok(0);
+        }
+        self.index.queue_vectorless()?;
+        let mut stored = 0;
+        while self.index.pending_vector_count() > 0 {
+            let filled = self.fill_pending_vectors(waiting)?;
+            if filled == 0 {
+                break;
+            }
+            stored += filled;
+        }
+        Ok(stored)
     }
 
     /// Brings the index in line with the files on disk: new, changed and deleted files only.
@@ -496,5 +546,15 @@ mod fill_step_tests {
         assert_eq!(fill_step_for(Some(f32::NAN), quick), 4);
         // A commit of 80 ms (a million chunks): steps of 0.8 s, the commit a tenth of it.
         assert_eq!(fill_step_for(Some(20.0), Duration::from_millis(80)), 16);
+    }
+
+    #[test]
+    fn a_search_embeds_what_the_model_makes_in_about_a_second() {
+        // e5 on two cores, a slow core, a fast model; no rate yet; a rate gone wrong.
+        assert_eq!(few_pending_for(Some(40.0)), 40);
+        assert_eq!(few_pending_for(Some(7.5)), 7);
+        assert_eq!(few_pending_for(Some(900.0)), FEW_PENDING_MAX);
+        assert_eq!(few_pending_for(None), FEW_PENDING_UNMEASURED);
+        assert_eq!(few_pending_for(Some(f32::INFINITY)), FEW_PENDING_UNMEASURED);
     }
 }
