@@ -78,7 +78,8 @@ pub enum SkipReason {
         ancestor: String,
     },
     /// A folder a link leads to that was walked already, at `indexed_as`: its files are
-    /// indexed once, at the first place (by depth of links, then by path).
+    /// indexed once, at the workspace's own place for it, else the shallowest, else the
+    /// first by path.
     AlreadyIndexed {
         indexed_as: String,
     },
@@ -813,6 +814,36 @@ mod tests {
         assert!(
             crate_skips
                 .contains(&("notes/loop", "a link back into the workspace's top folder, above it".into()))
+        );
+    }
+
+    #[test]
+    fn a_folder_two_ways_lead_to_is_indexed_at_the_shallowest() {
+        // `up` leads above the workspace, to a folder that holds the one `shared` leads to
+        // (and the workspace itself): the shorter way holds the recipes, whichever link
+        // sorts first.
+        let outside = tempfile::tempdir().unwrap();
+        write(outside.path(), "Sync/shared/recipes/bread.md", b"# Bread");
+        write(outside.path(), "Sync/shared/a/b/c/d/deep.md", b"# Deep");
+        write(outside.path(), "beside.md", b"# Beside the vault");
+        let root = outside.path().join("vault");
+        write(&root, "own.md", b"own");
+        link(Path::new("../Sync/shared"), &root.join("shared"));
+        link(Path::new(".."), &root.join("shared-up"));
+        let walked = walk(&root, &following(), None);
+        assert_eq!(
+            paths(&walked),
+            ["own.md", "shared-up/beside.md", "shared/a/b/c/d/deep.md", "shared/recipes/bread.md"]
+        );
+        assert_eq!(
+            skips(&walked),
+            [
+                (
+                    "shared-up/Sync/shared",
+                    "already indexed as shared (another link leads to the same folder)".into()
+                ),
+                ("shared-up/vault", "a link back into the workspace's top folder, above it".into()),
+            ]
         );
     }
 

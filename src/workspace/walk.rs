@@ -71,7 +71,7 @@ struct Folder {
     rel: String,
     /// The rules of the ignore files in this folder and above it (`None`: no such files).
     rules: Option<Arc<Rules>>,
-    /// Reached through a link: a folder walked already is not walked again here.
+    /// Reached through a link: walked a level at a time, and not when walked already.
     linked: bool,
 }
 
@@ -135,7 +135,8 @@ impl<'a> Walk<'a> {
 
     fn read_folder<'s>(&'s self, scope: &rayon::Scope<'s>, fd: Arc<OwnedFd>, folder: Folder) {
         if let Some(links) = self.links
-            && !self.enters(links, &fd, &folder)
+            && !folder.linked
+            && !self.notes_own_folder(links, &fd, &folder)
         {
             return;
         }
@@ -176,8 +177,14 @@ impl<'a> Walk<'a> {
                     }
                     let abs = folder.abs.join(OsStr::from_bytes(bytes));
                     let child = Folder { abs, rel: rel + "/", rules: rules.clone(), linked: folder.linked };
-                    let (parent, name) = (Arc::clone(&fd), name.to_owned());
-                    scope.spawn(move |scope| self.open_and_read(scope, &parent, &name, child));
+                    match self.links {
+                        // Behind a link, folders are walked a level at a time (see `Links`).
+                        Some(links) if folder.linked => links.wait(child),
+                        _ => {
+                            let (parent, name) = (Arc::clone(&fd), name.to_owned());
+                            scope.spawn(move |scope| self.open_and_read(scope, &parent, &name, child));
+                        }
+                    }
                 }
                 Kind::File
                     if has_extension(&String::from_utf8_lossy(bytes), &self.filter.config.extensions) =>

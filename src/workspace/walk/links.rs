@@ -1,23 +1,28 @@
-//! Following symbolic links in the walk (`follow_symlinks`): linked folders are walked
-//! after the workspace's own, round by round, each folder once however many ways lead to
-//! it, and a link back into a folder above it never makes the walk go round.
+//! Following symbolic links in the walk (`follow_symlinks`): the folders behind links are
+//! walked after the workspace's own, a level at a time, each folder once however many ways
+//! lead to it, and a link back into a folder above it never makes the walk go round.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::ffi::OsStr;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+
+use rayon::iter::{IntoParallelIterator, ParallelIterator};
 
 use super::{Folder, Rules, Walk, is_folder, joined, lock, open_folder, size_and_time};
 use crate::workspace::{SkipReason, Skipped, SourceFile, WalkResult, is_excluded};
 
 /// What a walk that follows symbolic links keeps track of.
 ///
-/// The workspace's own folders are walked first, as without links; the linked folders met
-/// there wait, and are then walked one after the other in order of their paths, those met
-/// in them waiting for the next round. Where two ways lead to one folder, the first by
-/// depth of links and then by path holds its files, whatever order the threads met them in.
+/// The workspace's own folders are walked first, as without links. The folders behind the
+/// links met there are then walked a level at a time, shallowest first, and each level's
+/// folders are claimed in order of their paths before any is read: where two ways lead to
+/// one folder, it is indexed at the workspace's own place for it, else at the shallowest
+/// place, else the first by path, whatever order the threads met them in.
 pub(super) struct Links {
     /// Every folder walked, by device and inode, with the place it was walked at.
     walked: Mutex<HashMap<(u64, u64), String>>,
@@ -34,6 +39,11 @@ impl Links {
             Some((id, dir.to_path_buf()))
         });
         Links { walked: Mutex::default(), waiting: Mutex::default(), index_dir }
+    }
+
+    /// Puts a folder behind a link in line for its level.
+    pub(super) fn wait(&self, folder: Folder) {
+        lock(&self.waiting).push(folder);
     }
 
     /// Whether a link's target `abs` lies in the index folder.
@@ -60,7 +70,7 @@ impl Walk<'_> {
             Ok(stat) if is_folder(&stat) => {
                 if !links.leads_into_index(&abs) {
                     let child = Folder { abs, rel: rel + "/", rules: rules.cloned(), linked: true };
-                    lock(&links.waiting).push(child);
+                    links.wait(child);
                 }
             }
             Ok(stat) if stat.st_mode & libc::S_IFMT == libc::S_IFREG => {
@@ -84,31 +94,51 @@ impl Walk<'_> {
         }
     }
 
-    /// Walks the linked folders met so far, round by round (see [`Links`]).
+    /// Walks the folders behind the links met so far, a level at a time: those at the least
+    /// depth are claimed one after the other in order of their paths, then read on several
+    /// threads, and what they hold (folders, links) waits with the rest for its own level.
     pub(super) fn follow(&self, links: &Links) {
         loop {
-            let mut round = std::mem::take(&mut *lock(&links.waiting));
-            if round.is_empty() {
-                return;
-            }
-            round.sort_by(|a, b| a.rel.cmp(&b.rel));
-            for folder in round {
-                match open_folder(&folder.abs) {
-                    Ok(fd) => rayon::scope(|scope| self.read_folder(scope, Arc::new(fd), folder)),
+            let waiting = std::mem::take(&mut *lock(&links.waiting));
+            let Some(depth) = waiting.iter().map(depth).min() else { return };
+            let (mut level, deeper): (Vec<Folder>, Vec<Folder>) =
+                waiting.into_iter().partition(|f| self::depth(f) == depth);
+            lock(&links.waiting).extend(deeper);
+            level.sort_by(|a, b| a.rel.split('/').cmp(b.rel.split('/')));
+            // Asked by path, not through a handle: a level can hold more folders than the
+            // process may hold open.
+            let known: Vec<(Folder, std::io::Result<(u64, u64)>)> = level
+                .into_par_iter()
+                .map(|folder| {
+                    let id = std::fs::metadata(&folder.abs).map(|m| (m.dev(), m.ino()));
+                    (folder, id)
+                })
+                .collect();
+            let mut claimed = Vec::new();
+            for (folder, id) in known {
+                match id {
+                    Ok(id) if self.claims(links, id, &folder) => claimed.push(folder),
+                    Ok(_) => {}
                     Err(e) => {
                         let skip = self.unreadable(&folder, &e);
                         self.found().skipped.push(skip);
                     }
                 }
             }
+            claimed.into_par_iter().for_each(|folder| match open_folder(&folder.abs) {
+                Ok(fd) => rayon::scope(|scope| self.read_folder(scope, Arc::new(fd), folder)),
+                Err(e) => {
+                    let skip = self.unreadable(&folder, &e);
+                    self.found().skipped.push(skip);
+                }
+            });
         }
     }
 
-    /// Whether a walk that follows links goes into `folder`: not when it is the index
-    /// folder, nor when a link led to a folder walked already (reported as a loop when that
-    /// was on the way down to it, else as indexed at the other place). The workspace's own
-    /// folders are walked as without links.
-    pub(super) fn enters(&self, links: &Links, fd: &OwnedFd, folder: &Folder) -> bool {
+    /// Notes a folder of the workspace itself as walked; `false` when it is the index folder
+    /// (or cannot be asked about), which is not walked. Two of the workspace's own places for
+    /// one folder (a bind mount) are both walked, as without links.
+    pub(super) fn notes_own_folder(&self, links: &Links, fd: &OwnedFd, folder: &Folder) -> bool {
         let id = match identity(fd) {
             Ok(id) => id,
             Err(e) => {
@@ -120,30 +150,41 @@ impl Walk<'_> {
         if links.index_dir.as_ref().is_some_and(|(dir, _)| *dir == id) {
             return false;
         }
+        lock(&links.walked).entry(id).or_insert_with(|| folder.rel.trim_end_matches('/').to_string());
+        true
+    }
+
+    /// Whether `folder`, behind a link, is walked here: not when it is the index folder, nor
+    /// when it was walked already (reported as a loop when that was on the way down to it,
+    /// else as indexed at the other place).
+    fn claims(&self, links: &Links, id: (u64, u64), folder: &Folder) -> bool {
+        if links.index_dir.as_ref().is_some_and(|(dir, _)| *dir == id) {
+            return false;
+        }
         let place = folder.rel.trim_end_matches('/');
-        let reason = {
-            let mut walked = lock(&links.walked);
-            match walked.get(&id) {
-                Some(before) if folder.linked => {
-                    if before.is_empty()
-                        || place.strip_prefix(before.as_str()).is_some_and(|r| r.starts_with('/'))
-                    {
-                        let ancestor = if before.is_empty() { ".".to_string() } else { before.clone() };
-                        SkipReason::LinkLoop { ancestor }
-                    } else {
-                        SkipReason::AlreadyIndexed { indexed_as: before.clone() }
-                    }
-                }
-                Some(_) => return true,
-                None => {
-                    walked.insert(id, place.to_string());
-                    return true;
+        let reason = match lock(&links.walked).entry(id) {
+            Entry::Vacant(entry) => {
+                entry.insert(place.to_string());
+                return true;
+            }
+            Entry::Occupied(entry) if entry.get().is_empty() => SkipReason::LinkLoop { ancestor: ".".into() },
+            Entry::Occupied(entry) => {
+                let before = entry.get();
+                if place.strip_prefix(before.as_str()).is_some_and(|rest| rest.starts_with('/')) {
+                    SkipReason::LinkLoop { ancestor: before.clone() }
+                } else {
+                    SkipReason::AlreadyIndexed { indexed_as: before.clone() }
                 }
             }
         };
         self.found().skipped.push(Skipped { path: place.to_string(), reason });
         false
     }
+}
+
+/// How many folders down from the top `folder` lies.
+fn depth(folder: &Folder) -> usize {
+    folder.rel.matches('/').count()
 }
 
 /// The device and inode of an open folder: the same folder whatever way led to it.
