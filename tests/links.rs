@@ -1,16 +1,19 @@
 //! A workspace with symbolic links in it (a folder shared into a notes vault from elsewhere):
 //! followed only with `follow_symlinks = true`, indexed at the link's path, kept current
-//! through the link by full runs and by one-file updates, and gone again when the link or
-//! the setting goes.
+//! through the link by full runs, by one-file updates and by an editor's saves, and gone
+//! again when the link or the setting goes.
 #![cfg(unix)]
 
 mod common;
+mod lsp_client;
 
 use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use common::{Counting, Fixture, age};
+use lsp_client::LspClient;
+use serde_json::json;
 use situate::config::Config;
 use situate::engine::{Engine, ReconcileReport};
 use situate::search::{Expand, SearchMode, SearchRequest};
@@ -189,4 +192,36 @@ fn loops_two_links_to_one_folder_and_links_to_nothing_are_listed_and_the_rest_in
     // A second run changes nothing.
     let report = reconcile(&mut engine);
     assert_eq!((report.files_indexed, report.files_removed, report.skipped.len()), (0, 0, 3), "{report:?}");
+}
+
+#[test]
+fn an_editor_s_save_of_a_note_through_a_link_is_indexed_at_the_link_s_path() {
+    let vault = Vault::new();
+    vault.link(&vault.shared(), "shared");
+    // As an editor names it: through the link, not where the link leads.
+    let bread = vault.fixture.root().canonicalize().unwrap().join("shared/recipes/bread.md");
+    let uri = format!("file://{}", bread.display());
+    let mut client = LspClient::start(vault.fixture.index.path());
+    client.initialize(vault.fixture.root(), json!({ "follow_symlinks": true }), json!({}));
+    client.wait_indexed();
+    vault.write_outside("Sync/shared/recipes/bread.md", "# Bread\n\nRye flour needs no kneading.\n");
+    let answer = client.command("situate.reindex", json!({ "uri": uri })).unwrap();
+    assert_eq!(answer["path"], "shared/recipes/bread.md", "{answer}");
+    assert_eq!(answer["report"]["files_indexed"], 1, "{answer}");
+    vault.write_outside("Sync/shared/recipes/bread.md", "# Bread\n\nSpelt wants a long soak.\n");
+    client.notify("textDocument/didSave", json!({ "textDocument": { "uri": uri } }));
+    client.eventually(|c| {
+        let answer = c.command("situate.search", json!({ "query": "spelt soak", "limit": 5 })).unwrap();
+        (answer["hits"][0]["path"] == "shared/recipes/bread.md").then_some(())
+    });
+    let hover = client.request(
+        "textDocument/hover",
+        json!({ "textDocument": { "uri": uri }, "position": { "line": 2, "character": 0 } }),
+    );
+    let hover = hover.unwrap();
+    assert!(
+        hover["contents"]["value"].as_str().unwrap().contains("`shared/recipes/bread.md` lines 1–3"),
+        "{hover}"
+    );
+    assert!(client.shutdown().success());
 }
