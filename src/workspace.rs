@@ -6,12 +6,15 @@ use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use ignore::WalkBuilder;
 
 use crate::chunk::DocKind;
 
+mod ignore_walk;
 #[cfg(unix)]
 mod walk;
+
+#[cfg(not(unix))]
+use ignore_walk::walk_with_the_ignore_crate;
 
 /// Which files are indexed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +27,10 @@ pub struct WalkConfig {
     pub exclude: Vec<String>,
     /// Files larger than this are skipped with a warning.
     pub max_file_bytes: u64,
+    /// Whether symbolic links to folders and files are followed, their contents indexed at
+    /// the link's path. Off by default: a link in a cloned repository could lead anywhere
+    /// (to `/` or the home folder), and what it leads to would be indexed and searchable.
+    pub follow_symlinks: bool,
 }
 
 impl Default for WalkConfig {
@@ -33,6 +40,7 @@ impl Default for WalkConfig {
             include: Vec::new(),
             exclude: Vec::new(),
             max_file_bytes: 4 * 1024 * 1024,
+            follow_symlinks: false,
         }
     }
 }
@@ -52,9 +60,29 @@ pub struct SourceFile {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum SkipReason {
-    TooLarge { size: u64, limit: u64 },
+    TooLarge {
+        size: u64,
+        limit: u64,
+    },
     Binary,
-    Unreadable { error: String },
+    Unreadable {
+        error: String,
+    },
+    /// A symbolic link (followed, with `follow_symlinks`) whose target does not exist.
+    DanglingLink {
+        target: String,
+    },
+    /// A folder met again on its own way down, through a link (`a/loop -> ..`): walking it
+    /// would never end. `ancestor` is where it was walked (`.` for the workspace's top).
+    LinkLoop {
+        ancestor: String,
+    },
+    /// A folder a link leads to that was walked already, at `indexed_as`: its files are
+    /// indexed once, at the workspace's own place for it, else the shallowest, else the
+    /// first by path.
+    AlreadyIndexed {
+        indexed_as: String,
+    },
 }
 
 impl fmt::Display for SkipReason {
@@ -65,6 +93,14 @@ impl fmt::Display for SkipReason {
             }
             SkipReason::Binary => f.write_str("binary file (contains a NUL byte)"),
             SkipReason::Unreadable { error } => write!(f, "unreadable: {error}"),
+            SkipReason::DanglingLink { target } => write!(f, "a link to {target}, which does not exist"),
+            SkipReason::LinkLoop { ancestor } if ancestor == "." => {
+                f.write_str("a link back into the workspace's top folder, above it")
+            }
+            SkipReason::LinkLoop { ancestor } => write!(f, "a link back into {ancestor}, a folder above it"),
+            SkipReason::AlreadyIndexed { indexed_as } => {
+                write!(f, "already indexed as {indexed_as} (another link leads to the same folder)")
+            }
         }
     }
 }
@@ -121,34 +157,6 @@ pub fn walk(root: &Path, config: &WalkConfig, index_dir: Option<&Path>) -> WalkR
     result
 }
 
-/// The walk by the `ignore` crate's own walker, threaded (where the handle-based walk of
-/// `walk.rs` is not built, and as what that walk is checked against).
-#[cfg_attr(unix, allow(dead_code))]
-fn walk_with_the_ignore_crate(root: &Path, filter: &WalkFilter<'_>) -> WalkResult {
-    let found = std::sync::Mutex::new(WalkResult::default());
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(WALK_THREADS);
-    walk_builder(root).threads(threads).build_parallel().visit(&mut VisitorBuilder { filter, found: &found });
-    found.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// At most this many threads read folders in a walk.
-const WALK_THREADS: usize = 8;
-
-/// The walk's rules: ignore files, hidden files, no symlinks followed.
-fn walk_builder(root: &Path) -> WalkBuilder {
-    let mut builder = WalkBuilder::new(root);
-    builder
-        .hidden(true)
-        .git_ignore(true)
-        .git_global(false)
-        .git_exclude(true)
-        .ignore(true)
-        .parents(false)
-        .require_git(false)
-        .follow_links(false);
-    builder
-}
-
 /// Which of the files a walk meets it keeps: by extension, globs, and outside the index
 /// folder.
 struct WalkFilter<'a> {
@@ -156,19 +164,20 @@ struct WalkFilter<'a> {
     config: &'a WalkConfig,
     include: Option<GlobSet>,
     exclude: Option<GlobSet>,
-    /// The index folder, when it lies inside the workspace.
+    /// The index folder, when it lies inside the workspace or links are followed (a link
+    /// could lead into it from anywhere).
     index_dir: Option<PathBuf>,
     canonical_root: Option<PathBuf>,
 }
 
 impl<'a> WalkFilter<'a> {
     fn new(root: &'a Path, config: &'a WalkConfig, index_dir: Option<&Path>) -> Self {
-        // Only an index folder inside the workspace can be met by the walk; one outside it
-        // (the usual cache folder) costs nothing per file.
+        // Only an index folder inside the workspace can be met by a walk that follows no
+        // links; one outside it (the usual cache folder) costs nothing per file.
         let canonical_root = root.canonicalize().ok();
         let index_dir = index_dir
             .and_then(|d| d.canonicalize().ok())
-            .filter(|d| canonical_root.as_ref().is_none_or(|r| d.starts_with(r)));
+            .filter(|d| config.follow_symlinks || canonical_root.as_ref().is_none_or(|r| d.starts_with(r)));
         WalkFilter {
             root,
             config,
@@ -187,85 +196,26 @@ impl<'a> WalkFilter<'a> {
             && self.include.as_ref().is_none_or(|g| g.is_match(rel_path))
             && !self.exclude.as_ref().is_some_and(|g| is_excluded(g, rel_path))
     }
-
-    /// Adds what one entry of the walk contributes (a file, a skip, or nothing).
-    fn visit(&self, entry: Result<ignore::DirEntry, ignore::Error>, result: &mut WalkResult) {
-        let entry = match entry {
-            Ok(e) => e,
-            Err(e) => {
-                result.skipped.push(Skipped {
-                    path: error_path(&e, self.root),
-                    reason: SkipReason::Unreadable { error: e.to_string() },
-                });
-                return;
-            }
-        };
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            return;
-        }
-        let path = entry.path();
-        if let Some(dir) = &self.index_dir
-            && path.canonicalize().is_ok_and(|p| p.starts_with(dir))
-        {
-            return;
-        }
-        let Some(rel_path) = relative_path(self.root, path) else { return };
-        if !self.keeps(&rel_path) {
-            return;
-        }
-        match entry.metadata() {
-            Ok(meta) => result.files.push(SourceFile {
-                rel_path,
-                abs_path: path.to_path_buf(),
-                size: meta.len(),
-                mtime_ns: mtime_ns(&meta),
-            }),
-            Err(e) => result
-                .skipped
-                .push(Skipped { path: rel_path, reason: SkipReason::Unreadable { error: e.to_string() } }),
-        }
-    }
-}
-
-/// Gives each walking thread a visitor of its own.
-struct VisitorBuilder<'s, 'a> {
-    filter: &'s WalkFilter<'a>,
-    found: &'s std::sync::Mutex<WalkResult>,
-}
-
-impl<'s, 'a> ignore::ParallelVisitorBuilder<'s> for VisitorBuilder<'s, 'a> {
-    fn build(&mut self) -> Box<dyn ignore::ParallelVisitor + 's> {
-        Box::new(Visitor { filter: self.filter, found: self.found, local: WalkResult::default() })
-    }
-}
-
-/// One walking thread's findings, kept apart and merged when the thread is done.
-struct Visitor<'s, 'a> {
-    filter: &'s WalkFilter<'a>,
-    found: &'s std::sync::Mutex<WalkResult>,
-    local: WalkResult,
-}
-
-impl ignore::ParallelVisitor for Visitor<'_, '_> {
-    fn visit(&mut self, entry: Result<ignore::DirEntry, ignore::Error>) -> ignore::WalkState {
-        self.filter.visit(entry, &mut self.local);
-        ignore::WalkState::Continue
-    }
-}
-
-impl Drop for Visitor<'_, '_> {
-    fn drop(&mut self) {
-        let mut found = self.found.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        found.files.append(&mut self.local.files);
-        found.skipped.append(&mut self.local.skipped);
-    }
 }
 
 /// Whether `rel_path` is a file the walk would select, decided without walking (for
 /// single-file updates): extension, hidden segments, include/exclude globs, and the
-/// `.gitignore` / `.ignore` files of the folders on its way down from `root`.
+/// `.gitignore` / `.ignore` files of the folders on its way down from `root`. A path whose
+/// way down passes a symbolic link is selected only when links are followed.
 pub fn is_selected(root: &Path, rel_path: &str, config: &WalkConfig) -> bool {
-    is_candidate(rel_path, config) && !is_ignored(root, rel_path)
+    is_candidate(rel_path, config)
+        && !is_ignored(root, rel_path)
+        && (config.follow_symlinks || !passes_a_link(root, rel_path))
+}
+
+/// Whether the way from `root` down to `rel_path` (the file itself included) passes a
+/// symbolic link, which a walk that follows none never takes.
+fn passes_a_link(root: &Path, rel_path: &str) -> bool {
+    let mut path = root.to_path_buf();
+    rel_path.split('/').any(|part| {
+        path.push(part);
+        path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink())
+    })
 }
 
 /// Whether ignore files along the path leave `rel_path` out. As in the walk, a deeper
@@ -688,7 +638,7 @@ mod tests {
     fn walk_of_the_ignore_crate(root: &Path, cfg: &WalkConfig, index_dir: Option<&Path>) -> WalkResult {
         let filter = WalkFilter::new(root, cfg, index_dir);
         let mut one_thread = WalkResult::default();
-        for entry in walk_builder(root).build() {
+        for entry in ignore_walk::walk_builder(root, cfg.follow_symlinks).build() {
             filter.visit(entry, &mut one_thread);
         }
         one_thread.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
@@ -756,6 +706,178 @@ mod tests {
             walk_of_the_ignore_crate(root, &cfg, Some(&root.join("idx"))).files
         );
         assert!(walk(root, &cfg, Some(root)).files.is_empty());
+    }
+
+    fn link(target: &Path, at: &Path) {
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(target, at).unwrap();
+    }
+
+    fn following() -> WalkConfig {
+        WalkConfig { follow_symlinks: true, ..config() }
+    }
+
+    fn skips(result: &WalkResult) -> Vec<(&str, String)> {
+        result.skipped.iter().map(|s| (s.path.as_str(), s.reason.to_string())).collect()
+    }
+
+    #[test]
+    fn a_linked_folder_is_walked_at_the_links_place_when_links_are_followed() {
+        // A vault with a folder shared from elsewhere, and a note linked in on its own.
+        let outside = tempfile::tempdir().unwrap();
+        let shared = outside.path().join("Sync/shared");
+        write(&shared, "recipes/bread.md", b"# Bread");
+        write(&shared, "recipes/draft.tmp.md", b"ignored inside the linked folder");
+        write(&shared, ".gitignore", b"*.tmp.md\n");
+        write(&shared, ".hidden/h.md", b"hidden");
+        write(&shared, "private/p.md", b"excluded by a glob on the link's path");
+        write(outside.path(), "single.md", b"one note");
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "own.md", b"own");
+        link(&shared, &root.join("shared"));
+        link(&shared, &root.join(".hidden-link"));
+        link(&outside.path().join("single.md"), &root.join("notes/single.md"));
+        link(&outside.path().join("single.md"), &root.join("notes/single.rs"));
+        let cfg = WalkConfig { exclude: vec!["shared/private".into()], ..following() };
+        let walked = walk(root, &cfg, None);
+        assert_eq!(paths(&walked), ["notes/single.md", "own.md", "shared/recipes/bread.md"]);
+        assert!(walked.skipped.is_empty(), "{:?}", walked.skipped);
+        let bread = &walked.files[2];
+        assert_eq!(bread.abs_path, root.join("shared/recipes/bread.md"));
+        assert_eq!((bread.size, bread.mtime_ns), {
+            let f = stat(root, "shared/recipes/bread.md").unwrap();
+            (f.size, f.mtime_ns)
+        });
+        // The `ignore` crate's walk agrees.
+        let expected = walk_of_the_ignore_crate(root, &cfg, None);
+        assert_eq!(walked.files, expected.files);
+        assert_eq!(walked.skipped, expected.skipped);
+        // Off by default: nothing through a link, as the crate's walk without links.
+        let unfollowed = walk(root, &WalkConfig { exclude: cfg.exclude.clone(), ..config() }, None);
+        assert_eq!(paths(&unfollowed), ["own.md"]);
+        assert_eq!(unfollowed.files, walk_of_the_ignore_crate(root, &config(), None).files);
+    }
+
+    #[test]
+    fn loops_end_and_a_folder_two_links_lead_to_is_walked_once() {
+        let outside = tempfile::tempdir().unwrap();
+        write(outside.path(), "x/a.md", b"a");
+        write(outside.path(), "x/y/b.md", b"b");
+        link(&outside.path().join("x"), &outside.path().join("x/y/up"));
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "notes/n.md", b"n");
+        link(Path::new(".."), &root.join("notes/loop"));
+        link(&root.join("notes"), &root.join("alias"));
+        link(&outside.path().join("x"), &root.join("one"));
+        link(&outside.path().join("x"), &root.join("two"));
+        link(&outside.path().join("x/y"), &root.join("deep/y"));
+        link(&outside.path().join("nothing"), &root.join("gone.md"));
+        link(&outside.path().join("nothing"), &root.join(".gone.md"));
+        let walked = walk(root, &following(), None);
+        assert_eq!(paths(&walked), ["deep/y/b.md", "notes/n.md", "one/a.md"]);
+        let gone = outside.path().join("nothing").display().to_string();
+        assert_eq!(
+            skips(&walked),
+            [
+                ("alias", "already indexed as notes (another link leads to the same folder)".into()),
+                // Not on its own way down (deep, deep/y): walked as `one` in the round before.
+                ("deep/y/up", "already indexed as one (another link leads to the same folder)".into()),
+                ("gone.md", format!("a link to {gone}, which does not exist")),
+                ("notes/loop", "a link back into the workspace's top folder, above it".into()),
+                ("one/y", "already indexed as deep/y (another link leads to the same folder)".into()),
+                ("two", "already indexed as one (another link leads to the same folder)".into()),
+            ]
+        );
+        assert!(matches!(&walked.skipped[3].reason, SkipReason::LinkLoop { ancestor } if ancestor == "."));
+        // The same, whatever order the threads meet things in.
+        for _ in 0..5 {
+            let again = walk(root, &following(), None);
+            assert_eq!((again.files, again.skipped), (walked.files.clone(), walked.skipped.clone()));
+        }
+        // The `ignore` crate's walk stops loops too, but only at a link back into a folder
+        // on its way down, so it walks a folder once for each way that leads to it.
+        let crate_walk = walk_of_the_ignore_crate(root, &following(), None);
+        let crate_paths = paths(&crate_walk);
+        for path in ["alias/n.md", "one/y/b.md", "two/a.md", "two/y/b.md"] {
+            assert!(crate_paths.contains(&path), "{path} in {crate_paths:?}");
+        }
+        assert!(
+            crate_paths.iter().all(|p| !p.contains("loop/") && !p.contains("up/y/up/")),
+            "{crate_paths:?}"
+        );
+        let crate_skips = skips(&crate_walk);
+        for skip in [".gone.md", "gone.md", "notes/loop", "alias/loop", "one/y/up", "deep/y/up/y/up"] {
+            assert!(crate_skips.iter().any(|(p, _)| *p == skip), "{skip} in {crate_skips:?}");
+        }
+        assert!(
+            crate_skips
+                .contains(&("notes/loop", "a link back into the workspace's top folder, above it".into()))
+        );
+    }
+
+    #[test]
+    fn a_folder_two_ways_lead_to_is_indexed_at_the_shallowest() {
+        // `up` leads above the workspace, to a folder that holds the one `shared` leads to
+        // (and the workspace itself): the shorter way holds the recipes, whichever link
+        // sorts first.
+        let outside = tempfile::tempdir().unwrap();
+        write(outside.path(), "Sync/shared/recipes/bread.md", b"# Bread");
+        write(outside.path(), "Sync/shared/a/b/c/d/deep.md", b"# Deep");
+        write(outside.path(), "beside.md", b"# Beside the vault");
+        let root = outside.path().join("vault");
+        write(&root, "own.md", b"own");
+        link(Path::new("../Sync/shared"), &root.join("shared"));
+        link(Path::new(".."), &root.join("shared-up"));
+        let walked = walk(&root, &following(), None);
+        assert_eq!(
+            paths(&walked),
+            ["own.md", "shared-up/beside.md", "shared/a/b/c/d/deep.md", "shared/recipes/bread.md"]
+        );
+        assert_eq!(
+            skips(&walked),
+            [
+                (
+                    "shared-up/Sync/shared",
+                    "already indexed as shared (another link leads to the same folder)".into()
+                ),
+                ("shared-up/vault", "a link back into the workspace's top folder, above it".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_index_folder_is_not_walked_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("w");
+        write(&root, "a.md", b"a");
+        let index = dir.path().join("index");
+        write(&index, "i.md", b"i");
+        write(&index, "sub/s.md", b"s");
+        link(&index, &root.join("to-index"));
+        link(&index.join("sub"), &root.join("to-inside"));
+        link(&index.join("i.md"), &root.join("i.md"));
+        let walked = walk(&root, &following(), Some(&index));
+        assert_eq!(paths(&walked), ["a.md"]);
+        assert!(walked.skipped.is_empty(), "{:?}", walked.skipped);
+        assert_eq!(walk_of_the_ignore_crate(&root, &following(), Some(&index)).files, walked.files);
+    }
+
+    #[test]
+    fn single_paths_through_a_link_are_selected_only_when_links_are_followed() {
+        let outside = tempfile::tempdir().unwrap();
+        write(outside.path(), "recipes/bread.md", b"# Bread");
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "own.md", b"own");
+        link(outside.path(), &root.join("shared"));
+        link(&outside.path().join("recipes/bread.md"), &root.join("bread.md"));
+        for rel in ["shared/recipes/bread.md", "bread.md"] {
+            assert!(!is_selected(root, rel, &config()), "{rel}");
+            assert!(is_selected(root, rel, &following()), "{rel}");
+        }
+        assert!(is_selected(root, "own.md", &config()));
     }
 
     #[test]

@@ -406,6 +406,19 @@ mod tests {
     }
 
     #[test]
+    fn symbolic_links_are_followed_only_when_asked() {
+        assert!(!Config::default().walk.follow_symlinks);
+        let on = Config::from_toml("follow_symlinks = true\n");
+        assert!(on.problems.is_empty(), "{:?}", on.problems);
+        assert!(on.config.walk.follow_symlinks);
+        let from_editor = Config::from_json(serde_json::json!({ "follow_symlinks": true }));
+        assert!(from_editor.config.walk.follow_symlinks);
+        let bad = Config::from_toml("follow_symlinks = \"yes\"\n");
+        assert_eq!(keys(&bad), ["follow_symlinks"]);
+        assert!(!bad.config.walk.follow_symlinks);
+    }
+
+    #[test]
     fn bad_values_name_their_key_and_fall_back_to_the_default() {
         let loaded = Config::from_toml(
             r#"

@@ -121,6 +121,7 @@ impl Config {
             include: v.globs("include", raw.include, d.walk.include),
             exclude: v.globs("exclude", raw.exclude, d.walk.exclude),
             max_file_bytes: v.take("max_file_bytes", raw.max_file_bytes, d.walk.max_file_bytes, at_least(1)),
+            follow_symlinks: v.take("follow_symlinks", raw.follow_symlinks, d.walk.follow_symlinks, any),
         };
         let max_tokens = v.take("chunk.max_tokens", raw.chunk.max_tokens, d.chunk.max_tokens, |n| {
             if (16..=8192).contains(n) {

@@ -412,7 +412,9 @@ fn relative_to(root: &Path, path: &str) -> Option<String> {
     let p = Path::new(path);
     if p.is_absolute() {
         let canonical = p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
-        workspace::relative_path(root, &canonical)
+        // A path through a symbolic link in the workspace resolves to a place outside it; as
+        // written it is still the workspace's, selected or not by `follow_symlinks`.
+        workspace::relative_path(root, &canonical).or_else(|| workspace::relative_path(root, p))
     } else {
         let normal = path.trim_start_matches("./").replace('\\', "/");
         if normal.split('/').any(|s| s == "..") { None } else { Some(normal) }

@@ -2,6 +2,7 @@
 //! manifest, read and chunk in parallel, apply in batches, commit), an update of named
 //! files (a save), and the pending vectors a slow embedder leaves behind.
 
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -347,9 +348,8 @@ impl Engine {
                 continue;
             };
             touched_paths.push(rel.clone());
-            let in_index_dir = index_dir.as_ref().is_some_and(|d| self.setup.root.join(&rel).starts_with(d));
-            let selected =
-                !in_index_dir && workspace::is_selected(&self.setup.root, &rel, &self.setup.config.walk);
+            let selected = !self.walk_leaves_out(&rel, index_dir.as_deref())
+                && workspace::is_selected(&self.setup.root, &rel, &self.setup.config.walk);
             let file = match workspace::stat(&self.setup.root, &rel) {
                 Ok(file) if selected => Some(file),
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -408,6 +408,23 @@ impl Engine {
         }
         report.seconds = started.elapsed().as_secs_f64();
         Ok(report)
+    }
+
+    /// Whether the walk would leave `rel` out for where it lies, whatever its name: in the
+    /// index folder (`index_dir`, resolved), or, when links are followed, there through a
+    /// link or below a linked folder the last walk passed over (a loop, or a folder indexed
+    /// at another place).
+    fn walk_leaves_out(&self, rel: &str, index_dir: Option<&Path>) -> bool {
+        let abs = self.setup.root.join(rel);
+        if !self.setup.config.walk.follow_symlinks {
+            return index_dir.is_some_and(|d| abs.starts_with(d));
+        }
+        let below = |folder: &str| rel.strip_prefix(folder).is_some_and(|r| r.starts_with('/'));
+        index_dir.is_some_and(|d| abs.starts_with(d) || abs.canonicalize().is_ok_and(|p| p.starts_with(d)))
+            || self.index.manifest().skipped.iter().any(|s| {
+                matches!(s.reason, SkipReason::LinkLoop { .. } | SkipReason::AlreadyIndexed { .. })
+                    && below(&s.path)
+            })
     }
 
     /// Applies file changes to the index. The snippet jobs out for the chunks they take out

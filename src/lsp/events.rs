@@ -14,7 +14,7 @@ use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::*;
 
 use super::documents::{Documents, Encoding};
-use super::from_proto::file_path;
+use super::from_proto::named_path;
 use super::state::State;
 use crate::config::{CONFIG_FILE, Config};
 use crate::service::{Embedders, Folder, Job, Notice};
@@ -123,8 +123,8 @@ impl EventTask {
             }
             Event::Save { uri, text } => {
                 self.documents().saved(&uri, text);
-                if let Ok(path) = file_path(&uri)
-                    && let Some(folder) = self.state.folder_of(&path)
+                if let Ok(named) = named_path(&uri)
+                    && let Some((folder, path)) = self.state.folder_of_file(&named)
                 {
                     folder.update(vec![path], None);
                 }
@@ -307,7 +307,8 @@ impl EventTask {
         let mut batches: Vec<(Arc<Folder>, Vec<PathBuf>)> = Vec::new();
         let mut reconfigure: Vec<Arc<Folder>> = Vec::new();
         for change in changes {
-            let Ok(path) = file_path(&change.uri) else { continue };
+            let Ok(named) = named_path(&change.uri) else { continue };
+            let path = canonical(named.clone());
             // The `--config` file, wherever it lies, is every folder's settings file.
             if self.state.config_file.as_ref() == Some(&path) {
                 for folder in self.state.folders() {
@@ -317,7 +318,7 @@ impl EventTask {
                 }
                 continue;
             }
-            let Some(folder) = self.state.folder_of(&path) else { continue };
+            let Some((folder, path)) = self.state.folder_of_file(&named) else { continue };
             if path == folder.settings_file() {
                 if !reconfigure.iter().any(|f| Arc::ptr_eq(f, &folder)) {
                     reconfigure.push(folder);

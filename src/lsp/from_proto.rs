@@ -8,14 +8,18 @@ use serde_json::Value;
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::Uri;
 
-/// The path of a `file:` URI; anything else is an error.
+/// The path of a `file:` URI, resolved; anything else is an error.
 pub fn file_path(uri: &Uri) -> Result<PathBuf> {
+    // Symlinked workspaces: compare canonical paths, as the folders are.
+    named_path(uri).map(|p| p.canonicalize().unwrap_or(p))
+}
+
+/// The path of a `file:` URI as the client names it, its symbolic links not resolved (see
+/// `State::folder_of_file`); anything else is an error.
+pub fn named_path(uri: &Uri) -> Result<PathBuf> {
     let is_file = uri.scheme().as_str().eq_ignore_ascii_case("file");
     match uri.to_file_path() {
-        Some(p) if is_file && p.is_absolute() => {
-            // Symlinked workspaces: compare canonical paths, as the folders are.
-            Ok(p.canonicalize().unwrap_or_else(|_| p.into_owned()))
-        }
+        Some(p) if is_file && p.is_absolute() => Ok(p.into_owned()),
         _ => Err(Error::invalid_params(format!("{} is not a file: URI", uri.as_str()))),
     }
 }

@@ -14,7 +14,7 @@ use super::documents::{Encoding, offset_of};
 use super::ext::{
     FolderReport, ReindexAnswer, ReindexParams, SearchAnswer, SearchParams, SimilarParams, StatusAnswer,
 };
-use super::from_proto::file_path;
+use super::from_proto::named_path;
 use super::server::Backend;
 use super::to_proto::{self, Staleness, internal, invalid_request};
 use crate::search::{Expand, Hit, MAX_LIMIT, SearchOptions, filter};
@@ -159,11 +159,10 @@ impl Backend {
 
     /// The workspace folder and path of a `file:` URI inside the workspace.
     fn file_in_workspace(&self, uri: &Uri) -> Result<(Arc<Folder>, PathBuf)> {
-        let path = file_path(uri)?;
-        let folder = self.state.folder_of(&path).ok_or_else(|| {
+        let named = named_path(uri)?;
+        self.state.folder_of_file(&named).ok_or_else(|| {
             Error::invalid_params(format!("{} is outside the workspace folders", uri.as_str()))
-        })?;
-        Ok((folder, path))
+        })
     }
 
     /// The text of `uri` as the user sees it: its open buffer, else the file on disk; the

@@ -36,4 +36,21 @@ impl State {
             .filter(|f| path.starts_with(&f.root))
             .max_by_key(|f| f.root.as_os_str().len())
     }
+
+    /// The innermost folder holding the file the client names `named`, and the file's path
+    /// as that folder sees it: resolved as the folders are (a workspace opened through a
+    /// link), but for a symbolic link inside the folder that leads out of it, which the walk
+    /// follows with `follow_symlinks` (`shared/recipes/bread.md`, not the place `shared`
+    /// leads to).
+    pub(super) fn folder_of_file(&self, named: &Path) -> Option<(Arc<Folder>, PathBuf)> {
+        let resolved = named.canonicalize().unwrap_or_else(|_| named.to_path_buf());
+        if let Some(folder) = self.folder_of(&resolved) {
+            return Some((folder, resolved));
+        }
+        named.ancestors().skip(1).find_map(|ancestor| {
+            let resolved = ancestor.canonicalize().ok()?;
+            let folder = self.folder_of(&resolved)?;
+            Some((folder, resolved.join(named.strip_prefix(ancestor).ok()?)))
+        })
+    }
 }

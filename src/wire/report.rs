@@ -41,9 +41,26 @@ pub struct SkippedJson {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum SkipReasonJson {
-    TooLarge { size: u64, limit: u64 },
+    TooLarge {
+        size: u64,
+        limit: u64,
+    },
     Binary,
-    Unreadable { error: String },
+    Unreadable {
+        error: String,
+    },
+    /// A followed symbolic link whose target does not exist.
+    DanglingLink {
+        target: String,
+    },
+    /// A link back into a folder above it (`.`: the workspace's top).
+    LinkLoop {
+        ancestor: String,
+    },
+    /// A linked folder walked already, whose files are indexed under `indexed_as`.
+    AlreadyIndexed {
+        indexed_as: String,
+    },
 }
 
 /// `situate index --json`: the report, and the snippet run when there was one.
@@ -106,6 +123,11 @@ impl From<&Skipped> for SkippedJson {
             SkipReason::TooLarge { size, limit } => SkipReasonJson::TooLarge { size: *size, limit: *limit },
             SkipReason::Binary => SkipReasonJson::Binary,
             SkipReason::Unreadable { error } => SkipReasonJson::Unreadable { error: error.clone() },
+            SkipReason::DanglingLink { target } => SkipReasonJson::DanglingLink { target: target.clone() },
+            SkipReason::LinkLoop { ancestor } => SkipReasonJson::LinkLoop { ancestor: ancestor.clone() },
+            SkipReason::AlreadyIndexed { indexed_as } => {
+                SkipReasonJson::AlreadyIndexed { indexed_as: indexed_as.clone() }
+            }
         };
         SkippedJson { path: s.path.clone(), reason }
     }

@@ -6,9 +6,14 @@
 //! folder; asking by full path spent about a third of it finding the files again. The rules
 //! are the `ignore` crate's, with the options of [`super::walk`]: `.ignore`, `.gitignore` and
 //! `.git/info/exclude` in every folder (without a git repository too), no rules from above
-//! the root, hidden names left out unless a rule takes them back, no symlink followed. The
-//! matching is the crate's own ([`Gitignore`]); the order in which folders' rules count is
-//! the crate's, and a test holds the two walks to the same result.
+//! the root, hidden names left out unless a rule takes them back. The matching is the
+//! crate's own ([`Gitignore`]); the order in which folders' rules count is the crate's, and a
+//! test holds the two walks to the same result.
+//!
+//! Symbolic links are followed only with `follow_symlinks` ([`Links`]); without it a link is
+//! passed over on the kind the folder's listing gives, at no cost. With it, every folder's
+//! device and inode are asked once, so that a folder is walked once however many ways lead
+//! to it, and a link back into a folder above it never makes the walk go round.
 
 use std::ffi::{CStr, CString, OsStr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -18,19 +23,26 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use links::Links;
 
 use super::{
     SkipReason, Skipped, SourceFile, WalkFilter, WalkResult, error_path, has_extension, mtime_ns_of,
 };
 
+mod links;
+
 /// Lists what `filter` keeps below `root`, unsorted.
 pub(super) fn walk(root: &Path, filter: &WalkFilter<'_>, index_dir_rel: Option<&str>) -> WalkResult {
     let found = Mutex::new(WalkResult::default());
-    let walk = Walk { root, filter, index_dir_rel, found: &found };
-    match open_root(root) {
+    let links = filter.config.follow_symlinks.then(|| Links::new(filter.index_dir.as_deref()));
+    let walk = Walk { root, filter, index_dir_rel, found: &found, links: links.as_ref() };
+    match open_folder(root) {
         Ok(fd) => {
-            let folder = Folder { abs: root.to_path_buf(), rel: String::new(), rules: None };
+            let folder = Folder { abs: root.to_path_buf(), rel: String::new(), rules: None, linked: false };
             rayon::scope(|scope| walk.read_folder(scope, Arc::new(fd), folder));
+            if let Some(links) = &links {
+                walk.follow(links);
+            }
         }
         Err(e) => walk.found().skipped.push(Skipped {
             path: root.display().to_string(),
@@ -47,15 +59,20 @@ struct Walk<'a> {
     /// The index folder, relative to the root, when it lies inside the workspace.
     index_dir_rel: Option<&'a str>,
     found: &'a Mutex<WalkResult>,
+    /// What a walk that follows links keeps track of (`None`: links are not followed).
+    links: Option<&'a Links>,
 }
 
 /// A folder to read.
 struct Folder {
+    /// Its path as walked: through the links that led to it, not resolved.
     abs: PathBuf,
     /// Relative to the root, `/`-separated, ending in `/` (empty for the root).
     rel: String,
     /// The rules of the ignore files in this folder and above it (`None`: no such files).
     rules: Option<Arc<Rules>>,
+    /// Reached through a link: walked a level at a time, and not when walked already.
+    linked: bool,
 }
 
 /// The entries of one folder (without `.` and `..`): their names, each ending in a NUL,
@@ -92,7 +109,9 @@ impl Listing {
 enum Kind {
     Folder,
     File,
-    /// A symlink, a socket, a device: never walked.
+    /// A symbolic link: followed only with `follow_symlinks`.
+    Link,
+    /// A socket, a device, a pipe: never walked.
     Other,
 }
 
@@ -115,6 +134,12 @@ impl<'a> Walk<'a> {
     }
 
     fn read_folder<'s>(&'s self, scope: &rayon::Scope<'s>, fd: Arc<OwnedFd>, folder: Folder) {
+        if let Some(links) = self.links
+            && !folder.linked
+            && !self.notes_own_folder(links, &fd, &folder)
+        {
+            return;
+        }
         let mut local = WalkResult::default();
         let listing = match Listing::read(&fd) {
             Ok(listing) => listing,
@@ -127,12 +152,18 @@ impl<'a> Walk<'a> {
         let rules = Rules::for_folder(&folder, &listing, self.root, &mut local.skipped);
         for (name, kind) in listing.entries() {
             let bytes = name.to_bytes();
+            // A link is matched by the rules as what it leads to, as the `ignore` crate does.
+            let target = match (kind, self.links) {
+                (Kind::Link, Some(_)) => Some(stat_at(&fd, name, true)),
+                (Kind::Link | Kind::Other, _) => continue,
+                _ => None,
+            };
+            let is_dir =
+                kind == Kind::Folder || target.as_ref().is_some_and(|t| t.as_ref().is_ok_and(is_folder));
             // Paths are built only for what is kept: most entries of a large workspace are
             // files whose name is all the walk needs to look at before their stat.
             let matched = match &rules {
-                Some(rules) => {
-                    rules.matched(&folder.abs.join(OsStr::from_bytes(bytes)), kind == Kind::Folder)
-                }
+                Some(rules) => rules.matched(&folder.abs.join(OsStr::from_bytes(bytes)), is_dir),
                 None => Match::None,
             };
             if matched.is_ignore() || (matched.is_none() && bytes.starts_with(b".")) {
@@ -145,9 +176,15 @@ impl<'a> Walk<'a> {
                         continue;
                     }
                     let abs = folder.abs.join(OsStr::from_bytes(bytes));
-                    let child = Folder { abs, rel: rel + "/", rules: rules.clone() };
-                    let (parent, name) = (Arc::clone(&fd), name.to_owned());
-                    scope.spawn(move |scope| self.open_and_read(scope, &parent, &name, child));
+                    let child = Folder { abs, rel: rel + "/", rules: rules.clone(), linked: folder.linked };
+                    match self.links {
+                        // Behind a link, folders are walked a level at a time (see `Links`).
+                        Some(links) if folder.linked => links.wait(child),
+                        _ => {
+                            let (parent, name) = (Arc::clone(&fd), name.to_owned());
+                            scope.spawn(move |scope| self.open_and_read(scope, &parent, &name, child));
+                        }
+                    }
                 }
                 Kind::File
                     if has_extension(&String::from_utf8_lossy(bytes), &self.filter.config.extensions) =>
@@ -156,15 +193,21 @@ impl<'a> Walk<'a> {
                     if !self.filter.keeps(&rel) {
                         continue;
                     }
-                    match stat_child(&fd, name) {
-                        Ok((size, mtime_ns)) => {
+                    match stat_at(&fd, name, false) {
+                        Ok(stat) => {
                             let abs_path = folder.abs.join(OsStr::from_bytes(bytes));
+                            let (size, mtime_ns) = size_and_time(&stat);
                             local.files.push(SourceFile { rel_path: rel, abs_path, size, mtime_ns });
                         }
                         Err(e) => local.skipped.push(Skipped {
                             path: rel,
                             reason: SkipReason::Unreadable { error: e.to_string() },
                         }),
+                    }
+                }
+                Kind::Link => {
+                    if let (Some(links), Some(target)) = (self.links, target) {
+                        self.met_link(links, &folder, bytes, target, rules.as_ref(), &mut local);
                     }
                 }
                 Kind::File | Kind::Other => {}
@@ -288,8 +331,9 @@ fn git_common_dir(dir: &Path) -> Option<PathBuf> {
     Some(if common.starts_with('.') { real.join(common) } else { PathBuf::from(common) })
 }
 
-fn open_root(root: &Path) -> std::io::Result<OwnedFd> {
-    let path = CString::new(root.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
+/// Opens a folder by its path, following links.
+fn open_folder(path: &Path) -> std::io::Result<OwnedFd> {
+    let path = CString::new(path.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
     // SAFETY: `path` is a valid C string; the descriptor returned is owned by no one else.
     let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
     owned(fd)
@@ -311,22 +355,34 @@ fn owned(fd: libc::c_int) -> std::io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// A file's size and modification time (nanoseconds since the epoch), asked of its folder.
-fn stat_child(parent: &OwnedFd, name: &CStr) -> std::io::Result<(u64, u64)> {
+/// The status of the entry `name` of the folder `parent`: of what it leads to when
+/// `follow`, else of the entry itself.
+fn stat_at(parent: &OwnedFd, name: &CStr, follow: bool) -> std::io::Result<libc::stat> {
     let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+    let flags = if follow { 0 } else { libc::AT_SYMLINK_NOFOLLOW };
     // SAFETY: `parent` is an open folder, `name` a valid C string and `stat` room for the answer.
-    let failed = unsafe {
-        libc::fstatat(parent.as_raw_fd(), name.as_ptr(), stat.as_mut_ptr(), libc::AT_SYMLINK_NOFOLLOW)
-    };
+    let failed = unsafe { libc::fstatat(parent.as_raw_fd(), name.as_ptr(), stat.as_mut_ptr(), flags) };
     if failed != 0 {
         return Err(std::io::Error::last_os_error());
     }
     // SAFETY: the call succeeded, so it filled `stat`.
-    let stat = unsafe { stat.assume_init() };
+    Ok(unsafe { stat.assume_init() })
+}
+
+/// A file's size and modification time (nanoseconds since the epoch).
+fn size_and_time(stat: &libc::stat) -> (u64, u64) {
     // The fields' types differ from one platform to another.
     #[allow(clippy::unnecessary_cast)]
     let mtime_ns = mtime_ns_of(stat.st_mtime as i64, stat.st_mtime_nsec as i64);
-    Ok((stat.st_size as u64, mtime_ns))
+    (stat.st_size as u64, mtime_ns)
+}
+
+fn is_folder(stat: &libc::stat) -> bool {
+    stat.st_mode & libc::S_IFMT == libc::S_IFDIR
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Listing {
@@ -373,6 +429,7 @@ impl Listing {
                 let kind = match bytes[at + 18] {
                     libc::DT_DIR => Kind::Folder,
                     libc::DT_REG => Kind::File,
+                    libc::DT_LNK => Kind::Link,
                     libc::DT_UNKNOWN => kind_of(folder, name),
                     _ => Kind::Other,
                 };
@@ -407,6 +464,7 @@ impl Listing {
             let kind = match d_type {
                 libc::DT_DIR => Kind::Folder,
                 libc::DT_REG => Kind::File,
+                libc::DT_LNK => Kind::Link,
                 libc::DT_UNKNOWN => kind_of(folder, name),
                 _ => Kind::Other,
             };
@@ -420,18 +478,10 @@ impl Listing {
 
 /// An entry's kind, asked of its folder (for file systems whose listings do not say it).
 fn kind_of(parent: &OwnedFd, name: &CStr) -> Kind {
-    let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: as in `stat_child`.
-    let failed = unsafe {
-        libc::fstatat(parent.as_raw_fd(), name.as_ptr(), stat.as_mut_ptr(), libc::AT_SYMLINK_NOFOLLOW)
-    };
-    if failed != 0 {
-        return Kind::Other;
-    }
-    // SAFETY: the call succeeded, so it filled `stat`.
-    match unsafe { stat.assume_init() }.st_mode & libc::S_IFMT {
-        libc::S_IFDIR => Kind::Folder,
-        libc::S_IFREG => Kind::File,
+    match stat_at(parent, name, false).map(|stat| stat.st_mode & libc::S_IFMT) {
+        Ok(libc::S_IFDIR) => Kind::Folder,
+        Ok(libc::S_IFREG) => Kind::File,
+        Ok(libc::S_IFLNK) => Kind::Link,
         _ => Kind::Other,
     }
 }

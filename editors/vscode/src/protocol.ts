@@ -1,6 +1,6 @@
 // The situate server's commands and the shapes of their answers (docs/lsp.md), as plain types.
 // Kept in step with src/lsp/ext.rs and src/wire/ (checked by tests/house.rs):
-// wire shapes hash: 6d8a32e96072630e
+// wire shapes hash: 79ce3909a843b1c2
 
 /** Names of the server's `workspace/executeCommand` commands. */
 export const ServerCommand = {

@@ -19,6 +19,7 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
   { key: "include", server: "include" },
   { key: "exclude", server: "exclude" },
   { key: "maxFileBytes", server: "max_file_bytes" },
+  { key: "followSymlinks", server: "follow_symlinks" },
   { key: "indexDir", server: "index_dir", emptyIsUnset: true },
   { key: "chunk.strategy", server: "chunk.strategy" },
   { key: "chunk.maxTokens", server: "chunk.max_tokens" },
