@@ -1,12 +1,16 @@
 //! What a status costs when snippets wait: the first estimate of a commit (every waiting
-//! chunk's request built and counted) and the status requests after it on the same commit,
-//! each from a new view as a server's polls take them.
+//! chunk's request built and counted, unless the folder keeps the estimates of an earlier
+//! count) and the status requests after it on the same commit, each from a new view as a
+//! server's polls take them; then the first status of a new engine on the same folder, as
+//! a new process takes it, with the estimates the first one kept.
 //!
 //! `cargo bench --bench estimate -- DIR [--exact]`: DIR is a folder already indexed with a
 //! `[snippets]` table in its `situate.toml` (plain `situate index` leaves its chunks
-//! waiting). The index is opened read-only; nothing is sent. With `--exact`, every waiting
-//! chunk's request is also built and its prompt tokenized whole, and the difference from
-//! the estimate (which adds up the passages of a document-mode window) is shown.
+//! waiting). The index is opened read-only; nothing is sent, and nothing is written but the
+//! estimates the index folder keeps (`snippet-estimates.bin`) when a file was counted:
+//! remove that file first for a first status that counts every file. With `--exact`, every
+//! waiting chunk's request is also built and its prompt tokenized whole, and the difference
+//! from the estimate (which adds up the passages of a document-mode window) is shown.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -51,6 +55,16 @@ fn main() {
         .collect();
     polls.sort_by(f64::total_cmp);
     println!("later status of the same commit: median {:.1} ms of {POLLS}", polls[POLLS / 2]);
+    let started = Instant::now();
+    let next = Engine::open(&dir, None, OpenMode::ReadOnly).expect("open the index again");
+    let opened_ms = started.elapsed().as_secs_f64() * 1e3;
+    let started = Instant::now();
+    let again = next.view().status_with_estimate().expect("status");
+    println!(
+        "first status of a new engine: {:.1} ms (and {opened_ms:.0} ms to open it)",
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    assert_eq!(again.snippets.map(|s| s.estimate), first.snippets.as_ref().map(|s| s.estimate));
     let Some(estimate) = first.snippets.and_then(|s| s.estimate) else { return };
     println!("estimate: {estimate}");
     println!(

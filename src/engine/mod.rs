@@ -5,6 +5,7 @@
 //! terminals.
 
 mod background;
+mod estimates;
 mod lookup;
 mod report;
 mod snippets;
@@ -113,7 +114,7 @@ struct Setup {
     /// The team cache, for a writer whose settings name one.
     team: Option<Arc<Team>>,
     /// The snippet estimate of each file, as last counted, for every view of this engine.
-    estimates: view::EstimateMemo,
+    estimates: estimates::EstimateMemo,
 }
 
 /// What becomes of the vectors a reconcile with a slow embedder leaves pending (its texts
@@ -291,16 +292,9 @@ impl Engine {
             .as_ref()
             .filter(|_| quick.is_some())
             .map(|t| team::TeamFill::new(Arc::clone(t), embedder.as_ref(), &index_dir));
-        let setup = Arc::new(Setup {
-            root,
-            config,
-            config_problems,
-            embedder,
-            quick,
-            snippets,
-            team,
-            estimates: Default::default(),
-        });
+        let estimates = estimates::EstimateMemo::new(&pipeline, snippets.as_ref().map(|s| &s.config));
+        let setup =
+            Arc::new(Setup { root, config, config_problems, embedder, quick, snippets, team, estimates });
         Ok(Engine {
             setup,
             index,

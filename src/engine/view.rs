@@ -3,15 +3,17 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use tantivy::tokenizer::TokenStream;
 
+use super::estimates;
 use super::snippets::chunk_input;
 use super::{EngineError, LanguageChunks, Setup, SnippetStatus, Stale, Status, TeamReport, relative_to};
 use crate::analysis::{self, Language};
 use crate::config::Config;
+use crate::index::manifest::FileEntry;
 use crate::index::{ChunkRecord, Snapshot, TextField};
 use crate::providers::{Embedder, EmbedderIdentity};
 use crate::search::preview::Previewer;
@@ -300,9 +302,10 @@ impl View {
     /// What writing the snippets of the chunks still waiting would cost: the requests are
     /// built and their tokens counted, nothing is sent. Waits for another view's count.
     ///
-    /// Each file's share is kept for every view of this engine ([`EstimateMemo`]): asked
-    /// again on the same commit, nothing is counted; after a commit, only the files whose
-    /// chunks or waiting chunks changed are. The total is the same as counting every request
+    /// Each file's share is kept for every view of this engine and in the index folder for
+    /// the next process ([`estimates::EstimateMemo`]): asked again on the same commit,
+    /// nothing is counted; after a commit, or in a new process, only the files whose chunks
+    /// or waiting chunks changed since are. The total is the same as counting every request
     /// afresh, since no two files share a document part (it names the file's path), so no
     /// request is served from the prompt cache across files.
     pub fn snippet_estimate(&self) -> Result<Estimate, EngineError> {
@@ -317,50 +320,36 @@ impl View {
     fn estimate(&self, wait: bool) -> Result<Option<Estimate>, EngineError> {
         let Some(setup) = &self.setup.snippets else { return Ok(Some(Estimate::default())) };
         let memo = &self.setup.estimates;
-        let wanted: Vec<(&String, CountedFor)> = self
+        let waiting: Vec<(&String, &FileEntry)> = self
             .snapshot
             .manifest()
             .files
             .iter()
             .filter(|(_, entry)| entry.chunks.iter().any(|c| c.snippet_pending))
-            .map(|(path, entry)| {
-                let chunks = entry.chunks.iter().map(|c| (c.id, c.snippet_pending)).collect();
-                (path, CountedFor { content_hash: entry.content_hash, chunks })
-            })
             .collect();
-        let missing = |files: &HashMap<String, Counted>| -> Vec<usize> {
-            (0..wanted.len()).filter(|&i| !is_current(files, &wanted[i])).collect()
-        };
+        let wanted: Vec<u64> = waiting.iter().map(|(path, entry)| estimates::file_key(path, entry)).collect();
         if let Some(total) = memo.total(&wanted) {
             return Ok(Some(total));
         }
-        let _counting = if wait {
-            memo.counting.lock().unwrap_or_else(PoisonError::into_inner)
-        } else {
-            match memo.counting.try_lock() {
-                Ok(guard) => guard,
-                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-                Err(TryLockError::WouldBlock) => return Ok(None),
-            }
-        };
-        // Another count may have covered some files while this one waited; none can now.
-        let missing = missing(&memo.files());
+        let Some(_counting) = memo.start_count(wait, &self.index_dir) else { return Ok(None) };
+        let missing = memo.missing(&wanted);
         let mut counted = HashMap::with_capacity(missing.len());
         for i in missing {
-            let (path, key) = &wanted[i];
+            let (path, entry) = waiting[i];
             let records = self.snapshot.file_records(path)?;
             let inputs: Vec<ChunkInput> = records.iter().map(chunk_input).collect();
             let estimate = if inputs.is_empty() {
                 Estimate::default()
             } else {
                 let prompts = setup.prompts(&inputs);
-                let pending = key.chunks.iter().enumerate().filter(|(_, c)| c.1).map(|(i, _)| i);
+                let pending =
+                    entry.chunks.iter().enumerate().filter(|(_, c)| c.snippet_pending).map(|(i, _)| i);
                 estimate::estimate_priced(pending.filter(|&i| i < inputs.len()).map(|i| prompts.priced(i)))
             };
             memo.files_counted.fetch_add(1, Ordering::Relaxed);
-            counted.insert(i, estimate);
+            counted.insert(wanted[i], estimate);
         }
-        Ok(Some(memo.replace(&wanted, counted)))
+        Ok(Some(memo.replace(&wanted, counted, &self.index_dir)))
     }
 
     /// How the file at `rel` (workspace-relative) on disk compares with what this view
@@ -411,66 +400,6 @@ impl View {
     pub fn relative(&self, path: &str) -> Option<String> {
         relative_to(&self.setup.root, path)
     }
-}
-
-/// The snippet estimate of each file with chunks waiting, as [`View::snippet_estimate`] last
-/// counted it, with what it was counted for: a file counts again only when its content or
-/// which of its chunks wait changed. Chunk ids are never reused and a file's chunks follow
-/// from its content and the engine's settings, so an unchanged key means unchanged requests.
-#[derive(Default)]
-pub(super) struct EstimateMemo {
-    files: Mutex<HashMap<String, Counted>>,
-    /// Held by the one count that runs.
-    counting: Mutex<()>,
-    /// Files counted (not read back) so far.
-    files_counted: AtomicUsize,
-}
-
-impl EstimateMemo {
-    fn files(&self) -> MutexGuard<'_, HashMap<String, Counted>> {
-        self.files.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The total of the files `wanted`, if each is counted for what it is now.
-    fn total(&self, wanted: &[(&String, CountedFor)]) -> Option<Estimate> {
-        let files = self.files();
-        wanted.iter().map(|w| is_current(&files, w).then(|| files[w.0.as_str()].estimate)).sum()
-    }
-
-    /// Keeps the files `wanted` (those just `counted`, by their place in `wanted`, and the
-    /// others as they were) and drops the rest; the total of their estimates. Only the
-    /// count that runs calls it, and it counted every file that was not current.
-    fn replace(&self, wanted: &[(&String, CountedFor)], mut counted: HashMap<usize, Estimate>) -> Estimate {
-        let mut files = self.files();
-        let mut kept = HashMap::with_capacity(wanted.len());
-        for (i, (path, key)) in wanted.iter().enumerate() {
-            let entry = match counted.remove(&i) {
-                Some(estimate) => Some(Counted { key: key.clone(), estimate }),
-                None => files.remove(*path),
-            };
-            kept.extend(entry.map(|e| ((*path).clone(), e)));
-        }
-        *files = kept;
-        files.values().map(|c| c.estimate).sum()
-    }
-}
-
-/// Whether `files` holds the estimate of a file as it is now.
-fn is_current(files: &HashMap<String, Counted>, (path, key): &(&String, CountedFor)) -> bool {
-    files.get(*path).is_some_and(|c| c.key == *key)
-}
-
-struct Counted {
-    key: CountedFor,
-    estimate: Estimate,
-}
-
-/// What a file's estimate was counted for.
-#[derive(Clone, PartialEq, Eq)]
-struct CountedFor {
-    content_hash: u64,
-    /// Each chunk's id and whether it waits for a snippet, in order.
-    chunks: Vec<(u64, bool)>,
 }
 
 #[cfg(test)]

@@ -7,6 +7,11 @@ use std::ops::{Add, AddAssign};
 
 use crate::providers::chat::ChatRequest;
 
+/// Version of the count's rules (its tokenizer, [`CALL_OVERHEAD_TOKENS`] and the rest):
+/// bump it whenever a change makes the same requests come to another estimate, so that the
+/// estimates an index folder keeps from an earlier count are counted again.
+pub const COUNT_VERSION: u32 = 1;
+
 /// Output tokens expected of one reply: the one or two sentences a snippet prompt asks for
 /// take about this many.
 pub const EXPECTED_OUTPUT_TOKENS: u32 = 60;
