@@ -309,6 +309,25 @@ fn other_inflections_find_their_notes_in_each_language() {
 }
 
 #[test]
+fn a_compound_typed_as_one_word_finds_the_note_that_spells_its_words_apart() {
+    let (_f, engine) = indexed_copy_of("languages");
+    // No note holds these words; their parts stand apart in one (`Sicherungen … ein
+    // Skript`, `Kalender des Teams`, `Zertifikate … Der Dienst`).
+    each_finds_its_note(
+        &engine,
+        &[
+            ("Sicherungsskript", "de/sicherung.md"),
+            ("Teamkalender", "de/urlaub.md"),
+            ("Zertifikatsdienst", "de/zertifikate.md"),
+        ],
+    );
+    // The preview marks the parts where they stand.
+    let hits = engine.view().search(&request("Teamkalender")).unwrap();
+    let line = hits[0].preview[0].marked("[", "]");
+    assert!(line.contains("[Kalender] des [Teams]"), "{line}");
+}
+
+#[test]
 fn words_typed_without_their_accents_find_their_notes() {
     let (_f, engine) = indexed_copy_of("languages");
     // Each word stands in its note with accents (`Épluchez`, `mañana`, `précédente`), and

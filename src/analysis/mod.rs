@@ -46,6 +46,7 @@
 mod arabic;
 mod cjk;
 mod code;
+mod compound;
 mod drop;
 mod fold;
 mod han;
@@ -325,6 +326,34 @@ pub fn weighted_query_terms_in(text: &str, languages: &[Language]) -> Vec<(Strin
             (term, weight)
         })
         .collect()
+}
+
+/// The words that the query's compounds are made of ([`compound`]: `Verzeichnisgröße` →
+/// `verzeichnis`, `gross`), by the rules of each of `languages` that writes compounds
+/// closed, with their weight in the query, where the index holds both parts (`doc_freq`
+/// of a term) more often than the whole word; a part already in `terms` is not repeated.
+pub fn compound_parts(
+    query: &str,
+    languages: &[Language],
+    terms: &[(String, f32)],
+    doc_freq: impl Fn(&str) -> u64,
+) -> Vec<(String, f32)> {
+    let mut seen: HashSet<String> = terms.iter().map(|(t, _)| t.clone()).collect();
+    let mut parts = Vec::new();
+    for &language in languages.iter().filter(|&&l| compound::compounding(l)) {
+        let analyse = |word: &str| {
+            let mut analyzer = query_analyzer(language);
+            let mut stream = analyzer.token_stream(word);
+            stream.next().map(|t| t.text.clone())
+        };
+        for word in query.split(|c: char| !c.is_alphanumeric()) {
+            if let Some((first, second)) = compound::split(word, analyse, &doc_freq) {
+                parts.extend([first, second].into_iter().map(|t| (t, compound::PART_WEIGHT)));
+            }
+        }
+    }
+    parts.retain(|(t, _)| seen.insert(t.clone()));
+    parts
 }
 
 /// The English words that carry a question's grammar rather than its subject: question

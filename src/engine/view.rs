@@ -103,7 +103,8 @@ impl View {
     /// matches are compared by meaning with the fast model: the quick one when the index's
     /// own is slow.
     fn add_previews(&self, query: &str, hits: &mut [Hit]) {
-        self.add_previews_by(Previewer::new(query, Some(self.fast())), hits);
+        let parts = search::compound_parts(&self.snapshot, query, &[]).into_iter().map(|(t, _)| t).collect();
+        self.add_previews_by(Previewer::new(query, Some(self.fast())).with_parts(parts), hits);
     }
 
     /// Gives each hit the preview `previewer` makes of it.

@@ -255,7 +255,8 @@ pub fn search(
             return Ok(None);
         }
         let query = words_of(index, &request.query);
-        let terms = analysis::weighted_query_terms_in(&query, &languages_held(index));
+        let mut terms = analysis::weighted_query_terms_in(&query, &languages_held(index));
+        terms.extend(compound_parts(index, &query, &terms));
         let ids = bm25(index, &terms, config.boosts(), candidates, &scope)?;
         let share = if use_vector && arms.coverage_power > 0.0 {
             Some(best_coverage(index, &query, config.boosts(), &ids)?)
@@ -357,6 +358,14 @@ fn words_of<'q>(index: &Snapshot, query: &'q str) -> std::borrow::Cow<'q, str> {
         return std::borrow::Cow::Borrowed(query);
     }
     analysis::without_question_grammar(query)
+}
+
+/// The words that the compounds of `query` are made of, by the rules of each compounding
+/// language `index` holds, where `index` holds them ([`analysis::compound_parts`]), with
+/// their weights; those among `terms` are left out.
+pub fn compound_parts(index: &Snapshot, query: &str, terms: &[(String, f32)]) -> Vec<(String, f32)> {
+    let doc_freq = |term: &str| index.doc_freq(crate::index::TextField::Text, term);
+    analysis::compound_parts(query, &languages_held(index), terms, doc_freq)
 }
 
 /// The languages whose rules analysed some chunk of `index`: a query is analysed by each.

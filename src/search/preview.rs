@@ -79,6 +79,8 @@ pub struct Previewer<'a> {
     /// The terms were given ([`Previewer::of_terms`]) rather than read from the query, and
     /// stay as they are whatever a chunk's language.
     given: bool,
+    /// The words of the query's compounds ([`Previewer::with_parts`]), marked too.
+    parts: Vec<String>,
     analyzer: TextAnalyzer,
     query: &'a str,
     /// A fast embedder for lines no term matches, with the query's vector once computed.
@@ -131,12 +133,22 @@ impl<'a> Previewer<'a> {
             language: analysis::Language::ENGLISH,
             terms: analysis::query_terms(query).into_iter().collect(),
             given: false,
+            parts: Vec::new(),
             analyzer: analysis::text_analyzer(),
             query,
             embedder,
             query_vector: None,
             shown: HashMap::new(),
         }
+    }
+
+    /// This previewer, marking the words of the query's compounds too (`verzeichnis` and
+    /// `gross` for `Verzeichnisgröße`: [`super::compound_parts`]), since the words' arm
+    /// matched them.
+    pub fn with_parts(mut self, parts: Vec<String>) -> Previewer<'a> {
+        self.terms.extend(parts.iter().cloned());
+        self.parts = parts;
+        self
     }
 
     /// A previewer that marks `terms`, analysed by `language`'s rules, and compares lines
@@ -168,6 +180,7 @@ impl<'a> Previewer<'a> {
             self.language = language;
             if !self.given {
                 self.terms = analysis::query_terms_in(self.query, &[language]).into_iter().collect();
+                self.terms.extend(self.parts.iter().cloned());
             }
             self.analyzer = analysis::analyzer_for(language);
         }
