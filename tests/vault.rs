@@ -139,3 +139,18 @@ fn a_term_met_only_in_a_link_target_is_shown_where_it_is() {
         "9: Met [[People/Anna Schmidt|Anni]] for lunch; she recommended a dentist called Dr. Okafor. ^lunch1"
     );
 }
+
+#[test]
+fn a_note_of_front_matter_alone_is_found_by_its_aliases() {
+    let vault = vault();
+    vault.write("People/Anna Schmidt.md", "---\naliases: [Anni, A. Schmidt]\ntags: [person]\n---\n");
+    vault.write("People/Empty.md", "---\n---\n");
+    let out = ok(&vault, &["search", "Anni", "--mode", "bm25"]);
+    assert!(out.starts_with("1. People/Anna Schmidt.md:1-4\n"), "{out}");
+    let out = ok(&vault, &["search", "Schmidt", "--mode", "bm25", "--where", "tags=person"]);
+    assert!(out.starts_with("1. People/Anna Schmidt.md:1-4\n") && !out.contains("2. "), "{out}");
+    let out = ok(&vault, &["show", "People/Anna Schmidt.md"]);
+    assert!(out.contains("chunk 1 of 1") && out.contains("Aliases: Anni, A. Schmidt"), "{out}");
+    let out = ok(&vault, &["show", "People/Empty.md"]);
+    assert!(!out.contains("chunk 1"), "{out}");
+}

@@ -175,6 +175,8 @@ pub fn chunk_document_with(
             }
         },
     };
+    // Read before a setting supplies a language: what the note itself says.
+    let front_matter_has_values = metadata.values().any(|values| !values.is_empty());
     if let Some(language) = &config.language {
         front_matter::supply_language(&mut metadata, language);
     }
@@ -225,6 +227,14 @@ pub fn chunk_document_with(
     // below them, and would be found by no search: its headings are its text.
     if raw_chunks.is_empty() && outline.sections.iter().any(|s| s.heading.is_some()) {
         raw_chunks = fixed::fixed_chunks(text, body, &outline, config.max_tokens, config.overlap_tokens);
+    }
+    // A note of front matter alone (a person's note of aliases and tags) would be found by
+    // no search either, though its names are what it is searched by: its front matter is its
+    // text, and its header carries its title and fields as every chunk's does.
+    if raw_chunks.is_empty() && front_matter_has_values && !vault::is_drawing(&metadata) {
+        let front_matter = bom..body_start;
+        raw_chunks =
+            fixed::fixed_chunks(text, front_matter, &outline, config.max_tokens, config.overlap_tokens);
     }
 
     let chunks = raw_chunks
