@@ -154,3 +154,34 @@ fn a_note_of_front_matter_alone_is_found_by_its_aliases() {
     let out = ok(&vault, &["show", "People/Empty.md"]);
     assert!(!out.contains("chunk 1"), "{out}");
 }
+
+#[test]
+fn a_tag_written_in_a_note_filters_like_one_in_its_front_matter() {
+    let vault = vault();
+    vault.write(
+        "Daily/2026-11-28.md",
+        "---\ntags: [daily]\n---\n## Journal\nSlept badly. #journal/mood/good was yesterday.\n\n\
+         ## Work\nReviewed the plan for #project/alpha and issue #123.\n",
+    );
+    vault.write("Inbox/Scratch.md", "Reviewed the plan: `#project/alpha` is code, #1234 an issue.\n");
+    vault.write("pages/Reading.md", "tags:: [[Deep Work]], books\n- Reviewed the plan of chapter one\n");
+    let hits = |filter: &str| {
+        let out = ok(&vault, &["search", "reviewed the plan", "--mode", "bm25", "--where", filter]);
+        let mut paths: Vec<String> = out
+            .lines()
+            .filter(|l| l.starts_with(char::is_numeric))
+            .map(|l| l.split(':').next().unwrap().to_string())
+            .collect();
+        paths.sort();
+        paths
+    };
+    // The note's tags, wherever they are written, hold for each of its chunks.
+    assert_eq!(hits("tags=project/alpha"), ["1. Daily/2026-11-28.md"]);
+    assert_eq!(hits("tags=journal"), ["1. Daily/2026-11-28.md"]);
+    assert_eq!(hits("tags=#Journal/Mood/Good"), ["1. Daily/2026-11-28.md"]);
+    assert_eq!(hits("tags=daily"), ["1. Daily/2026-11-28.md"]);
+    assert!(hits("tags=123").is_empty() && hits("tags=1234").is_empty());
+    assert_eq!(hits("tags=deep work"), ["1. pages/Reading.md"]);
+    let out = ok(&vault, &["show", "Daily/2026-11-28.md"]);
+    assert!(out.contains("Tags: daily, journal/mood/good, project/alpha"), "{out}");
+}

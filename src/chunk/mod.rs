@@ -17,6 +17,7 @@ mod outline;
 mod pieces;
 mod semantic;
 mod split;
+mod tags;
 mod text;
 pub(crate) mod tokens;
 mod vault;
@@ -126,7 +127,8 @@ pub struct Chunk {
 pub struct ChunkedDocument {
     /// Front matter `title:`, else the first H1, else the file name without its extension.
     pub title: String,
-    /// The front matter's top-level fields (empty without front matter).
+    /// The front matter's top-level fields, with the tags written in a markdown note's text
+    /// added to its `tags` (empty without either).
     pub metadata: Metadata,
     /// The chunks, in document order.
     pub chunks: Vec<Chunk>,
@@ -185,6 +187,8 @@ pub fn chunk_document_with(
         DocKind::Markdown => markdown::parse(text, body.clone()),
         DocKind::Text => text::parse(text, body.clone()),
     };
+    // A tag written anywhere in a note is the note's tag, as in Obsidian's tag pane.
+    tags::add_to(&mut metadata, std::mem::take(&mut outline.tags));
     if vault::is_drawing(&metadata) {
         outline = vault::text_elements(outline);
         body = match (outline.sections.first(), outline.sections.last()) {
