@@ -185,3 +185,19 @@ fn a_tag_written_in_a_note_filters_like_one_in_its_front_matter() {
     let out = ok(&vault, &["show", "Daily/2026-11-28.md"]);
     assert!(out.contains("Tags: daily, journal/mood/good, project/alpha"), "{out}");
 }
+
+#[test]
+fn a_comment_or_a_query_is_shown_only_when_it_alone_matches() {
+    let vault = vault();
+    vault.write(
+        "Topics/Tax return 2025.md",
+        "# Tax return 2025\n\nThe deadline for the declaration is the end of July.\n\n\
+         %%\nTODO: ask whether the deadline moves\n%%\n\n```dataview\nTABLE deadline FROM #finance\n```\n",
+    );
+    ok(&vault, &["index", "--quick"]);
+    // The comment and the query hold more of the query's words; the note's text is shown.
+    let preview = first_preview(&vault, "deadline moves finance");
+    assert_eq!(preview.trim(), "3: The deadline for the declaration is the end of July.");
+    let preview = first_preview(&vault, "whether moves");
+    assert_eq!(preview.trim(), "6: TODO: ask whether the deadline moves");
+}
