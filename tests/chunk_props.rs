@@ -120,7 +120,44 @@ fn check(text: &str, kind: DocKind, config: &ChunkConfig) -> Result<(), TestCase
         }
     }
     // An Excalidraw drawing is chunked by its element texts alone, not its drawing data.
-    if kind == DocKind::Markdown && doc.metadata.keys().any(|k| k.eq_ignore_ascii_case("excalidraw-plugin")) {
+    let drawing =
+        kind == DocKind::Markdown && doc.metadata.keys().any(|k| k.eq_ignore_ascii_case("excalidraw-plugin"));
+    // A note of front matter alone that holds a value is chunked as its front matter, every
+    // line of it; any other note's chunks lie in its body.
+    let bom = if text.starts_with('\u{feff}') { 3 } else { 0 };
+    let front_matter_alone = kind == DocKind::Markdown
+        && body_start > bom
+        && text[body_start..].trim().is_empty()
+        && doc.metadata.values().any(|values| !values.is_empty())
+        && !drawing;
+    if front_matter_alone {
+        prop_assert!(!doc.chunks.is_empty(), "a note of front matter alone has a chunk");
+        for (offset, c) in text[bom..body_start].char_indices() {
+            let offset = offset + bom;
+            prop_assert!(
+                c.is_whitespace() || doc.chunks.iter().any(|chunk| chunk.byte_range.contains(&offset)),
+                "{:?} at byte {} of the front matter is in no chunk",
+                c,
+                offset
+            );
+        }
+        for chunk in &doc.chunks {
+            prop_assert!(
+                chunk.byte_range.end <= body_start,
+                "{:?} reaches past the front matter",
+                chunk.byte_range
+            );
+        }
+        return Ok(());
+    }
+    for chunk in &doc.chunks {
+        prop_assert!(
+            chunk.byte_range.start >= body_start,
+            "{:?} reaches into the front matter",
+            chunk.byte_range
+        );
+    }
+    if drawing {
         return Ok(());
     }
     // Nothing but whitespace (and, in heading-bounded modes, the lines of headings whose
@@ -300,4 +337,32 @@ fn a_note_of_headings_alone_may_be_chunked_across_them() {
     );
     assert_eq!(doc.chunks.len(), 1);
     assert_eq!(doc.chunks[0].text, "# Ferry timetable\n## Monday");
+}
+
+/// A person's note of front matter alone is one chunk of its front matter lines, found by
+/// its aliases; front matter without a value, or a note with nothing at all, has none.
+#[test]
+fn a_note_of_front_matter_alone_is_chunked_as_its_front_matter() {
+    let person = "---\naliases: [Anni, A. Schmidt]\ntags: [person]\n---\n\n";
+    for config in [ChunkConfig::default(), semantic_default()] {
+        check(person, DocKind::Markdown, &config).unwrap();
+    }
+    let tiny = ChunkConfig { max_tokens: 2, overlap_tokens: 0, ..ChunkConfig::default() };
+    check(person, DocKind::Markdown, &tiny).unwrap();
+    check("\u{feff}+++\ntags = [\"person\"]\n+++\n", DocKind::Markdown, &tiny).unwrap();
+    let doc =
+        situate::chunk::chunk_document("Anna Schmidt.md", person, DocKind::Markdown, &ChunkConfig::default());
+    assert_eq!(doc.title, "Anna Schmidt");
+    assert_eq!(doc.chunks.len(), 1);
+    let chunk = &doc.chunks[0];
+    assert_eq!((chunk.start_line, chunk.end_line), (1, 4));
+    assert_eq!(chunk.text, "---\naliases: [Anni, A. Schmidt]\ntags: [person]\n---");
+    assert!(chunk.heading_path.is_empty());
+    for nothing in ["", "---\n---\n", "---\ntags: []\naliases:\n---\n"] {
+        let doc = situate::chunk::chunk_document("n.md", nothing, DocKind::Markdown, &ChunkConfig::default());
+        assert!(doc.chunks.is_empty(), "{nothing:?}: {:?}", doc.chunks);
+    }
+    // A text file has no front matter: its lines are its text.
+    let doc = situate::chunk::chunk_document("n.txt", person, DocKind::Text, &ChunkConfig::default());
+    assert_eq!(doc.chunks[0].text, person.trim());
 }

@@ -139,3 +139,65 @@ fn a_term_met_only_in_a_link_target_is_shown_where_it_is() {
         "9: Met [[People/Anna Schmidt|Anni]] for lunch; she recommended a dentist called Dr. Okafor. ^lunch1"
     );
 }
+
+#[test]
+fn a_note_of_front_matter_alone_is_found_by_its_aliases() {
+    let vault = vault();
+    vault.write("People/Anna Schmidt.md", "---\naliases: [Anni, A. Schmidt]\ntags: [person]\n---\n");
+    vault.write("People/Empty.md", "---\n---\n");
+    let out = ok(&vault, &["search", "Anni", "--mode", "bm25"]);
+    assert!(out.starts_with("1. People/Anna Schmidt.md:1-4\n"), "{out}");
+    let out = ok(&vault, &["search", "Schmidt", "--mode", "bm25", "--where", "tags=person"]);
+    assert!(out.starts_with("1. People/Anna Schmidt.md:1-4\n") && !out.contains("2. "), "{out}");
+    let out = ok(&vault, &["show", "People/Anna Schmidt.md"]);
+    assert!(out.contains("chunk 1 of 1") && out.contains("Aliases: Anni, A. Schmidt"), "{out}");
+    let out = ok(&vault, &["show", "People/Empty.md"]);
+    assert!(!out.contains("chunk 1"), "{out}");
+}
+
+#[test]
+fn a_tag_written_in_a_note_filters_like_one_in_its_front_matter() {
+    let vault = vault();
+    vault.write(
+        "Daily/2026-11-28.md",
+        "---\ntags: [daily]\n---\n## Journal\nSlept badly. #journal/mood/good was yesterday.\n\n\
+         ## Work\nReviewed the plan for #project/alpha and issue #123.\n",
+    );
+    vault.write("Inbox/Scratch.md", "Reviewed the plan: `#project/alpha` is code, #1234 an issue.\n");
+    vault.write("pages/Reading.md", "tags:: [[Deep Work]], books\n- Reviewed the plan of chapter one\n");
+    let hits = |filter: &str| {
+        let out = ok(&vault, &["search", "reviewed the plan", "--mode", "bm25", "--where", filter]);
+        let mut paths: Vec<String> = out
+            .lines()
+            .filter(|l| l.starts_with(char::is_numeric))
+            .map(|l| l.split(':').next().unwrap().to_string())
+            .collect();
+        paths.sort();
+        paths
+    };
+    // The note's tags, wherever they are written, hold for each of its chunks.
+    assert_eq!(hits("tags=project/alpha"), ["1. Daily/2026-11-28.md"]);
+    assert_eq!(hits("tags=journal"), ["1. Daily/2026-11-28.md"]);
+    assert_eq!(hits("tags=#Journal/Mood/Good"), ["1. Daily/2026-11-28.md"]);
+    assert_eq!(hits("tags=daily"), ["1. Daily/2026-11-28.md"]);
+    assert!(hits("tags=123").is_empty() && hits("tags=1234").is_empty());
+    assert_eq!(hits("tags=deep work"), ["1. pages/Reading.md"]);
+    let out = ok(&vault, &["show", "Daily/2026-11-28.md"]);
+    assert!(out.contains("Tags: daily, journal/mood/good, project/alpha"), "{out}");
+}
+
+#[test]
+fn a_comment_or_a_query_is_shown_only_when_it_alone_matches() {
+    let vault = vault();
+    vault.write(
+        "Topics/Tax return 2025.md",
+        "# Tax return 2025\n\nThe deadline for the declaration is the end of July.\n\n\
+         %%\nTODO: ask whether the deadline moves\n%%\n\n```dataview\nTABLE deadline FROM #finance\n```\n",
+    );
+    ok(&vault, &["index", "--quick"]);
+    // The comment and the query hold more of the query's words; the note's text is shown.
+    let preview = first_preview(&vault, "deadline moves finance");
+    assert_eq!(preview.trim(), "3: The deadline for the declaration is the end of July.");
+    let preview = first_preview(&vault, "whether moves");
+    assert_eq!(preview.trim(), "6: TODO: ask whether the deadline moves");
+}

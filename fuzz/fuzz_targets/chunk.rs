@@ -3,9 +3,11 @@
 //! file with the right lines, token counts and hashes, in order and within the budget;
 //! heading-bounded strategies never reach across a top-level heading (but for a note of
 //! headings alone, chunked as their text); no non-blank byte of the body is left out (but
-//! for an Excalidraw drawing, chunked by its element texts alone); titles and heading labels are capped. The `semantic` strategy gets
-//! a stand-in sentence embedder chosen by the input: hashed vectors (breakpoints anywhere),
-//! equal vectors, an error, the wrong number of vectors, or ragged, zero and NaN vectors.
+//! for an Excalidraw drawing, chunked by its element texts alone); chunks lie in the body,
+//! but for a note of front matter alone that holds a value, chunked as its front matter
+//! lines; titles and heading labels are capped. The `semantic` strategy gets a stand-in
+//! sentence embedder chosen by the input: hashed vectors (breakpoints anywhere), equal
+//! vectors, an error, the wrong number of vectors, or ragged, zero and NaN vectors.
 
 #![no_main]
 
@@ -118,9 +120,11 @@ fuzz_target!(|data: &[u8]| {
     }
 
     let bom = if text.starts_with('\u{feff}') { 3 } else { 0 };
-    let body_start = match (kind, detect(text)) {
-        (DocKind::Markdown, Detection::Found(front_matter)) => front_matter.body_start,
-        _ => bom,
+    let (body_start, front_matter_has_values) = match (kind, detect(text)) {
+        (DocKind::Markdown, Detection::Found(front_matter)) => {
+            (front_matter.body_start, front_matter.fields.values().any(|values| !values.is_empty()))
+        }
+        _ => (bom, false),
     };
     let headings = match kind {
         DocKind::Markdown => top_level_headings(text, body_start),
@@ -132,7 +136,8 @@ fuzz_target!(|data: &[u8]| {
         .char_indices()
         .all(|(offset, c)| c.is_whitespace() || headings.iter().any(|h| h.contains(&(offset + body_start))));
     // An Excalidraw drawing is chunked by its element texts alone, not its drawing data.
-    let drawing = kind == DocKind::Markdown && doc.metadata.keys().any(|k| k.eq_ignore_ascii_case("excalidraw-plugin"));
+    let drawing =
+        kind == DocKind::Markdown && doc.metadata.keys().any(|k| k.eq_ignore_ascii_case("excalidraw-plugin"));
     if heading_bounded && !headings_alone {
         for heading in &headings {
             for chunk in &doc.chunks {
@@ -143,6 +148,29 @@ fuzz_target!(|data: &[u8]| {
                 );
             }
         }
+    }
+    // A note of front matter alone that holds a value is chunked as its front matter, every
+    // line of it; any other note's chunks lie in its body.
+    if front_matter_has_values && !drawing && text[body_start..].trim().is_empty() {
+        assert!(!doc.chunks.is_empty(), "a note of front matter alone has a chunk");
+        for (offset, c) in text[bom..body_start].char_indices() {
+            let offset = offset + bom;
+            assert!(
+                c.is_whitespace() || doc.chunks.iter().any(|chunk| chunk.byte_range.contains(&offset)),
+                "{c:?} at byte {offset} of the front matter is in no chunk"
+            );
+        }
+        for chunk in &doc.chunks {
+            assert!(
+                chunk.byte_range.end <= body_start,
+                "{:?} reaches past the front matter",
+                chunk.byte_range
+            );
+        }
+        return;
+    }
+    for chunk in &doc.chunks {
+        assert!(chunk.byte_range.start >= body_start, "{:?} reaches into the front matter", chunk.byte_range);
     }
     if drawing {
         return;

@@ -1,5 +1,5 @@
 //! Markdown parsing with pulldown-cmark: sections bounded by headings, the blocks inside each
-//! section, and heading texts with their markup stripped.
+//! section, heading texts with their markup stripped, and the tags written in the text.
 //!
 //! Only top-level headings bound sections. A heading nested in a block quote or a list item
 //! (`> # Quoted`) is part of that container's text, the same way documentation generators
@@ -10,6 +10,7 @@ use std::ops::Range;
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
 use super::outline::{Block, BlockKind, Outline, Section};
+use super::tags;
 
 /// The extensions whose syntax changes block structure or heading text in the documents we
 /// index. Smart punctuation stays off because it would change heading texts; metadata blocks
@@ -37,11 +38,17 @@ pub(crate) fn parse(text: &str, body: Range<usize>) -> Outline {
     // make up the heading's text.
     let mut in_top_list = false;
     let mut heading: Option<(usize, Range<usize>, String)> = None;
+    // Text inside code blocks is code, never tags.
+    let mut in_code = false;
 
     for (event, range) in Parser::new_ext(source, options()).into_offset_iter() {
         let range = range.start + base..range.end + base;
+        if matches!(event, Event::Text(_)) && !in_code {
+            tags::scan(text, range.clone(), &mut outline.tags);
+        }
         match event {
             Event::Start(tag) => {
+                in_code |= matches!(tag, Tag::CodeBlock(_));
                 if depth == 0 {
                     match tag {
                         Tag::Heading { level, .. } => {
@@ -58,6 +65,7 @@ pub(crate) fn parse(text: &str, body: Range<usize>) -> Outline {
                 depth += 1;
             }
             Event::End(tag_end) => {
+                in_code &= !matches!(tag_end, TagEnd::CodeBlock);
                 depth = depth.saturating_sub(1);
                 if depth == 0 {
                     match tag_end {

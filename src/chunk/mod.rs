@@ -17,6 +17,7 @@ mod outline;
 mod pieces;
 mod semantic;
 mod split;
+mod tags;
 mod text;
 pub(crate) mod tokens;
 mod vault;
@@ -126,7 +127,8 @@ pub struct Chunk {
 pub struct ChunkedDocument {
     /// Front matter `title:`, else the first H1, else the file name without its extension.
     pub title: String,
-    /// The front matter's top-level fields (empty without front matter).
+    /// The front matter's top-level fields, with the tags written in a markdown note's text
+    /// added to its `tags` (empty without either).
     pub metadata: Metadata,
     /// The chunks, in document order.
     pub chunks: Vec<Chunk>,
@@ -175,6 +177,8 @@ pub fn chunk_document_with(
             }
         },
     };
+    // Read before a setting supplies a language: what the note itself says.
+    let front_matter_has_values = metadata.values().any(|values| !values.is_empty());
     if let Some(language) = &config.language {
         front_matter::supply_language(&mut metadata, language);
     }
@@ -183,6 +187,8 @@ pub fn chunk_document_with(
         DocKind::Markdown => markdown::parse(text, body.clone()),
         DocKind::Text => text::parse(text, body.clone()),
     };
+    // A tag written anywhere in a note is the note's tag, as in Obsidian's tag pane.
+    tags::add_to(&mut metadata, std::mem::take(&mut outline.tags));
     if vault::is_drawing(&metadata) {
         outline = vault::text_elements(outline);
         body = match (outline.sections.first(), outline.sections.last()) {
@@ -225,6 +231,14 @@ pub fn chunk_document_with(
     // below them, and would be found by no search: its headings are its text.
     if raw_chunks.is_empty() && outline.sections.iter().any(|s| s.heading.is_some()) {
         raw_chunks = fixed::fixed_chunks(text, body, &outline, config.max_tokens, config.overlap_tokens);
+    }
+    // A note of front matter alone (a person's note of aliases and tags) would be found by
+    // no search either, though its names are what it is searched by: its front matter is its
+    // text, and its header carries its title and fields as every chunk's does.
+    if raw_chunks.is_empty() && front_matter_has_values && !vault::is_drawing(&metadata) {
+        let front_matter = bom..body_start;
+        raw_chunks =
+            fixed::fixed_chunks(text, front_matter, &outline, config.max_tokens, config.overlap_tokens);
     }
 
     let chunks = raw_chunks

@@ -3,6 +3,8 @@
 
 use std::ops::Range;
 
+use super::tags::Tags;
+
 /// A stretch of the document under one heading (or before the first heading).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Section {
@@ -38,11 +40,13 @@ pub(crate) enum BlockKind {
     Lines,
 }
 
-/// A parsed document: its sections in order, and the first H1 as a title candidate.
+/// A parsed document: its sections in order, the first H1 as a title candidate, and the
+/// tags written in its text (`tags.rs`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Outline {
     pub sections: Vec<Section>,
     pub first_h1: Option<String>,
+    pub tags: Tags,
 }
 
 impl Section {

@@ -23,6 +23,7 @@ pub(crate) fn parse(text: &str, body: Range<usize>) -> Outline {
     Outline {
         sections: vec![Section { heading_path: Vec::new(), range: body, heading: None, blocks }],
         first_h1: None,
+        tags: Default::default(),
     }
 }
 

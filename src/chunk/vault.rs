@@ -26,7 +26,7 @@ pub(crate) fn text_elements(outline: Outline) -> Outline {
         .into_iter()
         .filter(|s| s.heading_path.last().is_some_and(|h| h.trim().eq_ignore_ascii_case(TEXT_ELEMENTS)))
         .collect();
-    Outline { sections, first_h1: None }
+    Outline { sections, first_h1: None, tags: Default::default() }
 }
 
 /// A note's name as a title: its file name without the extension, and without

@@ -28,7 +28,8 @@ pub struct SearchArgs {
     #[arg(long = "path")]
     pub paths: Vec<String>,
     /// Only hits of documents whose front matter FIELD has VALUE, e.g. `tags=backup`
-    /// (repeatable: all must match; case is ignored, and `tags=ops` matches `ops/storage`).
+    /// (repeatable: all must match; case is ignored, `tags=ops` matches `ops/storage`, and a
+    /// note's tags include the `#tags` written in its text).
     #[arg(long = "where", value_name = "FIELD=VALUE", value_parser = filter_parser)]
     pub filters: Vec<Filter>,
     /// Print hits as a JSON array.

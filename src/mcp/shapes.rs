@@ -29,8 +29,8 @@ pub struct SearchArgs {
     /// Only passages of documents whose front matter (the YAML or TOML block at the top of a
     /// note) has these values, each written `FIELD=VALUE`, e.g. ["tags=backup",
     /// "category=ops"]; all must match. Case is ignored, and a parent tag matches its nested
-    /// tags (`tags=ops` matches `ops/storage`). Passages show their document's fields in
-    /// `metadata`.
+    /// tags (`tags=ops` matches `ops/storage`); a note's tags include the `#tags` written in
+    /// its text. Passages show their document's fields in `metadata`.
     #[serde(rename = "where")]
     pub filters: Option<Vec<String>>,
     /// Widen each passage with its context: `window` adds the passages just before and after

@@ -99,6 +99,9 @@ struct Candidate<'t> {
     /// The line as written, trimmed.
     raw: &'t str,
     heading: bool,
+    /// The line is not the note's text to a reader: inside a comment or a query block
+    /// ([`markup::aside_lines`]).
+    aside: bool,
     marks: Vec<(usize, usize)>,
     matched: HashSet<String>,
     /// The terms matched, and the number of marks, outside addresses (link targets, URLs):
@@ -116,6 +119,7 @@ impl<'t> Candidate<'t> {
             text,
             raw,
             heading,
+            aside: false,
             marks: Vec::new(),
             matched: HashSet::new(),
             in_words: HashSet::new(),
@@ -187,6 +191,7 @@ impl<'a> Previewer<'a> {
         let lines: Vec<&str> = chunk.text.lines().collect();
         let code = fenced_lines(&lines);
         let setext = setext_heading_lines(&lines, &code);
+        let aside = markup::aside_lines(&lines, &code);
         let mut candidates: Vec<Candidate> = lines
             .iter()
             .enumerate()
@@ -196,17 +201,17 @@ impl<'a> Previewer<'a> {
                     return None;
                 }
                 // Code reads as written: `[[ -f x ]]`, `a==b` and `Foo<S>` are not markup there.
-                let text = if code[n] { Cow::Borrowed(trimmed) } else { markup::readable(trimmed) };
+                // So does what a reader never sees, when it is shown at all.
+                let as_written = code[n] || aside[n];
+                let text = if as_written { Cow::Borrowed(trimmed) } else { markup::readable(trimmed) };
                 let skip = text.is_empty()
                     || text.chars().all(|c| matches!(c, '-' | '=' | '|' | ':' | ' ' | '+' | '*'))
                     || context::searchable(&text).trim().is_empty();
                 (!skip).then(|| {
-                    Candidate::new(
-                        chunk.start_line + n as u32,
-                        text,
-                        trimmed,
-                        trimmed.starts_with('#') || setext[n],
-                    )
+                    let heading = !aside[n] && (trimmed.starts_with('#') || setext[n]);
+                    let mut c = Candidate::new(chunk.start_line + n as u32, text, trimmed, heading);
+                    c.aside = aside[n];
+                    c
                 })
             })
             .collect();
@@ -215,7 +220,7 @@ impl<'a> Previewer<'a> {
         }
         // Every result already shows its heading path: a heading line is shown only when
         // the chunk has nothing else.
-        if candidates.iter().any(|c| !c.heading) {
+        if candidates.iter().any(|c| !c.heading && !c.aside) {
             candidates.retain(|c| !c.heading);
         }
         // Chunks overlap: a line that a better hit of the file shows is not shown twice.
@@ -237,6 +242,13 @@ impl<'a> Previewer<'a> {
                     }
                 }
             }
+        }
+        // A comment or a query is shown only when the chunk has no other line, or when only
+        // it holds a term of the query: it is why the chunk matched, so it is shown as written.
+        let matched_aside = candidates.iter().any(|c| c.aside && !c.matched.is_empty());
+        let matched_text = candidates.iter().any(|c| !c.aside && !c.matched.is_empty());
+        if candidates.iter().any(|c| !c.aside) && (matched_text || !matched_aside) {
+            candidates.retain(|c| !c.aside);
         }
         let mut chosen = self.by_terms(&candidates);
         if chosen.is_empty() {
@@ -569,6 +581,24 @@ mod tests {
         assert_eq!((lines[0].line, lines[0].text.as_str()), (3, "Kept a month."));
         let lines = Previewer::new("retention", None).preview(&chunk("## Retention\n### Rules\n", 1));
         assert_eq!(marked(&lines[0]), "## [Retention]");
+    }
+
+    #[test]
+    fn a_comment_or_a_query_is_shown_only_when_it_alone_matches() {
+        let body = "The deadline for the tax declaration is July.\n\n%%\nTODO: check the tax deadline\n%%\n\n\
+                    ```dataview\nTABLE file.mtime FROM #tax\nWHERE deadline\n```\n";
+        let shown = |query: &str| -> Vec<String> {
+            Previewer::new(query, None).preview(&chunk(body, 1)).iter().map(marked).collect()
+        };
+        assert_eq!(shown("tax deadline"), ["The [deadline] for the [tax] declaration is July."]);
+        assert_eq!(shown("check deadline"), ["The [deadline] for the tax declaration is July."]);
+        assert_eq!(shown("TODO check"), ["[TODO]: [check] the tax deadline"]);
+        assert_eq!(shown("file mtime"), ["TABLE [file].[mtime] FROM #tax"]);
+        // Without a match, the note's words rather than its comments or queries.
+        assert_eq!(shown("sunshine"), ["The deadline for the tax declaration is July."]);
+        let only = "## Queries\n\n```query\ntag:#tax\n```\n";
+        let lines = Previewer::new("sunshine", None).preview(&chunk(only, 1));
+        assert_eq!(marked(&lines[0]), "## Queries");
     }
 
     #[test]

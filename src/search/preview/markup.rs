@@ -40,6 +40,73 @@ static BLOCK_ID: LazyLock<Regex> =
 static DIRECTIVE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^\{\{#\w+[^{}]*\}\}$").expect("valid pattern"));
 
+/// The languages of a fenced block that is a query run by the notes app, not text: a
+/// Dataview query (`dataview`, `dataviewjs`) or an Obsidian search embed (`query`).
+const QUERY_LANGUAGES: [&str; 3] = ["dataview", "dataviewjs", "query"];
+
+/// Which of `lines` a reader of the rendered note never sees as its text: the lines wholly
+/// inside an Obsidian comment (`%%` on one line or over many, its marks included) and the
+/// lines of a query block, fences included. `code` marks the lines inside fenced blocks,
+/// where `%%` is code; a comment hides a fence like anything else.
+pub fn aside_lines(lines: &[&str], code: &[bool]) -> Vec<bool> {
+    let mut aside = vec![false; lines.len()];
+    let mut in_comment = false;
+    let mut n = 0;
+    while n < lines.len() {
+        let line = lines[n].trim();
+        if !in_comment && is_query_fence(line) {
+            // The block runs over the code lines below it, then its closing fence.
+            let end = (n + 1..lines.len()).find(|&m| !code[m]).unwrap_or(lines.len());
+            let end = if end < lines.len() && is_fence(lines[end].trim()) { end + 1 } else { end };
+            aside[n..end].fill(true);
+            n = end;
+            continue;
+        }
+        if in_comment || !code[n] {
+            let (visible, still_in_comment) = outside_comments(line, in_comment);
+            aside[n] = !visible && !line.is_empty();
+            in_comment = still_in_comment;
+        }
+        n += 1;
+    }
+    aside
+}
+
+/// Whether anything of `line` shows outside `%%` comments (inline code does), and whether a
+/// comment is still open at its end; `in_comment` says whether one was open at its start.
+fn outside_comments(line: &str, mut in_comment: bool) -> (bool, bool) {
+    let mut visible = false;
+    let mut in_code = false;
+    let mut rest = line;
+    while let Some(c) = rest.chars().next() {
+        if !in_code && rest.starts_with("%%") {
+            in_comment = !in_comment;
+            rest = &rest[2..];
+            continue;
+        }
+        if !in_comment {
+            in_code ^= c == '`';
+            visible |= !c.is_whitespace();
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    (visible, in_comment)
+}
+
+/// Whether a trimmed line opens or closes a fenced block.
+fn is_fence(line: &str) -> bool {
+    line.starts_with("```") || line.starts_with("~~~")
+}
+
+/// Whether a trimmed line opens a fenced block of a query language.
+fn is_query_fence(line: &str) -> bool {
+    let Some(info) = line.strip_prefix("```").or_else(|| line.strip_prefix("~~~")) else {
+        return false;
+    };
+    let language = info.trim_start_matches(['`', '~']).split_whitespace().next().unwrap_or("");
+    QUERY_LANGUAGES.iter().any(|q| language.eq_ignore_ascii_case(q))
+}
+
 /// `line` (trimmed) as the note reads once rendered; empty when nothing of it shows.
 /// Borrowed when nothing changes. Inline code (`` `…` ``) is shown as written.
 pub fn readable(line: &str) -> Cow<'_, str> {
@@ -161,6 +228,25 @@ mod tests {
         ] {
             assert_eq!(readable(kept), kept);
         }
+    }
+
+    fn aside(text: &str) -> Vec<usize> {
+        let lines: Vec<&str> = text.lines().collect();
+        let code = super::super::fenced_lines(&lines);
+        aside_lines(&lines, &code).iter().enumerate().filter(|(_, a)| **a).map(|(n, _)| n + 1).collect()
+    }
+
+    #[test]
+    fn comments_over_lines_and_query_blocks_are_aside() {
+        let text = "Plan.\n%%\nTODO: compare\nwith the N2\n%%\nShown. %%hidden%%\n%%whole line%%\n\
+                    Opens %%here\nhidden\nand closes%% there\n";
+        assert_eq!(aside(text), [2, 3, 4, 5, 7, 9]);
+        let text = "Text\n```dataview\nTABLE file.mtime\nFROM #finance\n```\nAfter\n~~~query\ntag:#x\n~~~\n\
+                    ```rust\nlet a = \"%%\";\n```\nStill text\n```dataviewjs\ndv.list()\n";
+        assert_eq!(aside(text), [2, 3, 4, 5, 7, 8, 9, 14, 15]);
+        // `%%` in inline code is code; a comment hides the fences inside it.
+        assert_eq!(aside("Use `%%` here\nand here\n"), Vec::<usize>::new());
+        assert_eq!(aside("%%\n```\ndata\n```\n%%\nText\n"), [1, 2, 3, 4, 5]);
     }
 
     #[test]
