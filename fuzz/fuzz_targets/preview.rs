@@ -1,6 +1,7 @@
 //! Fuzzes the previews of search hits (`search::preview::Previewer`): a query and a
 //! chunk's text, the chunk in one of several languages (which decides the rules its words
-//! are marked by). Every preview line must be a line of the chunk, trimmed and cut to at
+//! are marked by). Every preview line must be a line of the chunk, as written or as the
+//! rendered note reads it (`markup::readable`), trimmed and cut to at
 //! most `MAX_WIDTH` terminal columns with an ellipsis at a cut end; its marks must be in
 //! order, apart, non-empty and on character boundaries of the shown text.
 
@@ -8,7 +9,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use situate::index::ChunkRecord;
-use situate::search::preview::{MAX_WIDTH, Previewer, width};
+use situate::search::preview::{MAX_WIDTH, Previewer, readable, width};
 
 /// The languages a chunk may be in, by its front matter: English rules, a Latin language
 /// folded before its stemmer, one stemmed before folding, Cyrillic, Chinese pairs and Thai
@@ -26,7 +27,10 @@ fuzz_target!(|data: &[u8]| {
     let lines: Vec<&str> = text.lines().collect();
     for shown in Previewer::new(query, None).preview(&chunk) {
         let n = shown.line.checked_sub(start_line).expect("a line before the chunk") as usize;
-        let source = lines.get(n).expect("a line after the chunk").trim();
+        let line = lines.get(n).expect("a line after the chunk");
+        // A line is shown as written or as the rendered note reads it (a wikilink's alias,
+        // no comment or highlight marks).
+        let sources = [line.trim().to_string(), readable(line).into_owned()];
         assert!(width(&shown.text) <= MAX_WIDTH, "{} columns", width(&shown.text));
         // The shown text is a piece of the line, with an ellipsis at each end that was cut
         // (the line may hold ellipses of its own).
@@ -34,8 +38,8 @@ fuzz_target!(|data: &[u8]| {
         let lead = text.strip_prefix('…');
         let pieces = [Some(text), lead, text.strip_suffix('…'), lead.and_then(|t| t.strip_suffix('…'))];
         assert!(
-            pieces.into_iter().flatten().any(|piece| source.contains(piece)),
-            "{text:?} is not part of line {}: {source:?}",
+            pieces.into_iter().flatten().any(|piece| sources.iter().any(|source| source.contains(piece))),
+            "{text:?} is not part of line {} as written or read: {sources:?}",
             shown.line
         );
         let mut end = 0;

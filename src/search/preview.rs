@@ -11,6 +11,8 @@
 
 mod markup;
 
+pub use markup::readable;
+
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
