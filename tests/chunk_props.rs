@@ -66,7 +66,13 @@ fn check(text: &str, kind: DocKind, config: &ChunkConfig) -> Result<(), TestCase
         prop_assert_eq!(chunk.text.trim(), chunk.text.as_str(), "chunk text is trimmed");
         prop_assert_eq!(chunk.start_line, line_of(text, range.start));
         prop_assert_eq!(chunk.end_line, line_of(text, range.end - 1));
-        prop_assert_eq!(chunk.token_count as usize, bpe.encode_ordinary(&chunk.text).len());
+        let exact = bpe.encode_ordinary(&chunk.text).len();
+        if has_long_run(&chunk.text) {
+            // A run the pre-split never cuts is merged a kilobyte at a time: close, not exact.
+            prop_assert!((chunk.token_count as usize).abs_diff(exact) * 100 <= exact + 100);
+        } else {
+            prop_assert_eq!(chunk.token_count as usize, exact);
+        }
         prop_assert!(chunk.token_count > 0);
         // Only a single character that cl100k splits into more tokens than a tiny budget may
         // exceed it. The budget counts a CJK letter as two thirds of a token; every character
@@ -365,4 +371,10 @@ fn a_note_of_front_matter_alone_is_chunked_as_its_front_matter() {
     // A text file has no front matter: its lines are its text.
     let doc = situate::chunk::chunk_document("n.txt", person, DocKind::Text, &ChunkConfig::default());
     assert_eq!(doc.chunks[0].text, person.trim());
+}
+
+/// Whether `text` holds a run of a kilobyte or more without a blank, which the tokenizer's
+/// pre-split may leave whole and the count then merges a kilobyte at a time.
+fn has_long_run(text: &str) -> bool {
+    text.split(char::is_whitespace).any(|run| run.len() >= 1024)
 }

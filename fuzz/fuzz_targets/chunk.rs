@@ -100,7 +100,13 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(chunk.start_line, line_of(text, range.start));
         assert_eq!(chunk.end_line, line_of(text, range.end - 1));
         assert!(chunk.start_line <= chunk.end_line);
-        assert_eq!(chunk.token_count as usize, bpe.encode_ordinary(&chunk.text).len());
+        let exact = bpe.encode_ordinary(&chunk.text).len();
+        if has_long_run(&chunk.text) {
+            // A run the pre-split never cuts is merged a kilobyte at a time: close, not exact.
+            assert!((chunk.token_count as usize).abs_diff(exact) * 100 <= exact + 100, "{exact}");
+        } else {
+            assert_eq!(chunk.token_count as usize, exact);
+        }
         assert!(chunk.token_count > 0);
         // The budget counts a CJK letter as two thirds of a token; every character of the
         // CJK blocks is taken for one here, which can only make the bound looser.
@@ -192,3 +198,9 @@ fuzz_target!(|data: &[u8]| {
         assert!(covered, "{c:?} at byte {offset} is in no chunk");
     }
 });
+
+/// Whether `text` holds a run of a kilobyte or more without a blank, which the tokenizer's
+/// pre-split may leave whole and the count then merges a kilobyte at a time.
+fn has_long_run(text: &str) -> bool {
+    text.split(char::is_whitespace).any(|run| run.len() >= 1024)
+}
