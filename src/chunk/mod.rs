@@ -32,6 +32,7 @@ use front_matter::Detection;
 pub use front_matter::Metadata;
 use lines::LineIndex;
 use split::Splitter;
+pub use tags::INLINE_TAGS;
 pub use vault::note_name;
 use window::RawChunk;
 

@@ -12,8 +12,13 @@ use std::ops::Range;
 
 use super::Metadata;
 
-/// The field inline tags join.
+/// The front matter field whose values inline tags are compared with.
 const TAGS: &str = "tags";
+/// The field that holds a note's inline tags: `--where tags=…` matches them as it matches
+/// the front matter's `tags`, but the header leaves them out, so that a `#include` or
+/// `#define` in a manual page does not move the vectors of every chunk of the page. No front
+/// matter can name it (`#` opens a comment in YAML and TOML).
+pub const INLINE_TAGS: &str = "#tags";
 /// Logseq's property line of a block's or a page's tags.
 const LOGSEQ_TAGS: &str = "tags::";
 /// The most tags one note holds, and the most characters of one tag (a longer run after a
@@ -91,22 +96,18 @@ fn same_tag(a: &str, b: &str) -> bool {
     a.trim_start_matches('#').to_lowercase() == b.trim_start_matches('#').to_lowercase()
 }
 
-/// Adds a note's inline `tags` to its front matter's `tags` field (named in any case),
-/// after the tags already there.
+/// Keeps a note's inline `tags` that its front matter's `tags` field (named in any case)
+/// does not hold, as the [`INLINE_TAGS`] field.
 pub(crate) fn add_to(metadata: &mut Metadata, tags: Tags) {
-    if tags.names.is_empty() {
-        return;
-    }
-    let key =
-        metadata.keys().find(|k| k.eq_ignore_ascii_case(TAGS)).cloned().unwrap_or_else(|| TAGS.to_string());
-    let held = metadata.entry(key).or_default();
-    for tag in tags.names {
-        if held.len() >= MAX_TAGS {
-            break;
-        }
-        if !held.iter().any(|h| same_tag(h, &tag)) {
-            held.push(tag);
-        }
+    let front: Vec<String> = metadata
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case(TAGS))
+        .flat_map(|(_, v)| v.iter().cloned())
+        .collect();
+    let inline: Vec<String> =
+        tags.names.into_iter().filter(|tag| !front.iter().any(|held| same_tag(held, tag))).collect();
+    if !inline.is_empty() {
+        metadata.insert(INLINE_TAGS.to_string(), inline);
     }
 }
 
@@ -157,14 +158,17 @@ mod tests {
     }
 
     #[test]
-    fn inline_tags_join_the_front_matter_tags() {
+    fn inline_tags_are_kept_beside_the_front_matter_tags() {
         let mut metadata = super::Metadata::new();
         super::add_to(&mut metadata, found(&["a"]));
-        assert_eq!(metadata["tags"], ["a"]);
+        assert_eq!(metadata[super::INLINE_TAGS], ["a"]);
         let mut metadata = super::Metadata::new();
         metadata.insert("Tags".into(), vec!["#ops".into(), "home".into()]);
         super::add_to(&mut metadata, found(&["OPS", "garden"]));
-        assert_eq!(metadata["Tags"], ["#ops", "home", "garden"]);
-        assert_eq!(metadata.len(), 1);
+        assert_eq!(metadata["Tags"], ["#ops", "home"]);
+        assert_eq!(metadata[super::INLINE_TAGS], ["garden"]);
+        let mut metadata = super::Metadata::new();
+        super::add_to(&mut metadata, found(&[]));
+        assert!(metadata.is_empty());
     }
 }

@@ -18,6 +18,8 @@ pub fn term(key: &str, value: &str) -> String {
 pub fn terms(metadata: &Metadata) -> Vec<String> {
     let mut out = BTreeSet::new();
     for (key, values) in metadata {
+        // A note's inline tags are matched as its front matter's tags are.
+        let key = if key == crate::chunk::INLINE_TAGS { "tags" } else { key.as_str() };
         for value in values {
             out.insert(term(key, value));
             let mut parent = value.as_str();
