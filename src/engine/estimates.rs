@@ -266,7 +266,7 @@ fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::os::unix::fs::MetadataExt;
     use std::sync::Arc;
 
@@ -280,14 +280,14 @@ mod tests {
     use crate::snippets::prompt::{ChunkInput, SnippetMode};
     use crate::snippets::{ChatProvider, SnippetConfig};
 
-    const FILES: [(&str, &str); 3] = [
+    pub(in crate::engine) const FILES: [(&str, &str); 3] = [
         ("ops/backup.md", "# Backups\n\nNightly dumps.\n\n## Retention\n\nKept for thirty days.\n"),
         ("ops/deploy.md", "# Deploy\n\nPush the tag, then watch the canary for ten minutes.\n"),
         ("notes.txt", "Buy flour and yeast before the weekend.\n"),
     ];
 
     /// A workspace of [`FILES`] and a folder for its index.
-    fn folders() -> (tempfile::TempDir, tempfile::TempDir) {
+    pub(in crate::engine) fn folders() -> (tempfile::TempDir, tempfile::TempDir) {
         let (root, index) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         for (rel, text) in FILES {
             let path = root.path().join(rel);
@@ -297,7 +297,7 @@ mod tests {
         (root, index)
     }
 
-    fn snippets(mode: SnippetMode) -> SnippetConfig {
+    pub(in crate::engine) fn snippets(mode: SnippetMode) -> SnippetConfig {
         SnippetConfig {
             base_url: "http://127.0.0.1:9/v1".to_string(),
             mode,
@@ -307,7 +307,12 @@ mod tests {
 
     /// An engine of `root` whose snippets wait (nothing is sent until a run); a writer
     /// brings the index up to date first.
-    fn open(root: &Path, index: &Path, snippets: SnippetConfig, mode: OpenMode) -> Engine {
+    pub(in crate::engine) fn open(
+        root: &Path,
+        index: &Path,
+        snippets: SnippetConfig,
+        mode: OpenMode,
+    ) -> Engine {
         let mut config =
             Config { index_dir: Some(index.join("idx")), snippets: Some(snippets), ..Config::default() };
         config.set_embedding(EmbeddingConfig::Static { model_path: None });
@@ -323,12 +328,12 @@ mod tests {
         index.join("idx").join(FILE_NAME)
     }
 
-    fn files_counted(engine: &Engine) -> usize {
+    pub(in crate::engine) fn files_counted(engine: &Engine) -> usize {
         engine.setup.estimates.files_counted.load(Ordering::Relaxed)
     }
 
     /// Every waiting chunk's request built and counted together, in the manifest's order.
-    fn counted_afresh(view: &View) -> Estimate {
+    pub(in crate::engine) fn counted_afresh(view: &View) -> Estimate {
         let setup = view.setup.snippets.as_ref().unwrap();
         let mut requests = Vec::new();
         for (path, entry) in &view.snapshot.manifest().files {

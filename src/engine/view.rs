@@ -406,63 +406,18 @@ impl View {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::estimates::tests::{FILES, counted_afresh, files_counted, folders, open, snippets};
     use crate::engine::{Engine, OpenMode};
     use crate::providers::EmbeddingConfig;
     use crate::providers::static_model::StaticEmbedder;
     use crate::snippets::prompt::SnippetMode;
-    use crate::snippets::{ChatProvider, SnippetConfig};
 
-    const FILES: [(&str, &str); 3] = [
-        ("ops/backup.md", "# Backups\n\nNightly dumps.\n\n## Retention\n\nKept for thirty days.\n"),
-        ("ops/deploy.md", "# Deploy\n\nPush the tag, then watch the canary for ten minutes.\n"),
-        ("notes.txt", "Buy flour and yeast before the weekend.\n"),
-    ];
-
-    /// An engine over [`FILES`] whose snippets wait (the server is never asked: nothing is
-    /// sent until a run), and the folders it lives in.
+    /// An engine over the estimate tests' files whose snippets wait (the server is never
+    /// asked: nothing is sent until a run), and the folders it lives in.
     fn engine(mode: SnippetMode) -> (Engine, tempfile::TempDir, tempfile::TempDir) {
-        let (root, index) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        for (rel, text) in FILES {
-            let path = root.path().join(rel);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        let snippets = SnippetConfig {
-            base_url: "http://127.0.0.1:9/v1".to_string(),
-            mode,
-            ..SnippetConfig::new(ChatProvider::OpenAi, "small-chat")
-        };
-        let mut config = Config {
-            index_dir: Some(index.path().join("idx")),
-            snippets: Some(snippets),
-            ..Config::default()
-        };
-        config.set_embedding(EmbeddingConfig::Static { model_path: None });
-        let embedder = Arc::new(StaticEmbedder::builtin().unwrap());
-        let mut engine =
-            Engine::open_with(root.path(), config, Vec::new(), embedder, OpenMode::Write).unwrap();
-        engine.reconcile(&mut |_| {}).unwrap();
+        let (root, index) = folders();
+        let engine = open(root.path(), index.path(), snippets(mode), OpenMode::Write);
         (engine, root, index)
-    }
-
-    /// Every waiting chunk's request built and counted together, in the manifest's order.
-    fn counted_afresh(view: &View) -> Estimate {
-        let setup = view.setup.snippets.as_ref().unwrap();
-        let mut requests = Vec::new();
-        for (path, entry) in &view.snapshot.manifest().files {
-            let records = view.snapshot.file_records(path).unwrap();
-            let inputs: Vec<ChunkInput> = records.iter().map(chunk_input).collect();
-            for (i, c) in entry.chunks.iter().enumerate() {
-                if c.snippet_pending {
-                    requests.push(setup.request(&inputs, i));
-                }
-            }
-        }
-        estimate::estimate(&requests)
-    }
-
-    fn files_counted(engine: &Engine) -> usize {
-        engine.setup.estimates.files_counted.load(Ordering::Relaxed)
     }
 
     #[test]
