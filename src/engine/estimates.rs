@@ -3,12 +3,13 @@
 //! so that a new process counts only the files that changed since.
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::path::Path;
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 
+use crate::index::files::write_atomic;
 use crate::index::manifest::FileEntry;
+use crate::index::{BytesReader, BytesWriter, framed, unframed};
 use crate::snippets::SnippetConfig;
 use crate::snippets::estimate::{COUNT_VERSION, Estimate};
 use crate::snippets::prompt::PROMPT_VERSION;
@@ -17,7 +18,7 @@ use crate::snippets::prompt::PROMPT_VERSION;
 pub(super) const FILE_NAME: &str = "snippet-estimates.bin";
 
 /// The file's first bytes: its name and the version of its layout.
-const MAGIC: &[u8; 16] = b"situate-est-v1\n\0";
+const MAGIC: &[u8; 8] = b"sitest01";
 
 /// What a file's estimate was counted for: a hash of its path, content hash and each
 /// chunk's id and whether it waits for a snippet, in order. Chunk ids are never reused and
@@ -136,7 +137,7 @@ impl EstimateMemo {
         if wrote_any {
             let bytes = encode(self.settings, &files);
             drop(files);
-            if let Err(e) = write_whole(&index_dir.join(FILE_NAME), &bytes) {
+            if let Err(e) = write_atomic(&index_dir.join(FILE_NAME), &bytes) {
                 tracing::debug!("the snippet estimates are not kept in the index folder: {e}");
             }
         }
@@ -144,23 +145,19 @@ impl EstimateMemo {
     }
 }
 
-/// The file's bytes: [`MAGIC`], the settings hash, the number of files, then each file's
-/// key (8 bytes) and its estimate's calls, input, cached input and output tokens (LEB128),
-/// and last the xxh3 of everything before it.
+/// The file's bytes, [`framed`] under [`MAGIC`]: the settings hash, the number of files,
+/// then each file's key and its estimate's calls, input, cached input and output tokens.
 fn encode(settings: u64, files: &HashMap<u64, Estimate>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(40 + files.len() * 16);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&settings.to_le_bytes());
-    out.extend_from_slice(&(files.len() as u64).to_le_bytes());
+    let mut body = BytesWriter(Vec::with_capacity(16 + files.len() * 16));
+    body.u64(settings);
+    body.varint(files.len() as u64);
     for (key, e) in files {
-        out.extend_from_slice(&key.to_le_bytes());
+        body.u64(*key);
         for n in [e.calls, e.input_tokens, e.cached_input_tokens, e.output_tokens] {
-            put_varint(&mut out, n);
+            body.varint(n);
         }
     }
-    let checksum = xxhash_rust::xxh3::xxh3_64(&out);
-    out.extend_from_slice(&checksum.to_le_bytes());
-    out
+    framed(MAGIC, &body.0)
 }
 
 /// The estimates of a file written under `settings`; none when it is missing, damaged, of
@@ -180,25 +177,15 @@ fn load(path: &Path, settings: u64) -> HashMap<u64, Estimate> {
     }
 }
 
-fn decode(bytes: &[u8], settings: u64) -> Result<HashMap<u64, Estimate>, &'static str> {
-    let body_len = bytes.len().checked_sub(8).ok_or("cut short")?;
-    let (body, checksum) = bytes.split_at(body_len);
-    if !body.starts_with(MAGIC) {
-        return Err("not a file of this version");
-    }
-    if xxhash_rust::xxh3::xxh3_64(body).to_le_bytes() != checksum {
-        return Err("damaged");
-    }
-    let mut r = Reader { bytes: &body[MAGIC.len()..] };
+fn decode(bytes: &[u8], settings: u64) -> Result<HashMap<u64, Estimate>, String> {
+    let body = unframed(MAGIC, bytes).map_err(|_| "damaged or of another version".to_string())?;
+    let mut r = BytesReader { bytes: body, at: 0 };
     if r.u64()? != settings {
-        return Err("counted under other settings");
+        return Err("counted under other settings".to_string());
     }
-    let len = r.u64()?;
-    // Each file takes at least 12 bytes: a count beyond that is not this file's.
-    if len > r.bytes.len() as u64 / 12 {
-        return Err("damaged");
-    }
-    let mut files = HashMap::with_capacity(len as usize);
+    let len = r.count()?;
+    // Each file takes at least 12 bytes: memory is not reserved for more.
+    let mut files = HashMap::with_capacity(len.min(r.bytes.len() / 12));
     for _ in 0..len {
         let key = r.u64()?;
         let estimate = Estimate {
@@ -209,66 +196,18 @@ fn decode(bytes: &[u8], settings: u64) -> Result<HashMap<u64, Estimate>, &'stati
         };
         files.insert(key, estimate);
     }
-    if !r.bytes.is_empty() {
-        return Err("damaged");
+    if r.at != r.bytes.len() {
+        return Err("holds more than its count of files".to_string());
     }
     Ok(files)
-}
-
-fn put_varint(out: &mut Vec<u8>, mut n: u64) {
-    while n >= 0x80 {
-        out.push((n as u8 & 0x7f) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-}
-
-impl Reader<'_> {
-    fn u64(&mut self) -> Result<u64, &'static str> {
-        let (head, rest) = self.bytes.split_first_chunk::<8>().ok_or("cut short")?;
-        self.bytes = rest;
-        Ok(u64::from_le_bytes(*head))
-    }
-
-    fn varint(&mut self) -> Result<u64, &'static str> {
-        let mut n = 0u64;
-        for shift in (0..64).step_by(7) {
-            let (&byte, rest) = self.bytes.split_first().ok_or("cut short")?;
-            self.bytes = rest;
-            n |= u64::from(byte & 0x7f) << shift;
-            if byte & 0x80 == 0 {
-                return Ok(n);
-            }
-        }
-        Err("damaged")
-    }
-}
-
-/// Writes `bytes` to a temporary sibling of `path` and renames it into place, so that a
-/// reader finds the old file or the new one whole, whichever process wrote last. It is not
-/// synced to disk: a write lost to a crash costs a count, and its checksum tells a torn one.
-fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    // Two engines of one process may write the same folder's file at once.
-    static WRITES: AtomicU64 = AtomicU64::new(0);
-    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-    name.push(format!(".tmp-{}-{}", std::process::id(), WRITES.fetch_add(1, Ordering::Relaxed)));
-    let temp: PathBuf = path.with_file_name(name);
-    let written = std::fs::File::create(&temp).and_then(|mut f| f.write_all(bytes));
-    let renamed = written.and_then(|()| std::fs::rename(&temp, path));
-    if renamed.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    renamed
 }
 
 #[cfg(test)]
 pub(super) mod tests {
     use std::os::unix::fs::MetadataExt;
+    use std::path::PathBuf;
     use std::sync::Arc;
+    use std::sync::atomic::Ordering;
 
     use super::*;
     use crate::config::Config;
@@ -483,7 +422,8 @@ pub(super) mod tests {
         .into();
         let bytes = encode(42, &files);
         assert_eq!(decode(&bytes, 42).unwrap(), files);
-        assert_eq!(decode(&bytes, 43), Err("counted under other settings"));
-        assert_eq!(bytes.len(), MAGIC.len() + 8 + 8 + 2 * 8 + (1 + 6 + 1 + 2) + (1 + 1 + 2 + 1) + 8);
+        assert_eq!(decode(&bytes, 43), Err("counted under other settings".to_string()));
+        // The frame (magic, length, checksum), the settings, the count, two files.
+        assert_eq!(bytes.len(), MAGIC.len() + 8 + 8 + 8 + 1 + 2 * 8 + (1 + 6 + 1 + 2) + (1 + 1 + 2 + 1));
     }
 }

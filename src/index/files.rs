@@ -105,10 +105,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// A temporary name next to `path`, for writers that produce the file themselves.
+/// A temporary name next to `path`, for writers that produce the file themselves: one of
+/// its own for each call, so that two threads of one process writing the same file never
+/// share it.
 pub fn temp_sibling(path: &Path) -> PathBuf {
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-    name.push(format!(".tmp-{}", std::process::id()));
+    name.push(format!(".tmp-{}-{n}", std::process::id()));
     path.with_file_name(name)
 }
 

@@ -38,7 +38,7 @@ pub fn encode(manifest: &Manifest) -> Vec<u8> {
 }
 
 /// `magic`, the body's length and checksum, then the body.
-pub(super) fn framed(magic: &[u8; 8], body: &[u8]) -> Vec<u8> {
+pub(crate) fn framed(magic: &[u8; 8], body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN + body.len());
     out.extend_from_slice(magic);
     out.extend_from_slice(&(body.len() as u64).to_le_bytes());
@@ -128,7 +128,7 @@ pub fn decode(bytes: &[u8]) -> Result<Manifest, String> {
 }
 
 /// The body of bytes written by [`framed`], checked against its length and checksum.
-pub(super) fn unframed<'a>(magic: &[u8; 8], bytes: &'a [u8]) -> Result<&'a [u8], String> {
+pub(crate) fn unframed<'a>(magic: &[u8; 8], bytes: &'a [u8]) -> Result<&'a [u8], String> {
     if bytes.len() < HEADER_LEN || &bytes[..8] != magic {
         return Err("not a manifest of this version".to_string());
     }
@@ -207,16 +207,16 @@ fn unzigzag(n: u64) -> i64 {
     (n >> 1) as i64 ^ -((n & 1) as i64)
 }
 
-pub(super) struct Writer(pub(super) Vec<u8>);
+pub(crate) struct Writer(pub(crate) Vec<u8>);
 
 impl Writer {
     pub(super) fn u8(&mut self, v: u8) {
         self.0.push(v);
     }
-    pub(super) fn u64(&mut self, v: u64) {
+    pub(crate) fn u64(&mut self, v: u64) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
-    pub(super) fn varint(&mut self, mut v: u64) {
+    pub(crate) fn varint(&mut self, mut v: u64) {
         while v >= 0x80 {
             self.0.push((v as u8) | 0x80);
             v >>= 7;
@@ -229,9 +229,9 @@ impl Writer {
     }
 }
 
-pub(super) struct Reader<'a> {
-    pub(super) bytes: &'a [u8],
-    pub(super) at: usize,
+pub(crate) struct Reader<'a> {
+    pub(crate) bytes: &'a [u8],
+    pub(crate) at: usize,
 }
 
 impl<'a> Reader<'a> {
@@ -244,10 +244,10 @@ impl<'a> Reader<'a> {
     pub(super) fn u8(&mut self) -> Result<u8, String> {
         Ok(self.take(1)?[0])
     }
-    pub(super) fn u64(&mut self) -> Result<u64, String> {
+    pub(crate) fn u64(&mut self) -> Result<u64, String> {
         Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap_or_default()))
     }
-    pub(super) fn varint(&mut self) -> Result<u64, String> {
+    pub(crate) fn varint(&mut self) -> Result<u64, String> {
         let mut value = 0u64;
         for shift in (0..64).step_by(7) {
             let byte = self.u8()?;
@@ -260,7 +260,7 @@ impl<'a> Reader<'a> {
     }
     /// A count of items that follow, each at least one byte long: a count larger than the
     /// bytes left is damage, and must not reserve memory for it.
-    pub(super) fn count(&mut self) -> Result<usize, String> {
+    pub(crate) fn count(&mut self) -> Result<usize, String> {
         let n = self.varint()?;
         if n > (self.bytes.len() - self.at) as u64 {
             return Err("a count runs past the end".to_string());

@@ -44,6 +44,9 @@ mod write;
 use std::path::Path;
 
 pub use files::{default_dir, dir_bytes};
+/// The framing (magic, length, checksum) and the number codes of the manifest's file, for
+/// the other small binary files kept in the index folder.
+pub(crate) use manifest_file::{Reader as BytesReader, Writer as BytesWriter, framed, unframed};
 pub use open::Index;
 pub use pending::PendingTexts;
 pub use record::{
