@@ -341,11 +341,7 @@ pub fn compound_parts(
     let mut seen: HashSet<String> = terms.iter().map(|(t, _)| t.clone()).collect();
     let mut parts = Vec::new();
     for &language in languages.iter().filter(|&&l| compound::compounding(l)) {
-        let analyse = |word: &str| {
-            let mut analyzer = query_analyzer(language);
-            let mut stream = analyzer.token_stream(word);
-            stream.next().map(|t| t.text.clone())
-        };
+        let analyse = |word: &str| query_terms_in(word, &[language]).into_iter().next();
         for word in query.split(|c: char| !c.is_alphanumeric()) {
             if let Some((first, second)) = compound::split(word, analyse, &doc_freq) {
                 parts.extend([first, second].into_iter().map(|t| (t, compound::PART_WEIGHT)));
