@@ -27,13 +27,14 @@ pub const FILL_STEP_MAX: usize = 64;
 /// are slow (a large index), so that they take at most a tenth of the time.
 fn fill_step_for(rate: Option<f32>, commit: Duration) -> usize {
     let time = FILL_STEP_TIME.max(commit * CHECKPOINT_SHARE);
-    match rate {
-        Some(rate) if rate.is_finite() && rate > 0.0 => {
-            ((rate * time.as_secs_f32()) as usize).clamp(1, FILL_STEP_MAX)
-        }
-        // Not measured yet: a step short on any model.
-        _ => 4,
-    }
+    // Not measured yet: a step short on any model.
+    made_in(time, rate).map_or(4, |n| n.clamp(1, FILL_STEP_MAX))
+}
+
+/// How many chunks a model that makes `rate` a second makes in `time`; `None` before its
+/// rate is measured (or when it went wrong).
+fn made_in(time: Duration, rate: Option<f32>) -> Option<usize> {
+    rate.filter(|rate| rate.is_finite() && *rate > 0.0).map(|rate| (rate * time.as_secs_f32()) as usize)
 }
 
 /// About how long [`Engine::fill_few_pending`] may take: the waiting chunks are embedded
@@ -47,12 +48,7 @@ const FEW_PENDING_UNMEASURED: usize = 16;
 /// How many waiting chunks are few enough for [`Engine::fill_few_pending`] at `rate`
 /// chunks a second.
 fn few_pending_for(rate: Option<f32>) -> usize {
-    match rate {
-        Some(rate) if rate.is_finite() && rate > 0.0 => {
-            ((rate * FEW_PENDING_TIME.as_secs_f32()) as usize).min(FEW_PENDING_MAX)
-        }
-        _ => FEW_PENDING_UNMEASURED,
-    }
+    made_in(FEW_PENDING_TIME, rate).map_or(FEW_PENDING_UNMEASURED, |n| n.min(FEW_PENDING_MAX))
 }
 
 /// Files read and chunked (in parallel) before their changes are applied.
