@@ -9,6 +9,8 @@ use std::sync::LazyLock;
 
 use regex::{Captures, Regex};
 
+use super::is_fence;
+
 /// `[[target]]`, `[[target|alias]]`, and the same with `!` (an embed).
 static WIKILINK: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"!?\[\[([^\[\]|]*)(?:\|([^\[\]]*))?\]\]").expect("valid pattern"));
@@ -91,11 +93,6 @@ fn outside_comments(line: &str, mut in_comment: bool) -> (bool, bool) {
         rest = &rest[c.len_utf8()..];
     }
     (visible, in_comment)
-}
-
-/// Whether a trimmed line opens or closes a fenced block.
-fn is_fence(line: &str) -> bool {
-    line.starts_with("```") || line.starts_with("~~~")
 }
 
 /// Whether a trimmed line opens a fenced block of a query language.
