@@ -12,7 +12,7 @@ use situate::chunk::{ChunkConfig, ChunkStrategy, ChunkedDocument, DocKind, chunk
 #[path = "support/chunk_oracle.rs"]
 mod chunk_oracle;
 
-use chunk_oracle::{in_cjk_blocks, line_of, top_level_headings};
+use chunk_oracle::{in_cjk_blocks, line_of, top_level_headings, wordless_bodies};
 
 /// The stand-in sentence embedder of the `semantic` strategy.
 fn hashed_vectors(texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
@@ -109,9 +109,19 @@ fn check(text: &str, kind: DocKind, config: &ChunkConfig) -> Result<(), TestCase
         DocKind::Text => Vec::new(),
     };
     // A note of headings alone is chunked as its headings' text, across them.
+    // A body that holds no letter or digit makes no chunk of its own (a markdown note's).
+    let wordless = match kind {
+        DocKind::Markdown => wordless_bodies(text, body_start, &headings),
+        DocKind::Text => Vec::new(),
+    };
+    let left_out = |offset: usize| {
+        headings.iter().any(|h| h.contains(&offset)) || wordless.iter().any(|w| w.contains(&offset))
+    };
+    // A note of headings alone (or of headings over wordless bodies) is chunked as its
+    // headings' text, across them.
     let headings_alone = text[body_start..]
         .char_indices()
-        .all(|(offset, c)| c.is_whitespace() || headings.iter().any(|h| h.contains(&(offset + body_start))));
+        .all(|(offset, c)| c.is_whitespace() || left_out(offset + body_start));
     if heading_bounded(config) && !headings_alone {
         for heading in &headings {
             for chunk in &doc.chunks {
@@ -133,7 +143,8 @@ fn check(text: &str, kind: DocKind, config: &ChunkConfig) -> Result<(), TestCase
     let bom = if text.starts_with('\u{feff}') { 3 } else { 0 };
     let front_matter_alone = kind == DocKind::Markdown
         && body_start > bom
-        && text[body_start..].trim().is_empty()
+        && headings.is_empty()
+        && !text[body_start..].chars().any(char::is_alphanumeric)
         && doc.metadata.values().any(|values| !values.is_empty())
         && !drawing;
     if front_matter_alone {
@@ -167,14 +178,10 @@ fn check(text: &str, kind: DocKind, config: &ChunkConfig) -> Result<(), TestCase
         return Ok(());
     }
     // Nothing but whitespace (and, in heading-bounded modes, the lines of headings whose
-    // section has no body) is left out of every chunk.
+    // section has no body and the bodies without a word) is left out of every chunk.
     for (offset, c) in text[body_start..].char_indices() {
         let offset = offset + body_start;
-        if c.is_whitespace() {
-            continue;
-        }
-        let in_heading = headings.iter().any(|h| h.contains(&offset));
-        if heading_bounded(config) && in_heading {
+        if c.is_whitespace() || (heading_bounded(config) && left_out(offset)) {
             continue;
         }
         prop_assert!(

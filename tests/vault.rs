@@ -114,7 +114,26 @@ fn a_template_is_titled_by_its_name_not_by_its_placeholder() {
     let vault = vault();
     ok(&vault, &["index", "--quick"]);
     let out = ok(&vault, &["show", "templates/Daily.md"]);
-    assert!(out.contains("context: Document: Daily > {{date:YYYY-MM-DD}} > Tasks"), "{out}");
+    // Its one section holds no word (`- [ ]`): the template is a note of headings alone.
+    assert!(out.contains("templates/Daily.md:1-4  chunk 1 of 1"), "{out}");
+    assert!(out.contains("context: Document: Daily > {{date:YYYY-MM-DD}}\n"), "{out}");
+}
+
+#[test]
+fn a_section_without_a_word_is_no_chunk_of_its_own() {
+    let vault = vault();
+    vault.write(
+        "Daily/2026-11-28.md",
+        "# 2026-11-28\n\n## Tasks\n- [ ] \n\n## Journal\nMended the fence by the shed.\n\n## Meetings\n- \n\n---\n",
+    );
+    ok(&vault, &["index", "--quick"]);
+    let out = ok(&vault, &["show", "Daily/2026-11-28.md"]);
+    assert!(out.contains("Daily/2026-11-28.md:6-7  chunk 1 of 1"), "{out}");
+    assert!(out.contains("context: Document: 2026-11-28 > Journal\n"), "{out}");
+    // A search by the empty section's heading finds the notes that hold tasks.
+    let out = ok(&vault, &["search", "tasks", "--mode", "bm25"]);
+    assert!(!out.contains("2026-11-28.md"), "{out}");
+    assert!(out.contains("Daily/2026-11-27.md:"), "{out}");
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! file with the right lines, token counts and hashes, in order and within the budget;
 //! heading-bounded strategies never reach across a top-level heading (but for a note of
 //! headings alone, chunked as their text); no non-blank byte of the body is left out (but
-//! for an Excalidraw drawing, chunked by its element texts alone); chunks lie in the body,
+//! for an Excalidraw drawing, chunked by its element texts alone, and, in those strategies,
+//! a markdown section's body without a letter or digit); chunks lie in the body,
 //! but for a note of front matter alone that holds a value, chunked as its front matter
 //! lines; titles and heading labels are capped. The `semantic` strategy gets a stand-in
 //! sentence embedder chosen by the input: hashed vectors (breakpoints anywhere), equal
@@ -20,7 +21,7 @@ use situate::chunk::{ChunkConfig, ChunkStrategy, DocKind, MAX_LABEL_CHARS, chunk
 #[path = "../../tests/support/chunk_oracle.rs"]
 mod chunk_oracle;
 
-use chunk_oracle::{hashed, in_cjk_blocks, line_of, top_level_headings};
+use chunk_oracle::{hashed, in_cjk_blocks, line_of, top_level_headings, wordless_bodies};
 
 /// Vectors that no embedder should return, but a broken one might.
 fn malformed(texts: &[&str]) -> Vec<Vec<f32>> {
@@ -138,9 +139,18 @@ fuzz_target!(|data: &[u8]| {
     };
     let heading_bounded = matches!(strategy, ChunkStrategy::Section | ChunkStrategy::Semantic);
     // A note of headings alone is chunked as its headings' text, across them.
-    let headings_alone = text[body_start..]
-        .char_indices()
-        .all(|(offset, c)| c.is_whitespace() || headings.iter().any(|h| h.contains(&(offset + body_start))));
+    // A body that holds no letter or digit makes no chunk of its own (a markdown note's).
+    let wordless = match kind {
+        DocKind::Markdown => wordless_bodies(text, body_start, &headings),
+        DocKind::Text => Vec::new(),
+    };
+    let left_out = |offset: usize| {
+        headings.iter().any(|h| h.contains(&offset)) || wordless.iter().any(|w| w.contains(&offset))
+    };
+    // A note of headings alone (or of headings over wordless bodies) is chunked as its
+    // headings' text, across them.
+    let headings_alone =
+        text[body_start..].char_indices().all(|(offset, c)| c.is_whitespace() || left_out(offset + body_start));
     // An Excalidraw drawing is chunked by its element texts alone, not its drawing data.
     let drawing =
         kind == DocKind::Markdown && doc.metadata.keys().any(|k| k.eq_ignore_ascii_case("excalidraw-plugin"));
@@ -157,7 +167,8 @@ fuzz_target!(|data: &[u8]| {
     }
     // A note of front matter alone that holds a value is chunked as its front matter, every
     // line of it; any other note's chunks lie in its body.
-    if front_matter_has_values && !drawing && text[body_start..].trim().is_empty() {
+    let wordless_body = headings.is_empty() && !text[body_start..].chars().any(char::is_alphanumeric);
+    if front_matter_has_values && !drawing && wordless_body {
         assert!(!doc.chunks.is_empty(), "a note of front matter alone has a chunk");
         for (offset, c) in text[bom..body_start].char_indices() {
             let offset = offset + bom;
@@ -185,7 +196,7 @@ fuzz_target!(|data: &[u8]| {
     let mut next_chunk = 0;
     for (offset, c) in text[body_start..].char_indices() {
         let offset = offset + body_start;
-        if c.is_whitespace() || (heading_bounded && headings.iter().any(|h| h.contains(&offset))) {
+        if c.is_whitespace() || (heading_bounded && left_out(offset)) {
             continue;
         }
         while doc.chunks.get(next_chunk).is_some_and(|chunk| chunk.byte_range.end <= offset) {

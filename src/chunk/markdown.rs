@@ -147,10 +147,15 @@ fn finish_section(text: &str, mut section: Section, end: usize, outline: &mut Ou
     // parser emits them in order, and sorting makes that a guarantee rather than a hope.
     section.blocks.sort_by_key(|b| b.start);
     section.blocks.dedup_by_key(|b| b.start);
-    if section.blocks.is_empty() {
+    let body = &text[body_start..section.range.end];
+    if !body.chars().any(char::is_alphanumeric) {
+        // A body without a letter or a digit (a template's empty `- [ ]`, a lone `-` or
+        // `---`) says nothing a search could ask for: the section is its heading alone, and
+        // its chunk would only be a near-empty vector that comes close to every query.
+        section.blocks.clear();
+    } else if section.blocks.is_empty() {
         // Text that produces no block event (link reference definitions) is still content
         // and must not vanish from the index.
-        let body = &text[body_start..section.range.end];
         if let Some(offset) = body.find(|c: char| !c.is_whitespace()) {
             section.blocks.push(Block { start: body_start + offset, kind: BlockKind::Lines });
         }
@@ -228,6 +233,16 @@ mod tests {
         // The list contributes one block per item.
         assert_eq!(o.sections[1].blocks.len(), 3);
         assert!(o.sections[2].blocks.is_empty());
+    }
+
+    #[test]
+    fn a_body_without_a_letter_or_digit_is_no_block() {
+        let o = outline("# Day\n\n## Tasks\n- [ ] \n\n## Meetings\n- \n\n---\n\n## Notes\n- 3 eggs\n");
+        assert!(o.sections[2].blocks.is_empty(), "an empty task");
+        assert!(o.sections[3].blocks.is_empty(), "an empty item and a rule");
+        assert_eq!(o.sections[4].blocks.len(), 1, "a digit is content");
+        let o = outline("# 日记\n\n今天\n");
+        assert_eq!(o.sections[1].blocks.len(), 1, "so is a letter of any script");
     }
 
     #[test]

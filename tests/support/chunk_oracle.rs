@@ -1,6 +1,7 @@
 //! What the chunker's property tests (`tests/chunk_props.rs`) and its fuzz target
 //! (`fuzz/fuzz_targets/chunk.rs`) check chunks against, written once for both: the lines of
-//! an offset, the top-level headings of a markdown body by pulldown-cmark, the blocks of
+//! an offset, the top-level headings of a markdown body by pulldown-cmark and the bodies
+//! between them that hold no word, the blocks of
 //! CJK characters whose budget is discounted, and a stand-in sentence embedder.
 
 use std::ops::Range;
@@ -34,6 +35,18 @@ pub fn top_level_headings(text: &str, body_start: usize) -> Vec<Range<usize>> {
         }
     }
     headings
+}
+
+/// The bodies between top-level headings (and before the first) that hold no letter or
+/// digit: such a section is its heading alone, and gives no chunk of its own.
+pub fn wordless_bodies(text: &str, body_start: usize, headings: &[Range<usize>]) -> Vec<Range<usize>> {
+    let starts = std::iter::once(body_start).chain(headings.iter().map(|h| h.end));
+    let ends = headings.iter().map(|h| h.start).chain(std::iter::once(text.len()));
+    starts
+        .zip(ends)
+        .filter(|(start, end)| start < end && !text[*start..*end].chars().any(char::is_alphanumeric))
+        .map(|(start, end)| start..end)
+        .collect()
 }
 
 /// Whether `c` lies in a block of Chinese, Japanese or Korean characters (letters,
