@@ -1,5 +1,6 @@
 //! A note's inline tags, as notes apps read them: `#project/alpha` anywhere in its text
-//! (Obsidian, Foam) and a Logseq `tags:: a, [[b]]` property line. A note's tags are those of
+//! (Obsidian, Foam; in emphasis too), Logseq's `#[[several words]]` and its
+//! `tags:: a, [[b]]` property line. A note's tags are those of
 //! its front matter and these, as Obsidian's tag pane lists them.
 //!
 //! The markdown parser hands over the text it found (`scan`), so that code spans, fenced
@@ -26,6 +27,10 @@ const LOGSEQ_TAGS: &str = "tags::";
 const MAX_TAGS: usize = 64;
 const MAX_TAG_CHARS: usize = 256;
 
+/// The marks of emphasis, strikethrough and highlights, which may come between a word's
+/// start and its tag.
+const EMPHASIS: [char; 4] = ['*', '_', '~', '='];
+
 /// Whether `c` may be part of a tag's name.
 fn in_tag(c: char) -> bool {
     c.is_alphanumeric() || matches!(c, '_' | '-' | '/')
@@ -50,12 +55,24 @@ pub(crate) fn scan(source: &str, range: Range<usize>, tags: &mut Tags) {
     }
     for (at, _) in stretch.match_indices('#') {
         let at = range.start + at;
-        if source[..at].chars().next_back().is_some_and(|c| !c.is_whitespace()) {
+        // Emphasis marks (`**#urgent**`, `==#idea==`) are markup: the word starts after them.
+        let before = source[..at].trim_end_matches(EMPHASIS);
+        if before.chars().next_back().is_some_and(|c| !c.is_whitespace()) {
             continue;
         }
         let name = &source[at + 1..];
+        // Logseq's tag of several words: `#[[Home Office]]`.
+        if let Some(rest) = name.strip_prefix("[[") {
+            let line = rest.split('\n').next().unwrap_or_default();
+            if let Some(end) = line.find("]]") {
+                push(tags, line[..end].trim());
+            }
+            continue;
+        }
         let end = name.find(|c: char| !in_tag(c)).unwrap_or(name.len());
-        let name = name[..end].trim_end_matches('/');
+        // The marks that opened the word close it: `_#later_` is `later`.
+        let marks = &source[before.len()..at];
+        let name = name[..end].trim_end_matches(|c| marks.contains(c)).trim_end_matches('/');
         // A number (`#123`, an issue) is no tag; Obsidian asks for one character more.
         if name.chars().all(char::is_numeric) || name.starts_with('/') {
             continue;
@@ -136,6 +153,15 @@ mod tests {
         assert_eq!(tags("#todo at the start\n\n# Heading #in-heading\n"), ["todo", "in-heading"]);
         assert_eq!(tags("#日记 and #Straße/ü"), ["日记", "Straße/ü"]);
         assert_eq!(tags("#a #A #a/ #a/b"), ["a", "a/b"]);
+    }
+
+    #[test]
+    fn a_tag_in_emphasis_or_of_several_words_is_a_tag() {
+        assert_eq!(
+            tags("Due **#urgent** and _#later_, ~~#dropped~~, ==#idea== and #[[Home Office]].\n"),
+            ["urgent", "later", "dropped", "idea", "Home Office"]
+        );
+        assert_eq!(tags("a**#not** b_#not x=#not [[#Heading]] #[[unclosed\n]]"), Vec::<String>::new());
     }
 
     #[test]
