@@ -293,6 +293,28 @@ pub fn read(file: &SourceFile, max_bytes: u64) -> Result<FileText, SkipReason> {
 /// blocking (a named pipe would otherwise wait for a writer) and checked before it is read.
 pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
+    let (mut file, len) = open_regular(path)?;
+    // The size is a hint, not a promise (a file can grow or shrink meanwhile): the buffer
+    // starts no larger than a large note.
+    let mut bytes = Vec::with_capacity(len.min(64 << 20) as usize);
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The bytes `from..from + len` of the regular file at `path`, or fewer where it ends
+/// sooner; a folder, a named pipe or a device is an error, as for [`read_regular`].
+pub fn read_span(path: &Path, from: u64, len: usize) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let (mut file, _) = open_regular(path)?;
+    file.seek(SeekFrom::Start(from))?;
+    let mut bytes = Vec::with_capacity(len);
+    file.take(len as u64).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Opens `path` for reading without waiting on a pipe's writer, and its size, when it is a
+/// regular file.
+fn open_regular(path: &Path) -> std::io::Result<(std::fs::File, u64)> {
     let mut options = std::fs::File::options();
     options.read(true);
     #[cfg(unix)]
@@ -300,16 +322,12 @@ pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
         use std::os::unix::fs::OpenOptionsExt;
         options.custom_flags(libc::O_NONBLOCK);
     }
-    let mut file = options.open(path)?;
+    let file = options.open(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
     }
-    // The size is a hint, not a promise (a file can grow or shrink meanwhile): the buffer
-    // starts no larger than a large note.
-    let mut bytes = Vec::with_capacity(meta.len().min(64 << 20) as usize);
-    file.read_to_end(&mut bytes)?;
-    Ok(bytes)
+    Ok((file, meta.len()))
 }
 
 /// Checks and decodes file contents.

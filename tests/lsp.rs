@@ -832,3 +832,32 @@ fn related_passages_mark_the_words_that_tell_the_passage_apart_not_those_every_n
     // Every note has a lantern keeper; only these two a tanker.
     assert_eq!(marked, ["tanker"], "{depot}");
 }
+
+#[test]
+fn a_hit_cut_from_inside_a_long_line_starts_where_it_was_cut() {
+    let f = Fixture::standard();
+    f.write("situate.toml", "[chunk]\nmax_tokens = 40\noverlap_tokens = 0\n");
+    let fruits = ["apples", "pears", "plums", "cherries", "quinces", "apricots", "damsons", "medlars"];
+    let mut line: String =
+        fruits.iter().map(|f| format!("This sentence is about {f} in the orchard. ")).collect();
+    line.push_str("The last one names a unicorn called Zephyr.");
+    f.write("notes/one-line.md", format!("# Orchard\n\n{line}\n"));
+    let mut client = LspClient::start(f.index.path());
+    client.initialize(f.root(), json!({}), json!({}));
+    client.wait_indexed();
+    let hits = search(&mut client, "unicorn Zephyr");
+    let hit = hits.iter().find(|h| h["path"] == "notes/one-line.md").expect("found");
+    let (start, end) = (&hit["range"]["start"], &hit["range"]["end"]);
+    assert_eq!((start["line"].as_u64(), end["line"].as_u64()), (Some(2), Some(2)), "{hit}");
+    let (from, to) =
+        (start["character"].as_u64().unwrap() as usize, end["character"].as_u64().unwrap() as usize);
+    assert!(from > 0 && to == line.len(), "{hit}");
+    let shown = &line[from..to];
+    assert!(shown.starts_with("This sentence") || shown.starts_with("The last"), "{shown}");
+    assert!(shown.ends_with("Zephyr."), "{shown}");
+    // Hover over the chunk's words gives the same range.
+    let uri = file_uri(&f.root().join("notes/one-line.md"));
+    let h = hover(&mut client, &uri, 2, (line.len() - 3) as u32).expect("hover");
+    assert_eq!(h["range"]["start"], hit["range"]["start"], "{h}");
+    assert!(client.shutdown().success());
+}

@@ -16,7 +16,7 @@ use super::ext::{
 };
 use super::from_proto::named_path;
 use super::server::Backend;
-use super::to_proto::{self, Staleness, internal, invalid_request};
+use super::to_proto::{self, HitStarts, Staleness, internal, invalid_request};
 use crate::search::{Expand, Hit, MAX_LIMIT, SearchOptions, filter};
 use crate::service::{self, Folder, Job};
 use crate::wire::ReportJson;
@@ -48,9 +48,18 @@ impl Backend {
             paths: params.paths,
             filters,
         };
-        let found =
-            blocking(move || service::search(&folders, &params.query, &options).map_err(internal)).await?;
-        let hits = found.hits.iter().filter_map(|(root, hit)| hit_info(hit, root, encoding)).collect();
+        let (found, starts) = blocking(move || {
+            let found = service::search(&folders, &params.query, &options).map_err(internal)?;
+            let starts = found.hits.iter().map(|(root, hit)| starts_of(hit, root)).collect::<Vec<_>>();
+            Ok((found, starts))
+        })
+        .await?;
+        let hits = found
+            .hits
+            .iter()
+            .zip(&starts)
+            .filter_map(|((root, hit), at)| hit_info(hit, root, at, encoding))
+            .collect();
         Ok(SearchAnswer { indexing: found.indexing, hits })
     }
 
@@ -59,13 +68,23 @@ impl Backend {
         self.barrier().await;
         let (folder, path) = self.file_in_workspace(&params.uri)?;
         let text = self.document_text(&params.uri, &path).await?.map_err(Error::invalid_params)?;
-        check_position(&text, params.position, self.state.encoding())?;
+        let byte = check_position(&text, params.position, self.state.encoding())?;
         let rel = folder.relative(&path).unwrap_or_default();
         let (line, encoding, root) = (params.position.line + 1, self.state.encoding(), folder.root.clone());
-        let related = blocking(move || folder.related(&rel, line, params.limit).map_err(internal)).await?;
+        let (related, starts) = blocking(move || {
+            let related = folder.related(&rel, line, byte, params.limit).map_err(internal)?;
+            let starts = related
+                .iter()
+                .flat_map(|r| &r.hits)
+                .map(|hit| starts_of(hit, &folder.root))
+                .collect::<Vec<_>>();
+            Ok((related, starts))
+        })
+        .await?;
         let related = related
             .ok_or_else(|| Error::invalid_params(format!("{} is not indexed (yet)", path.display())))?;
-        let hits = related.hits.iter().filter_map(|h| hit_info(h, &root, encoding)).collect();
+        let hits: Vec<_> =
+            related.hits.iter().zip(&starts).filter_map(|(h, at)| hit_info(h, &root, at, encoding)).collect();
         Ok(SearchAnswer { indexing: related.indexing, hits })
     }
 
@@ -122,19 +141,26 @@ impl Backend {
                 return Ok(None);
             }
         };
-        check_position(text, p.position, self.state.encoding())?;
+        let byte = check_position(text, p.position, self.state.encoding())?;
         // Edits undone back to the saved text leave nothing unsaved.
         let unsaved = buffer.as_ref().is_some_and(|b| saved.as_ref() != Ok(b));
         let Some(rel) = folder.relative(&path) else { return Ok(None) };
         let line = p.position.line + 1;
-        let Some(passage) = blocking(move || Ok(folder.passage_at(&rel, line))).await? else {
+        let Some((passage, before)) = blocking(move || {
+            Ok(folder.passage_at(&rel, line, byte).map(|p| {
+                let before = service::line_before(&folder.root, &rel, p.chunk.start_byte, &p.chunk.text);
+                (p, before.unwrap_or_default())
+            }))
+        })
+        .await?
+        else {
             return Ok(None);
         };
         let stale = Staleness::of(&passage, unsaved);
         let markdown = to_proto::hover_markdown(&passage.chunk, passage.chunks_in_file, stale);
         Ok(Some(Hover {
             contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value: markdown }),
-            range: Some(to_proto::chunk_range(&passage.chunk, self.state.encoding())),
+            range: Some(to_proto::chunk_range(&passage.chunk, &before, self.state.encoding())),
         }))
     }
 
@@ -190,9 +216,9 @@ impl Backend {
     }
 }
 
-/// An error when `position` is past the end of `text`.
-fn check_position(text: &str, position: Position, encoding: Encoding) -> Result<()> {
-    offset_of(text, position, encoding).map(|_| ()).map_err(|e| Error::invalid_params(e.to_string()))
+/// The byte offset of `position` in `text`; an error when it is past the end.
+fn check_position(text: &str, position: Position, encoding: Encoding) -> Result<u64> {
+    offset_of(text, position, encoding).map(|o| o as u64).map_err(|e| Error::invalid_params(e.to_string()))
 }
 
 /// A `limit` of hits within the bounds of one search.
@@ -205,7 +231,17 @@ fn check_limit(limit: Option<usize>) -> Result<()> {
     }
 }
 
-fn hit_info(hit: &Hit, root: &Path, encoding: Encoding) -> Option<super::ext::HitInfo> {
+fn hit_info(hit: &Hit, root: &Path, starts: &HitStarts, encoding: Encoding) -> Option<super::ext::HitInfo> {
     let uri = Uri::from_file_path(root.join(&hit.chunk.path))?;
-    Some(to_proto::hit_info(hit, uri, encoding))
+    Some(to_proto::hit_info(hit, uri, starts, encoding))
+}
+
+/// Where a hit and its expansion start on their lines, read from the hit's file.
+fn starts_of(hit: &Hit, root: &Path) -> HitStarts {
+    let c = &hit.chunk;
+    let before = |start_byte, text| service::line_before(root, &c.path, start_byte, text).unwrap_or_default();
+    HitStarts {
+        chunk: before(c.start_byte, &c.text),
+        expanded: hit.expanded.as_ref().map(|e| before(e.start_byte, &e.text)).unwrap_or_default(),
+    }
 }

@@ -12,25 +12,37 @@ use crate::search::{Expansion, Hit};
 use crate::service::{self, FolderState, Passage, SnippetLive};
 use crate::wire::{StatusJson, TotalsJson};
 
-/// The range a chunk covers: from the start of its first line to the end of its last.
-pub fn chunk_range(chunk: &ChunkRecord, encoding: Encoding) -> Range {
-    lines_range(&chunk.text, chunk.start_line, chunk.end_line, encoding)
+/// The range a chunk covers: from its start, `before` its first line's start (the text on
+/// that line before it), to the end of its last line.
+pub fn chunk_range(chunk: &ChunkRecord, before: &str, encoding: Encoding) -> Range {
+    lines_range(&chunk.text, chunk.start_line, chunk.end_line, before, encoding)
 }
 
-/// The range of a passage of `text` on 1-based lines `start..=end`.
-fn lines_range(text: &str, start: u32, end: u32, encoding: Encoding) -> Range {
+/// The range of a passage of `text` on 1-based lines `start..=end`, preceded on its first
+/// line by `before`.
+fn lines_range(text: &str, start: u32, end: u32, before: &str, encoding: Encoding) -> Range {
     let text = text.strip_suffix('\n').unwrap_or(text);
     let last = text.rsplit('\n').next().unwrap_or(text);
     let last = last.strip_suffix('\r').unwrap_or(last);
+    let column = encoding.len(before);
+    let end_column = if text.contains('\n') { encoding.len(last) } else { column + encoding.len(last) };
     Range {
-        start: Position { line: start.saturating_sub(1), character: 0 },
-        end: Position { line: end.saturating_sub(1), character: encoding.len(last) },
+        start: Position { line: start.saturating_sub(1), character: column },
+        end: Position { line: end.saturating_sub(1), character: end_column },
     }
 }
 
-fn expanded_info(e: &Expansion, encoding: Encoding) -> ExpandedInfo {
+/// Where a hit and its expansion start on their first lines: the text before each there
+/// (empty for one that starts its line, or whose file could not tell).
+#[derive(Debug, Default, Clone)]
+pub struct HitStarts {
+    pub chunk: String,
+    pub expanded: String,
+}
+
+fn expanded_info(e: &Expansion, before: &str, encoding: Encoding) -> ExpandedInfo {
     ExpandedInfo {
-        range: lines_range(&e.text, e.start_line, e.end_line, encoding),
+        range: lines_range(&e.text, e.start_line, e.end_line, before, encoding),
         heading_path: e.heading_path.clone(),
         text: e.text.clone(),
     }
@@ -59,12 +71,12 @@ pub fn preview(lines: &[PreviewLine], encoding: Encoding) -> (String, Vec<[u32; 
 }
 
 /// A hit as editors show it, at `uri`.
-pub fn hit_info(hit: &Hit, uri: Uri, encoding: Encoding) -> HitInfo {
+pub fn hit_info(hit: &Hit, uri: Uri, starts: &HitStarts, encoding: Encoding) -> HitInfo {
     let c = &hit.chunk;
     let (preview, preview_marks) = preview(&hit.preview, encoding);
     HitInfo {
         uri,
-        range: chunk_range(c, encoding),
+        range: chunk_range(c, &starts.chunk, encoding),
         path: c.path.clone(),
         title: c.title.clone(),
         heading_path: c.heading_path.clone(),
@@ -74,7 +86,7 @@ pub fn hit_info(hit: &Hit, uri: Uri, encoding: Encoding) -> HitInfo {
         preview_marks,
         preview_line: hit.preview.first().map_or(c.start_line, |l| l.line).saturating_sub(1),
         metadata: c.metadata.clone(),
-        expanded: hit.expanded.as_ref().map(|e| expanded_info(e, encoding)),
+        expanded: hit.expanded.as_ref().map(|e| expanded_info(e, &starts.expanded, encoding)),
     }
 }
 
@@ -280,10 +292,26 @@ mod tests {
     #[test]
     fn a_chunk_range_ends_at_its_last_line_in_the_client_encoding() {
         let r = record("## Retention\r\n\r\nKept for thirty days — 😀.\r\n", 10, 12);
-        let range = chunk_range(&r, Encoding::Utf16);
+        let range = chunk_range(&r, "", Encoding::Utf16);
         assert_eq!(range.start, Position { line: 9, character: 0 });
         assert_eq!(range.end, Position { line: 11, character: 26 });
-        assert_eq!(chunk_range(&r, Encoding::Utf8).end.character, 30);
+        assert_eq!(chunk_range(&r, "", Encoding::Utf8).end.character, 30);
+    }
+
+    #[test]
+    fn a_chunk_cut_inside_a_line_starts_where_it_was_cut() {
+        // One line, cut after its first sentence: the chunk is the second one.
+        let r = record("第二句。", 4, 4);
+        let range = chunk_range(&r, "第一句。", Encoding::Utf16);
+        assert_eq!(range.start, Position { line: 3, character: 4 });
+        assert_eq!(range.end, Position { line: 3, character: 8 });
+        let range = chunk_range(&r, "第一句。", Encoding::Utf8);
+        assert_eq!((range.start.character, range.end.character), (12, 24));
+        // Over several lines, only the first line's start moves.
+        let r = record("tail of a line.\nnext line", 4, 5);
+        let range = chunk_range(&r, "Head. ", Encoding::Utf16);
+        assert_eq!(range.start, Position { line: 3, character: 6 });
+        assert_eq!(range.end, Position { line: 4, character: 9 });
     }
 
     #[test]
@@ -326,12 +354,15 @@ mod tests {
             expanded: None,
             preview: vec![PreviewLine { line: 12, text: "Snapshots are kept.".into(), marks: vec![] }],
         };
-        let symbol = workspace_symbol(hit_info(&hit, uri.clone(), Encoding::Utf16));
+        let symbol = workspace_symbol(hit_info(&hit, uri.clone(), &HitStarts::default(), Encoding::Utf16));
         assert_eq!(symbol.name, "Retention — Snapshots are kept.");
         assert_eq!(symbol.container_name.as_deref(), Some("ops/backup.md · Backups"));
         // Its lines were shown under a better hit of the file.
         hit.preview.clear();
-        assert_eq!(workspace_symbol(hit_info(&hit, uri, Encoding::Utf16)).name, "Retention");
+        assert_eq!(
+            workspace_symbol(hit_info(&hit, uri, &HitStarts::default(), Encoding::Utf16)).name,
+            "Retention"
+        );
     }
 
     #[test]

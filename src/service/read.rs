@@ -73,6 +73,38 @@ pub fn saved_text(path: &Path) -> std::io::Result<String> {
     })
 }
 
+/// How far back from a span's start its line's start is looked for.
+const LINE_LOOK_BACK: u64 = 16 * 1024;
+
+/// The text before a span on its first line (empty when it starts its line), read from the
+/// file `rel` under `root`: a chunk cut inside a long line (a paragraph of Chinese, a
+/// minified file) starts there, not at the line's start. `None` when the file no longer
+/// holds the span's text at `start_byte`, cannot be read, or has more than 16 KB of that
+/// line before it.
+pub fn line_before(root: &Path, rel: &str, start_byte: u64, text: &str) -> Option<String> {
+    let path = root.join(rel);
+    if start_byte == 0 {
+        return Some(String::new());
+    }
+    // Most spans start their line: one byte says so.
+    if workspace::read_span(&path, start_byte - 1, 1).ok()? == b"\n" {
+        return Some(String::new());
+    }
+    let from = start_byte.saturating_sub(LINE_LOOK_BACK);
+    let back = (start_byte - from) as usize;
+    let bytes = workspace::read_span(&path, from, back + text.len()).ok()?;
+    let (before, span) = bytes.split_at_checked(back)?;
+    if span != text.as_bytes() {
+        return None;
+    }
+    let line = match before.iter().rposition(|&b| b == b'\n') {
+        Some(newline) => &before[newline + 1..],
+        None if from == 0 => before.strip_prefix("\u{feff}".as_bytes()).unwrap_or(before),
+        None => return None,
+    };
+    String::from_utf8(line.to_vec()).ok()
+}
+
 /// The passage at a line and what may make it differ from what the user sees.
 #[derive(Debug, Clone)]
 pub struct Passage {
@@ -94,11 +126,12 @@ pub struct Related {
 }
 
 impl Folder {
-    /// The chunk holding 1-based `line` of the workspace-relative file `rel` (or, between
-    /// chunks, the next one), with its staleness; `None` when the file is not indexed.
-    pub fn passage_at(&self, rel: &str, line: u32) -> Option<Passage> {
+    /// The chunk holding 1-based `line` of the workspace-relative file `rel` at `byte` of
+    /// the file (or, between chunks, the next one), with its staleness; `None` when the file
+    /// is not indexed.
+    pub fn passage_at(&self, rel: &str, line: u32, byte: u64) -> Option<Passage> {
         let view = self.view()?;
-        let chunk = chunk_at(&view, rel, line)?;
+        let chunk = chunk_at(&view, rel, line, byte)?;
         let state = self.state();
         Some(Passage {
             chunks_in_file: view.chunk_count(rel).max(1),
@@ -109,17 +142,18 @@ impl Folder {
         })
     }
 
-    /// The passages most related to the one at `line` of `rel`. `None` when the file is not
-    /// indexed (yet); no hits, with `indexing`, before the index is open.
+    /// The passages most related to the one at `line` and `byte` of `rel`. `None` when the
+    /// file is not indexed (yet); no hits, with `indexing`, before the index is open.
     pub fn related(
         &self,
         rel: &str,
         line: u32,
+        byte: u64,
         limit: Option<usize>,
     ) -> Result<Option<Related>, EngineError> {
         let indexing = self.state().indexing();
         let Some(view) = self.view() else { return Ok(Some(Related { indexing: true, hits: Vec::new() })) };
-        let Some(chunk) = chunk_at(&view, rel, line) else { return Ok(None) };
+        let Some(chunk) = chunk_at(&view, rel, line, byte) else { return Ok(None) };
         let limit = limit.unwrap_or(view.config().search.limit).max(1);
         match view.similar(&chunk, limit) {
             Ok(hits) => Ok(Some(Related { indexing, hits })),
@@ -135,7 +169,30 @@ impl Folder {
     }
 }
 
-/// The chunk holding a 1-based line (or the next one after it).
-fn chunk_at(view: &View, rel: &str, line: u32) -> Option<ChunkRecord> {
-    view.chunks_at(rel, Some(line)).ok()?.into_iter().next()
+/// The chunk holding a 1-based line (or the next one after it); of the chunks a long line
+/// was cut into, the last that starts at or before `byte`.
+fn chunk_at(view: &View, rel: &str, line: u32, byte: u64) -> Option<ChunkRecord> {
+    let chunks = view.chunks_at(rel, Some(line)).ok()?;
+    let at = chunks.iter().rposition(|c| c.start_byte <= byte).unwrap_or(0);
+    chunks.into_iter().nth(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::line_before;
+
+    #[test]
+    fn the_text_before_a_span_on_its_line_is_read_only_while_the_file_still_holds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.md"), "\u{feff}Lead. 第一句。Tail.\nNext line.\n").unwrap();
+        let at = |span: &str| "\u{feff}Lead. 第一句。Tail.\nNext line.\n".find(span).unwrap() as u64;
+        let before = |span: &str| line_before(dir.path(), "a.md", at(span), span);
+        assert_eq!(before("Tail.").as_deref(), Some("Lead. 第一句。"));
+        assert_eq!(before("Next line.").as_deref(), Some(""));
+        // The byte-order mark is no column.
+        assert_eq!(before("Lead.").as_deref(), Some(""));
+        // A file that no longer holds the span there, or no file, tells nothing.
+        assert_eq!(line_before(dir.path(), "a.md", at("Tail."), "Other"), None);
+        assert_eq!(line_before(dir.path(), "gone.md", 3, "x"), None);
+    }
 }
