@@ -2,11 +2,7 @@
 import * as vscode from "vscode";
 import { ServerCommand, type StatusAnswer } from "./protocol";
 import { errorMessage, type Server } from "./server";
-import { statusBarText } from "./statusText";
-
-/** Poll often while the index is opening or building, rarely once it is ready. */
-const BUSY_POLL_MS = 2_000;
-const READY_POLL_MS = 10_000;
+import { pollDelay, READY_POLL_MS, statusBarText } from "./statusText";
 
 export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 10);
@@ -60,8 +56,7 @@ export class StatusBar implements vscode.Disposable {
       this.item.text = "$(warning) situate";
       this.item.tooltip = `situate.status failed: ${errorMessage(error)}`;
     }
-    const busy = !this.status || this.status.folders.some((f) => f.phase === "opening" || f.phase === "indexing");
-    this.schedule(busy ? BUSY_POLL_MS : READY_POLL_MS);
+    this.schedule(pollDelay(this.status));
   }
 
   private render(): void {

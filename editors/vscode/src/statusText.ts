@@ -17,6 +17,25 @@ export interface StatusBarText {
 const count = (n: number): string => n.toLocaleString("en-US");
 const plural = (n: number, word: string): string => `${count(n)} ${word}${n === 1 ? "" : "s"}`;
 
+/** Poll often while a folder's index changes, rarely once it is ready. */
+export const BUSY_POLL_MS = 2_000;
+export const READY_POLL_MS = 10_000;
+
+/**
+ * How long until the next polled status: soon while a folder opens, indexes, waits on
+ * changed files or fills the strong model's vectors (whose figures the status bar shows),
+ * else later.
+ */
+export function pollDelay(status: StatusAnswer | undefined): number {
+  const busy =
+    !status ||
+    status.folders.some(
+      (f) =>
+        f.phase === "opening" || f.phase === "indexing" || f.pending.length > 0 || (f.index?.vectors_pending ?? 0) > 0,
+    );
+  return busy ? BUSY_POLL_MS : READY_POLL_MS;
+}
+
 /**
  * The status-bar item for the server's status. `progress` is the percentage of the
  * indexing runs reported through `$/progress`, when one is running; it is fresher than

@@ -4,8 +4,11 @@ import { test } from "node:test";
 import { ProgressTracker } from "../../src/progressTracker";
 import type { FolderStatus, IndexStatus, SnippetIndexStatus, SnippetQueueStatus, StatusAnswer } from "../../src/protocol";
 import {
+  BUSY_POLL_MS,
   formatBytes,
   pendingVectorsText,
+  pollDelay,
+  READY_POLL_MS,
   reindexSummary,
   snippetLines,
   statusBarText,
@@ -38,6 +41,15 @@ const one = (f: FolderStatus): StatusAnswer => ({ folders: [f] });
 
 test("ready: the chunk count, grouped by thousands", () => {
   assert.equal(statusBarText(one(folder())).text, "$(search) situate: 2,139 chunks");
+});
+
+test("the status is polled often while vectors fill or files wait, rarely once all is done", () => {
+  assert.equal(pollDelay(undefined), BUSY_POLL_MS);
+  assert.equal(pollDelay(one(folder())), READY_POLL_MS);
+  assert.equal(pollDelay(one(folder({ phase: "indexing" }))), BUSY_POLL_MS);
+  assert.equal(pollDelay(one(folder({ pending: ["notes/a.md"] }))), BUSY_POLL_MS);
+  assert.equal(pollDelay(one(folder({ index: { ...index, vectors_pending: 4045 } }))), BUSY_POLL_MS);
+  assert.equal(pollDelay({ folders: [folder(), folder({ index: null, phase: "opening" })] }), BUSY_POLL_MS);
 });
 
 test("progress from $/progress wins over a polled status", () => {
