@@ -337,9 +337,10 @@ impl Worker {
         if let Some(problem) = loaded.unusable() {
             // The defaults would take in files that the settings file may leave out: the
             // index is not written until the file is fixed (saving it reopens the folder).
+            // The phase first: a client that reads the status on the message finds it failed.
+            self.set_phase(Phase::Failed);
             let name = self.folder.name();
             self.settings_error(format!("{name}: {problem}; nothing is indexed until the file is fixed"));
-            self.set_phase(Phase::Failed);
             return;
         }
         for problem in &loaded.problems {
