@@ -62,6 +62,28 @@ fn index_then_search_finds_the_answer() {
 }
 
 #[test]
+fn notes_without_the_query_words_far_below_the_best_hit_are_left_out() {
+    let cli = Cli { fixture: Fixture::copy_of("workspace") };
+    let hits = || -> Vec<serde_json::Value> {
+        let (out, _) = cli.ok(&["search", "how long are backups kept?", "--json", "-k", "10"]);
+        serde_json::from_str::<serde_json::Value>(&out).unwrap().as_array().unwrap().clone()
+    };
+    let kept = hits();
+    let best = kept[0]["score"].as_f64().unwrap();
+    assert_eq!(kept[0]["path"], "ops/backup.md", "{kept:?}");
+    for hit in &kept {
+        let words = !hit["bm25_rank"].is_null();
+        assert!(words || hit["score"].as_f64().unwrap() >= 0.1 * best, "{hit}");
+    }
+    assert!(kept.iter().all(|h| h["path"] != "kitchen/bread.md"), "{kept:?}");
+    // With the floor at 0, each of the folder's eight chunks is listed.
+    cli.fixture.write("situate.toml", "[search]\nmin_score_share = 0\n");
+    let all = hits();
+    assert_eq!(all.len(), 8, "{all:?}");
+    assert!(all.iter().any(|h| h["path"] == "kitchen/bread.md"), "{all:?}");
+}
+
+#[test]
 fn index_and_status_take_the_folder_as_an_argument_or_as_dir() {
     // Run from elsewhere, as a user names a notes folder.
     let cli = Cli::new();

@@ -460,7 +460,10 @@ fn e5_reads_notes_and_queries_of_either_script_alike() {
     ] {
         f.write(path, text);
     }
-    let mut engine = f.engine(embedder);
+    // Every note is compared, however far from the query.
+    let mut config = f.config();
+    config.search.min_score_share = 0.0;
+    let mut engine = f.engine_with(config, embedder);
     engine.reconcile(&mut |_| {}).unwrap();
     while engine.fill_pending_vectors(16).unwrap() > 0 {}
     assert_eq!(engine.pending_vectors(), 0);

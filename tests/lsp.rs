@@ -318,7 +318,8 @@ fn bad_settings_are_shown_once_and_kept_in_status() {
         json!([{ "code": "en", "name": "english", "chunks": s["index"]["chunks"] }])
     );
     // The defaults are in force, and the server serves.
-    assert_eq!(search(&mut client, "backup").len(), 5);
+    let hits = search(&mut client, "backup");
+    assert!(hits.len() >= 2 && hits[0]["path"] == "ops/backup.md", "{hits:?}");
 
     // New settings from the editor reopen the folder with them.
     client.notify(

@@ -96,6 +96,7 @@ pub(super) struct RawSearch {
     pub(super) window: Setting<usize>,
     pub(super) merge_share: Setting<f32>,
     pub(super) bm25_coverage: Setting<f32>,
+    pub(super) min_score_share: Setting<f32>,
 }
 
 #[derive(Debug, Default, Deserialize)]

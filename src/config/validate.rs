@@ -230,6 +230,18 @@ impl Config {
                 embedding.default_bm25_coverage(),
                 non_negative_finite,
             ),
+            min_score_share: v.take(
+                "search.min_score_share",
+                s.min_score_share,
+                d.search.min_score_share,
+                |x| {
+                    if (0.0..=1.0).contains(x) {
+                        Ok(())
+                    } else {
+                        Err(format!("must be between 0 and 1, got {x}"))
+                    }
+                },
+            ),
         };
         let index_dir = match raw.index_dir {
             Setting::Set(p) => Some(p),
