@@ -314,10 +314,12 @@ fn an_engine_indexes_and_searches_with_the_transformer() {
     let (_model, dir) = tiny_model();
     let f = Fixture::standard();
     let settings = f.index.path().join("settings.toml");
+    // Every chunk is listed, however far from the query (no floor under the hits).
     std::fs::write(
         &settings,
         format!(
-            "index_dir = {:?}\n[embedding]\nprovider = \"transformer\"\nmodel_path = {:?}\nbatch_size = 4\n",
+            "index_dir = {:?}\n[embedding]\nprovider = \"transformer\"\nmodel_path = {:?}\nbatch_size = 4\n\
+             [search]\nmin_score_share = 0\n",
             f.index_dir(),
             dir
         ),
