@@ -43,6 +43,7 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
   { key: "search.expand", server: "search.expand" },
   { key: "search.window", server: "search.window" },
   { key: "search.mergeShare", server: "search.merge_share" },
+  { key: "search.minScoreShare", server: "search.min_score_share" },
   { key: "embedding.provider", server: "embedding.provider" },
   { key: "embedding.modelPath", server: "embedding.model_path", emptyIsUnset: true },
   { key: "embedding.model", server: "embedding.model", emptyIsUnset: true },
