@@ -394,7 +394,7 @@ fn show_names_a_chunk_s_language_and_heading_path_as_status_and_search_do() {
     assert!(out.contains("\n  language: English (en)\n"), "{out}");
     let (out, _) = cli.ok(&["show", "zh.md"]);
     assert!(
-        out.contains("\n  language: English (en); its Chinese, Japanese or Korean letters in pairs\n"),
+        out.contains("\n  language: Chinese (zh); its Chinese, Japanese or Korean letters in pairs\n"),
         "{out}"
     );
 }

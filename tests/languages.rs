@@ -712,3 +712,73 @@ fn a_snippet_is_analysed_by_its_chunks_language() {
     let hit = engine.search(&request("Rechnung")).unwrap().remove(0);
     assert_eq!(hit.chunk.snippet.unwrap().text, "Der Abschnitt beschreibt die Rechnungen der Buchhaltung.");
 }
+
+/// Chinese, Japanese, Korean and Thai have no stemmer, but they are languages: their notes
+/// are named so by detection, a filter and the setting, and status counts their chunks.
+#[test]
+fn chinese_japanese_korean_and_thai_notes_are_named_for_their_language() {
+    let notes: &[(&str, &str)] = &[
+        (
+            "zh.md",
+            "# 所有权\n\n所有权是 Rust 最为与众不同的特性，它让 Rust 无需垃圾回收即可保障内存安全。\
+             因此，理解所有权在 Rust 中是如何工作的是十分重要的。\n",
+        ),
+        (
+            "ja.md",
+            "# バックアップ\n\nスナップショットは毎晩作成され、三十日間保存されます。古いものは自動的に\
+             削除されます。復元するときは管理画面から日付を選んでください。\n",
+        ),
+        (
+            "ko.md",
+            "# 배포 절차\n\n새 버전을 배포하기 전에 데이터베이스를 백업하세요. 배포가 끝나면 로그를 \
+             확인하고, 문제가 있으면 이전 버전으로 되돌립니다.\n",
+        ),
+        ("th.md", "# การสำรองข้อมูล\n\nระบบจะสำรองข้อมูลทุกคืนและเก็บไว้สามสิบวัน หลังจากนั้นข้อมูลเก่าจะถูกลบโดยอัตโนมัติ\n"),
+        ("en.md", "# Notes\n\nThe backups of the database are kept for thirty days, and then deleted.\n"),
+    ];
+    let (f, engine) = indexed_with(notes);
+    // The language detected stands for the front matter field the note does not have.
+    let language_of = |path: &str, query: &str| {
+        let hits = engine.search(&SearchRequest { paths: vec![path.to_string()], ..request(query) }).unwrap();
+        assert_eq!(paths(&hits), [path], "{query}");
+        hits[0].chunk.metadata.get("language").cloned()
+    };
+    let field = |code: &str| Some(vec![code.to_string()]);
+    assert_eq!(language_of("zh.md", "所有权"), field("zh"));
+    assert_eq!(language_of("ja.md", "スナップショット"), field("ja"));
+    assert_eq!(language_of("ko.md", "데이터베이스"), field("ko"));
+    assert_eq!(language_of("th.md", "สำรอง"), field("th"));
+    assert_eq!(language_of("en.md", "backups"), None);
+
+    // A filter finds a language's notes without their front matter naming it.
+    let filtered = |code: &str, query: &str| {
+        let filters = situate::search::filter::parse_all(&[format!("language={code}")]).unwrap();
+        let hits = engine.search(&SearchRequest { filters, ..request(query) }).unwrap();
+        paths(&hits).into_iter().map(str::to_string).collect::<Vec<_>>()
+    };
+    assert_eq!(filtered("zh", "Rust 所有权"), ["zh.md"]);
+    assert_eq!(filtered("ja", "スナップショット"), ["ja.md"]);
+    assert!(filtered("zh", "スナップショット").is_empty());
+
+    // Status counts each language's chunks.
+    let status = engine.status();
+    let counted: Vec<(&str, usize)> = status.languages.iter().map(|l| (l.code, l.chunks)).collect();
+    for code in ["zh", "ja", "ko", "th", "en"] {
+        assert!(counted.contains(&(code, 1)), "{code}: {counted:?}");
+    }
+
+    // The setting names them too, and stands for a missing front matter field.
+    let loaded = Config::from_toml("[chunk]\nlanguage = \"zh-TW\"\n");
+    assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+    drop(engine);
+    f.write("short.md", "# 笔记\n\n内存安全。\n");
+    let mut config = f.config();
+    config.chunk.language = Some("zh".to_string());
+    let mut engine = f.engine_with(config, Counting::new());
+    engine.reconcile(&mut |_| {}).unwrap();
+    let filters = situate::search::filter::parse_all(&["language=zh"]).unwrap();
+    let hits = engine.search(&SearchRequest { filters, ..request("内存安全") }).unwrap();
+    let mut found = paths(&hits);
+    found.sort();
+    assert_eq!(found, ["short.md", "zh.md"]);
+}

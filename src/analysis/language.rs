@@ -8,9 +8,11 @@
 //! English whatever the note is written in), else English.
 //!
 //! English is also the rule set of every chunk whose language has no stemmer here, or whose
-//! detection is not sure: short chunks, code, tables, and Chinese, Japanese and Korean text,
-//! whose pairs of characters no stemmer changes. Such chunks are analysed exactly as before
-//! languages were told apart.
+//! detection is not sure: short chunks, code and tables. Such chunks are analysed exactly as
+//! before languages were told apart. Chinese, Japanese, Korean and Thai are told apart and
+//! named, though no stemmer changes their letters (their script's own rules cut them, in
+//! every language): their words in Latin letters keep English's rules, and the name lets a
+//! setting, the front matter and a filter say which notes are written in them.
 //!
 //! A chunk analysed by other rules than English carries a marker term in its text field
 //! ([`Language::marker`]), so that the index can say which languages it holds without a
@@ -23,7 +25,8 @@ use std::collections::HashSet;
 use tantivy::tokenizer::{Language as Stemming, LowerCaser, SimpleTokenizer, TextAnalyzer};
 
 /// A language with rules of its own: a stemmer (Snowball's, or for Czech and Ukrainian one of
-/// [`super::light`]), and a stop word list for most.
+/// [`super::light`]), and a stop word list for most; or one of the languages whose script
+/// has its own rules (Chinese, Japanese, Korean, Thai), with English's for its Latin words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Language(u8);
 
@@ -47,7 +50,7 @@ struct Spec {
 }
 
 /// English first: [`Language::ENGLISH`] is index 0.
-const LANGUAGES: [Spec; 20] = [
+const LANGUAGES: [Spec; 24] = [
     Spec {
         code: "en",
         name: "english",
@@ -168,6 +171,36 @@ const LANGUAGES: [Spec; 20] = [
         stems: Stems::Light(super::light::ukrainian),
         detected: whatlang::Lang::Ukr,
     },
+    // Languages whose own letters are cut by their script's rules whatever the chunk's
+    // language (pairs of Han, kana and Hangul letters, ICU's Thai words): no stemmer or
+    // stop word changes them, and their text's words in Latin letters (names, commands,
+    // English quotes) keep English's rules, as before these languages were told apart. They
+    // are named so that a setting, the front matter and a filter can name them, and status
+    // can count them.
+    Spec {
+        code: "zh",
+        name: "chinese",
+        stems: Stems::Snowball(Stemming::English),
+        detected: whatlang::Lang::Cmn,
+    },
+    Spec {
+        code: "ja",
+        name: "japanese",
+        stems: Stems::Snowball(Stemming::English),
+        detected: whatlang::Lang::Jpn,
+    },
+    Spec {
+        code: "ko",
+        name: "korean",
+        stems: Stems::Snowball(Stemming::English),
+        detected: whatlang::Lang::Kor,
+    },
+    Spec {
+        code: "th",
+        name: "thai",
+        stems: Stems::Snowball(Stemming::English),
+        detected: whatlang::Lang::Tha,
+    },
 ];
 
 /// Letters of prose a chunk needs before its detected language is trusted: below that (a
@@ -187,7 +220,7 @@ impl Language {
         &LANGUAGES[self.0 as usize]
     }
 
-    /// Every language with rules of its own, English first.
+    /// Every language named here, English first.
     pub fn all() -> impl Iterator<Item = Language> {
         (0..LANGUAGES.len() as u8).map(Language)
     }
@@ -204,7 +237,7 @@ impl Language {
 
     /// The language a front matter value or a setting names: a two-letter code (`de`), the
     /// detector's three-letter one (`deu`), or the English name (`German`), in any case, with
-    /// a region ignored (`de-AT`, `pt_BR`). `None` for a language without rules here.
+    /// a region ignored (`de-AT`, `pt_BR`). `None` for a language not named here.
     pub fn named(name: &str) -> Option<Language> {
         let name = name.trim().to_lowercase();
         let base = name.split(['-', '_']).next().unwrap_or_default();
@@ -239,6 +272,9 @@ impl Language {
     fn detect_in_prose(prose: &str) -> Language {
         if prose.chars().filter(|c| c.is_alphabetic()).count() < MIN_LETTERS {
             return Language::ENGLISH;
+        }
+        if let Some(language) = written_in_cjk(prose) {
+            return language;
         }
         // Most notes are English, and the detector's reading of trigrams costs more than the
         // rest of a chunk's analysis: prose that uses English's function words as English
@@ -276,30 +312,7 @@ impl Language {
     /// is asked of a model writing about the text, in the text's language.
     pub fn name_of_prose(text: &str) -> Option<String> {
         let prose = prose_of(text);
-        let (mut letters, mut cjk, mut kana, mut hangul) = (0usize, 0usize, 0usize, 0usize);
-        if !prose.is_ascii() {
-            for c in prose.chars().filter(|c| c.is_alphabetic()) {
-                letters += 1;
-                if super::cjk::is_cjk(c) {
-                    cjk += 1;
-                    kana += usize::from(super::cjk::is_kana(c));
-                    hangul += usize::from(
-                        matches!(c, '\u{1100}'..='\u{11FF}' | '\u{3131}'..='\u{318E}' | '\u{AC00}'..='\u{D7A3}'),
-                    );
-                }
-            }
-        }
-        if cjk > 0 && cjk * 4 >= letters {
-            let name = if hangul * 2 > cjk {
-                "Korean"
-            } else if kana > 0 {
-                "Japanese"
-            } else {
-                "Chinese"
-            };
-            return Some(name.to_string());
-        }
-        let language = Language::detect_in_prose(&prose);
+        let language = written_in_cjk(&prose).unwrap_or_else(|| Language::detect_in_prose(&prose));
         (language != Language::ENGLISH).then(|| {
             let name = language.name();
             name[..1].to_uppercase() + &name[1..]
@@ -331,12 +344,51 @@ impl Language {
         matches!(self.stemming(), Some(Stemming::Hungarian | Stemming::Romanian | Stemming::Turkish))
     }
 
+    /// Whether the language's rules are English's (Chinese, Japanese, Korean, Thai: their own
+    /// letters are cut by their script's rules in every language), so that its text gives
+    /// the terms English's analyzer gives.
+    pub fn analysed_as_english(self) -> bool {
+        self.stemming() == Some(Stemming::English)
+    }
+
     /// The term a chunk analysed by this language's rules carries in its text field, so that
     /// the index can tell which languages it holds. The tokenizer never emits a control
     /// character, so no word can be mistaken for it.
     pub fn marker(self) -> String {
         format!("\u{1}language={}", self.code())
     }
+}
+
+/// Chinese, Japanese or Korean, when at least a quarter of `prose`'s letters are of their
+/// scripts: Japanese when it holds kana, Korean when most of them are Hangul. The detector
+/// is not asked: the letters say it, and a Chinese clause with a few kana in it is Japanese,
+/// whatever the share of its kanji.
+fn written_in_cjk(prose: &str) -> Option<Language> {
+    if prose.is_ascii() {
+        return None;
+    }
+    let (mut letters, mut cjk, mut kana, mut hangul) = (0usize, 0usize, 0usize, 0usize);
+    for c in prose.chars().filter(|c| c.is_alphabetic()) {
+        letters += 1;
+        if super::cjk::is_cjk(c) {
+            cjk += 1;
+            kana += usize::from(super::cjk::is_kana(c));
+            hangul += usize::from(
+                matches!(c, '\u{1100}'..='\u{11FF}' | '\u{3131}'..='\u{318E}' | '\u{AC00}'..='\u{D7A3}'),
+            );
+        }
+    }
+    if cjk == 0 || cjk * 4 < letters {
+        return None;
+    }
+    let code = if hangul * 2 > cjk {
+        "ko"
+    } else if kana > 0 {
+        "ja"
+    } else {
+        "zh"
+    };
+    Language::all().find(|language| language.code() == code)
 }
 
 /// Russian or Ukrainian, by the letters that one alphabet has and the other lacks: `і`, `ї`,
@@ -481,10 +533,14 @@ fn prose_of(text: &str) -> String {
             fence = Some(&trimmed[..3]);
             continue;
         }
+        // A link's address is no prose, nor is a link definition's.
+        if trimmed.starts_with('[') && trimmed.contains("]: ") {
+            continue;
+        }
         // Text between backticks is code; what lies outside them alternates with it.
         for (n, piece) in line.split('`').enumerate() {
             if n % 2 == 0 {
-                prose.push_str(piece);
+                push_without_addresses(&mut prose, piece);
                 prose.push(' ');
             }
         }
@@ -494,6 +550,33 @@ fn prose_of(text: &str) -> String {
         }
     }
     prose
+}
+
+/// Pushes `text` to `prose` without the addresses it holds: a link's (`](…)`, up to its
+/// closing parenthesis) and bare web addresses. A table of contents in Chinese is a list of
+/// Chinese titles and English file names, and its letters are the titles'.
+fn push_without_addresses(prose: &mut String, text: &str) {
+    let mut rest = text;
+    while !rest.is_empty() {
+        let link = rest.find("](");
+        let web = rest.find("http://").into_iter().chain(rest.find("https://")).min();
+        let (at, skip_to) = match (link, web) {
+            (Some(l), w) if w.is_none_or(|w| l < w) => {
+                // `](` opens the address: it ends at the first `)` or space after it.
+                let address = &rest[l + 2..];
+                let end = address.find([')', ' ']).map_or(rest.len(), |e| l + 2 + e + 1);
+                (l + 1, end)
+            }
+            (_, Some(w)) => (w, rest[w..].find(char::is_whitespace).map_or(rest.len(), |e| w + e)),
+            _ => {
+                prose.push_str(rest);
+                return;
+            }
+        };
+        prose.push_str(&rest[..at]);
+        prose.push(' ');
+        rest = &rest[skip_to.min(rest.len())..];
+    }
 }
 
 #[cfg(test)]
@@ -645,6 +728,67 @@ mod tests {
         // A language without rules here leaves the choice to detection.
         assert_eq!(Language::of_chunk(Some("klingon"), GERMAN).code(), "de");
         assert_eq!(Language::of_chunk(None, GERMAN).code(), "de");
+        // Chinese, Japanese, Korean and Thai are named by their codes, names and regions.
+        for (name, code) in [("zh-TW", "zh"), ("Chinese", "zh"), ("ja_JP", "ja"), ("kor", "ko"), ("th", "th")]
+        {
+            assert_eq!(Language::of_chunk(Some(name), ENGLISH).code(), code, "{name}");
+        }
+    }
+
+    #[test]
+    fn addresses_are_no_prose() {
+        let prose = |text: &str| prose_of(text).split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(
+            prose("- [安装](ch01-01-installation.md)\n  - [函数](ch03-03-how-functions-work.md) 等"),
+            "- [安装] - [函数] 等"
+        );
+        assert_eq!(
+            prose("见 https://example.com/a-long/english_path 和 [标签][label]\n[label]: https://x.org/y\n"),
+            "见 和 [标签][label]"
+        );
+        assert_eq!(prose("[a](b"), "[a]");
+        assert_eq!(prose("no links (here) at all"), "no links (here) at all");
+        // A table of contents in Chinese reads as Chinese, though its file names are English.
+        let contents = "- [入门指南](ch01-00-getting-started.md)\n  - [安装](ch01-01-installation.md)\n  -                         [编写一个猜数字游戏](ch02-00-guessing-game-tutorial.md)\n  -                         [常见编程概念](ch03-00-common-programming-concepts.md)\n  -                         [变量与可变性](ch03-01-variables-and-mutability.md)\n  - [数据类型](ch03-02-data-types.md)\n  - \
+                        [认识所有权](ch04-00-understanding-ownership.md)\n  - \
+                        [使用结构体组织相关联的数据](ch05-00-structs.md)\n";
+        assert_eq!(Language::detect(contents).code(), "zh");
+    }
+
+    #[test]
+    fn chinese_japanese_korean_and_thai_prose_is_told_by_its_letters_and_analysed_as_english() {
+        let detect = |text: &str| Language::detect(text).code();
+        assert_eq!(
+            detect(
+                "首先，让我们看一下所有权的规则。当我们通过举例说明时，请谨记这些规则。所有权是 Rust 最为与众不同的特性。"
+            ),
+            "zh"
+        );
+        assert_eq!(
+            detect(
+                "スナップショットは毎晩作成され、三十日間保存されます。古いものは自動的に削除されます。復元するときは日付を選びます。"
+            ),
+            "ja"
+        );
+        assert_eq!(
+            detect(
+                "새 버전을 배포하기 전에 데이터베이스를 백업하세요. 배포가 끝나면 로그를 확인하고, 문제가 있으면 되돌립니다."
+            ),
+            "ko"
+        );
+        assert_eq!(detect("ระบบจะสำรองข้อมูลทุกคืนและเก็บไว้สามสิบวัน หลังจากนั้นข้อมูลเก่าจะถูกลบโดยอัตโนมัติ"), "th");
+        // Too short to tell, as in any language; and English prose quoting a few letters.
+        assert_eq!(detect("内存安全。"), "en");
+        assert_eq!(
+            detect("The word 所有权 means ownership, and the chapter on it explains the rules of moves."),
+            "en"
+        );
+        // Their words in Latin letters are analysed by English's rules, so a query meets them
+        // in both with the same terms.
+        let zh = Language::named("zh").unwrap();
+        assert!(zh.analysed_as_english() && !Language::named("de").unwrap().analysed_as_english());
+        let text = "使用 `cargo build` 构建 crates，running the builds";
+        assert_eq!(super::super::document_terms_in(text, zh), super::super::document_terms(text));
     }
 
     #[test]

@@ -73,7 +73,7 @@ pub use language::Language;
 /// pipeline fingerprint that every commit records, so an index analysed the old way is
 /// analysed again (its vectors are kept: their texts did not change) rather than searched
 /// with terms it does not hold.
-pub const VERSION: u32 = 23;
+pub const VERSION: u32 = 24;
 
 /// The name under which [`register`] puts the analyzer in an index's tokenizer manager; text
 /// fields name it in their indexing options.
@@ -237,6 +237,15 @@ pub fn pre_tokenized(text: &str, language: Language, marked: bool) -> PreTokeniz
         });
     }
     PreTokenizedString { text: text.to_string(), tokens }
+}
+
+/// `language`'s marker alone, as a value of the text field beside a text that the field's
+/// own analyzer reads: for a chunk in a language analysed as English
+/// ([`Language::analysed_as_english`]), whose terms need no analysis of their own.
+pub fn marker_alone(language: Language) -> PreTokenizedString {
+    let token =
+        Token { offset_from: 0, offset_to: 0, position: 0, text: language.marker(), position_length: 1 };
+    PreTokenizedString { text: String::new(), tokens: vec![token] }
 }
 
 /// The languages an index holds, English always among them: those whose marker term has a
