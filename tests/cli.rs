@@ -866,3 +866,15 @@ fn a_search_embeds_a_few_waiting_chunks_itself_and_leaves_many_to_index() {
     assert!(err.contains("`situate index` computes them"), "{err}");
     assert_eq!(pending(&cli), (200, 209));
 }
+
+#[test]
+fn a_note_about_the_index_is_said_once() {
+    let cli = Cli::new();
+    cli.ok(&["index"]);
+    // Another chunk budget: the files are chunked again, and the command says so, once.
+    cli.fixture.write("situate.toml", "[chunk]\nmax_tokens = 120\n");
+    let (_, stderr) = cli.ok(&["search", "backups", "-k", "1"]);
+    let note = "chunking or context settings changed: files are re-chunked";
+    assert_eq!(stderr.matches(note).count(), 1, "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}

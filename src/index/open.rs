@@ -198,8 +198,10 @@ impl Index {
                 entry.content_hash = 0;
             }
         }
+        // Each front end says them once, as suits it: the CLI on stderr, the language and MCP
+        // servers in their logs.
         for note in &index.notes {
-            tracing::warn!(index = %index.layout.dir.display(), "{note}");
+            tracing::debug!(index = %index.layout.dir.display(), "{note}");
         }
         Ok(index)
     }

@@ -228,7 +228,7 @@ impl Folder {
             tracing::warn!("{problem} ({})", problem.effect.note());
         }
         for note in engine.notes() {
-            tracing::info!("{note}");
+            tracing::warn!("{note}");
         }
         Ok(engine)
     }

@@ -358,7 +358,7 @@ impl Worker {
             Ok(mut engine) => {
                 engine.set_pending_vectors(PendingVectors::Queued);
                 for note in engine.notes() {
-                    tracing::info!(folder = %root.display(), "{note}");
+                    tracing::warn!(folder = %root.display(), "{note}");
                 }
                 *lock(&self.folder.interrupt) = Some(engine.interrupt_flag());
                 if engine.is_read_only() {
