@@ -42,6 +42,20 @@ export class ServerNotRunning extends Error {
   }
 }
 
+/**
+ * The language client, except that until its server has run it shows no messages of its own:
+ * a server that cannot start is reported once, by the extension, with what the process said
+ * and a button to the setting. The client's own "couldn't create connection to server" toast
+ * would say it again, less clearly. Its messages still go to the output channel.
+ */
+class SituateClient extends LanguageClient {
+  hasRun = false;
+
+  override error(message: string, data?: unknown, showNotification?: boolean | "force"): void {
+    super.error(message, data, this.hasRun ? showNotification : false);
+  }
+}
+
 export class Server implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private sentSettings: ServerSettings = {};
@@ -135,10 +149,11 @@ export class Server implements vscode.Disposable {
       },
     };
 
-    const client = new LanguageClient("situate", "situate", serverOptions, clientOptions);
+    const client = new SituateClient("situate", "situate", serverOptions, clientOptions);
     usual.handler = client.createDefaultErrorHandler();
     client.onDidChangeState((e) => {
       started ||= e.newState === State.Running;
+      client.hasRun = started;
       if (e.newState === State.Stopped) {
         this.progress.clear();
         this.notRunning = new ServerNotRunning("the situate server has stopped; run Situate: Restart Server", false);
