@@ -749,9 +749,15 @@ mod tests {
         assert_eq!(prose("[a](b"), "[a]");
         assert_eq!(prose("no links (here) at all"), "no links (here) at all");
         // A table of contents in Chinese reads as Chinese, though its file names are English.
-        let contents = "- [入门指南](ch01-00-getting-started.md)\n  - [安装](ch01-01-installation.md)\n  -                         [编写一个猜数字游戏](ch02-00-guessing-game-tutorial.md)\n  -                         [常见编程概念](ch03-00-common-programming-concepts.md)\n  -                         [变量与可变性](ch03-01-variables-and-mutability.md)\n  - [数据类型](ch03-02-data-types.md)\n  - \
-                        [认识所有权](ch04-00-understanding-ownership.md)\n  - \
-                        [使用结构体组织相关联的数据](ch05-00-structs.md)\n";
+        let contents = "- [入门指南](ch01-00-getting-started.md)
+  - [安装](ch01-01-installation.md)
+  - [编写一个猜数字游戏](ch02-00-guessing-game-tutorial.md)
+  - [常见编程概念](ch03-00-common-programming-concepts.md)
+  - [变量与可变性](ch03-01-variables-and-mutability.md)
+  - [数据类型](ch03-02-data-types.md)
+  - [认识所有权](ch04-00-understanding-ownership.md)
+  - [使用结构体组织相关联的数据](ch05-00-structs.md)
+";
         assert_eq!(Language::detect(contents).code(), "zh");
     }
 
