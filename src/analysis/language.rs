@@ -248,9 +248,19 @@ impl Language {
     }
 
     /// The language of a chunk: `declared` (its front matter's `language`) when it names a
-    /// language with rules here, else the one detected in its prose, else English.
+    /// language known here, else the one detected in its prose, else English. A chunk of a
+    /// note declared (or detected) Chinese, Japanese, Korean or Thai whose own prose is in a
+    /// language with a stemmer, a German paragraph in a Chinese note, is analysed by that
+    /// language's rules: the declared language's rules are English's, and would leave it as
+    /// it stands.
     pub fn of_chunk(declared: Option<&str>, text: &str) -> Language {
-        declared.and_then(Language::named).unwrap_or_else(|| Language::detect(text))
+        match declared.and_then(Language::named) {
+            Some(language) if language.analysed_as_english() && language != Language::ENGLISH => {
+                Some(Language::detect(text)).filter(|own| !own.analysed_as_english()).unwrap_or(language)
+            }
+            Some(language) => language,
+            None => Language::detect(text),
+        }
     }
 
     /// The language a whole document's prose is written in, when it is detected and is not
@@ -733,6 +743,10 @@ mod tests {
         {
             assert_eq!(Language::of_chunk(Some(name), ENGLISH).code(), code, "{name}");
         }
+        // Their rules are English's: a paragraph in a language with a stemmer keeps its own.
+        assert_eq!(Language::of_chunk(Some("zh"), GERMAN).code(), "de");
+        let chinese = "首先，让我们看一下所有权的规则。当我们通过举例说明时，请谨记这些规则。所有权是最为与众不同的特性。";
+        assert_eq!(Language::of_chunk(Some("zh"), chinese).code(), "zh");
     }
 
     #[test]
