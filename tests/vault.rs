@@ -110,6 +110,33 @@ fn a_note_of_only_a_title_is_found_by_it() {
 }
 
 #[test]
+fn a_note_of_headings_alone_comes_by_its_words_only() {
+    let vault = vault();
+    let untouched = "# 2026-12-01\n\n## Tasks\n- [ ] \n\n## Journal\n\n## Meetings\n- \n";
+    vault.write("Daily/2026-12-01.md", untouched);
+    ok(&vault, &["index", "--quick"]);
+    // A question nothing answers: the vectors of the template, the untouched daily note and
+    // the note of one title, which say nothing but their headings, do not bring them in.
+    let hits = |args: &[&str]| {
+        let out = ok(&vault, &[&["search", "-k", "50"], args].concat());
+        out.lines().filter(|l| !l.starts_with(' ')).map(|l| l.to_string()).collect::<Vec<_>>().join("\n")
+    };
+    let headings_alone = ["templates/Daily.md", "Daily/2026-12-01.md", "Inbox/Ferry.md"];
+    for mode in ["hybrid", "vector"] {
+        let out = hits(&["birthday present ideas for mum", "--mode", mode]);
+        assert!(!out.is_empty(), "{out}");
+        for note in headings_alone {
+            assert!(!out.contains(note), "{mode}: {out}");
+        }
+    }
+    // Their words bring them, and so does a search narrowed to them.
+    assert!(hits(&["ferry timetable"]).starts_with("1. Inbox/Ferry.md:1-1"));
+    assert!(hits(&["2026-12-01"]).starts_with("1. Daily/2026-12-01.md:1-"));
+    let out = hits(&["birthday present ideas for mum", "--path", "Daily"]);
+    assert!(out.contains("Daily/2026-12-01.md"), "{out}");
+}
+
+#[test]
 fn a_template_is_titled_by_its_name_not_by_its_placeholder() {
     let vault = vault();
     ok(&vault, &["index", "--quick"]);

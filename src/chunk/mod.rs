@@ -263,6 +263,26 @@ pub fn chunk_document_with(
 
     ChunkedDocument { title, metadata, chunks, warnings }
 }
+/// Whether a chunk's text is headings and nothing else that holds a word (a list mark, an
+/// empty checkbox): the one chunk of a note of headings alone, such as a daily note left as
+/// its template made it, or the template itself. Its text says nothing its headings do not,
+/// and its vector, of a header and a few headings, lies near every query.
+pub fn holds_headings_alone(text: &str) -> bool {
+    let heading = |line: &str| {
+        let marks = line.len() - line.trim_start_matches('#').len();
+        (1..=6).contains(&marks) && line[marks..].chars().next().is_none_or(char::is_whitespace)
+    };
+    let mut headings = 0;
+    for line in text.lines().map(str::trim_start) {
+        if heading(line) {
+            headings += 1;
+        } else if line.chars().any(char::is_alphanumeric) {
+            return false;
+        }
+    }
+    headings > 0
+}
+
 /// The most characters a title or a heading carries into a chunk's header. Every chunk of a
 /// section repeats its heading path, so an unbounded heading (a 1 MB line after a `#`) would
 /// cost its length once per chunk: quadratic in the file's size. A real heading is far
@@ -274,5 +294,25 @@ pub fn label(text: &str) -> String {
     match text.char_indices().nth(MAX_LABEL_CHARS) {
         None => text.to_string(),
         Some((end, _)) => format!("{}…", text[..end].trim_end()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::holds_headings_alone;
+
+    #[test]
+    fn a_chunk_of_headings_and_wordless_lines_holds_headings_alone() {
+        assert!(holds_headings_alone("# 2026-12-01\n\n## Tasks\n- [ ] \n\n## Journal\n\n## Meetings\n- \n"));
+        assert!(holds_headings_alone("# {{date}}"));
+        assert!(holds_headings_alone("### Ferry timetable\n---\n"));
+        // A word anywhere but a heading, a tag, a setext heading's text or a code comment.
+        assert!(!holds_headings_alone("# 2026-12-01\n\n## Journal\nMended the fence.\n"));
+        assert!(!holds_headings_alone("# Garden\n#todo\n"));
+        assert!(!holds_headings_alone("Garden\n======\n"));
+        assert!(!holds_headings_alone("```sh\n# install\n```\n"));
+        assert!(!holds_headings_alone("####### seven marks is no heading"));
+        assert!(!holds_headings_alone(""));
+        assert!(!holds_headings_alone("- [ ]\n"));
     }
 }

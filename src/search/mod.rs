@@ -479,6 +479,10 @@ fn hits_of(
             if !keep(record) {
                 continue;
             }
+            // Under the same floor, a note of headings alone comes by its words only.
+            if floor > 0.0 && f.ranks[0].is_none() && crate::chunk::holds_headings_alone(&record.text) {
+                continue;
+            }
             let hit = Hit {
                 chunk: record.clone(),
                 score: f.score,
