@@ -263,6 +263,7 @@ pub fn chunk_document_with(
 
     ChunkedDocument { title, metadata, chunks, warnings }
 }
+
 /// Whether a chunk's text is headings and nothing else that holds a word (a list mark, an
 /// empty checkbox): the one chunk of a note of headings alone, such as a daily note left as
 /// its template made it, or the template itself. Its text says nothing its headings do not,

@@ -259,10 +259,9 @@ pub(super) fn document(f: &Fields, r: &ChunkRecord, file: StoredFileMeta) -> Tan
     // field's registered analyzer, and so is one in a language analysed as English (Chinese,
     // Japanese, Korean, Thai), its language's marker beside it as a value of its own; one in
     // another language is analysed here by its language's rules, and its text carries the
-    // language's marker. Every searched field
-    // follows the chunk's language, the title and the snippet too: a query is analysed by
-    // the rules of every language the index holds, so it meets each field with the terms
-    // the field was indexed with.
+    // language's marker. Every searched field follows the chunk's language, the title and
+    // the snippet too: a query is analysed by the rules of every language the index holds,
+    // so it meets each field with the terms the field was indexed with.
     let language = r.language();
     let add_searched = |doc: &mut TantivyDocument, field, text: String, marked: bool| {
         if language == Language::ENGLISH {
