@@ -398,7 +398,7 @@ fn written_in_cjk(prose: &str) -> Option<Language> {
     } else {
         "zh"
     };
-    Language::all().find(|language| language.code() == code)
+    Language::named(code)
 }
 
 /// Russian or Ukrainian, by the letters that one alphabet has and the other lacks: `і`, `ї`,

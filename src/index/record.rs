@@ -264,11 +264,9 @@ pub(super) fn document(f: &Fields, r: &ChunkRecord, file: StoredFileMeta) -> Tan
     // so it meets each field with the terms the field was indexed with.
     let language = r.language();
     let add_searched = |doc: &mut TantivyDocument, field, text: String, marked: bool| {
-        if language == Language::ENGLISH {
+        if language.analysed_as_english() {
             doc.add_text(field, text);
-        } else if language.analysed_as_english() {
-            doc.add_text(field, text);
-            if marked {
+            if marked && language != Language::ENGLISH {
                 doc.add_pre_tokenized_text(field, analysis::marker_alone(language));
             }
         } else {
