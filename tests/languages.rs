@@ -782,3 +782,88 @@ fn chinese_japanese_korean_and_thai_notes_are_named_for_their_language() {
     found.sort();
     assert_eq!(found, ["short.md", "zh.md"]);
 }
+
+#[test]
+fn notes_in_languages_without_rules_are_named_and_searched_as_before() {
+    let notes: &[(&str, &str)] = &[
+        (
+            "he.md",
+            "# גיבויים\n\nהגיבויים מועתקים בכל לילה לשרת השני ונשמרים שם שלושים יום לפני שהם נמחקים.\n",
+        ),
+        (
+            "hi.md",
+            "# बैकअप\n\nबैकअप हर रात दूसरे सर्वर पर कॉपी किए जाते हैं और मिटाए जाने से पहले तीस दिन तक वहाँ रखे \
+             जाते हैं। यह काम केवल व्यवस्थापक ही कर सकता है।\n",
+        ),
+        (
+            "pl.md",
+            "# Kopie zapasowe\n\nKopie zapasowe są co noc kopiowane na drugi serwer i tam przechowywane przez \
+             trzydzieści dni, zanim zostaną usunięte, jeśli nie ma innej potrzeby.\n",
+        ),
+        (
+            "vi.md",
+            "# Sao lưu\n\nCác bản sao lưu được chép sang máy chủ thứ hai mỗi đêm và được giữ ở đó trong ba \
+             mươi ngày trước khi bị xóa.\n",
+        ),
+        (
+            "id.md",
+            "# Cadangan\n\nCadangan disalin ke server kedua setiap malam dan disimpan di sana selama tiga puluh \
+             hari sebelum dihapus oleh sistem yang berjalan.\n",
+        ),
+        (
+            "fa.md",
+            "# پشتیبان\n\nپشتیبان‌ها هر شب روی سرور دوم کپی می‌شوند و پیش از پاک شدن سی روز آنجا نگه داشته می‌شوند.\n",
+        ),
+        (
+            "ka.md",
+            "# სარეზერვო ასლები\n\nსარეზერვო ასლები ყოველ ღამე მეორე სერვერზე კოპირდება და იქ ოცდაათი დღე ინახება.\n",
+        ),
+        ("en.md", "# Notes\n\nThe backups of the database are kept for thirty days, and then deleted.\n"),
+        // The Polish note again, declared English: its words are analysed as the Polish
+        // note's are.
+        (
+            "pl-as-en.md",
+            "---\nlanguage: en\n---\n# Kopie zapasowe\n\nKopie zapasowe są co noc kopiowane na drugi serwer i \
+             tam przechowywane przez trzydzieści dni, zanim zostaną usunięte, jeśli nie ma innej potrzeby.\n",
+        ),
+    ];
+    let (_f, engine) = indexed_with(notes);
+    let language_of = |path: &str, query: &str| {
+        let hits = engine.search(&SearchRequest { paths: vec![path.to_string()], ..request(query) }).unwrap();
+        assert_eq!(paths(&hits), [path], "{query}");
+        hits[0].chunk.metadata.get("language").cloned()
+    };
+    let field = |code: &str| Some(vec![code.to_string()]);
+    assert_eq!(language_of("he.md", "גיבויים"), field("he"));
+    assert_eq!(language_of("hi.md", "बैकअप"), field("hi"));
+    assert_eq!(language_of("pl.md", "serwer"), field("pl"));
+    assert_eq!(language_of("vi.md", "máy chủ"), field("vi"));
+    assert_eq!(language_of("id.md", "cadangan"), field("id"));
+    assert_eq!(language_of("fa.md", "سرور"), field("fa"));
+    assert_eq!(language_of("ka.md", "სერვერზე"), field("ka"));
+
+    // A filter finds each language's notes.
+    let filtered = |code: &str, query: &str| {
+        let filters = situate::search::filter::parse_all(&[format!("language={code}")]).unwrap();
+        let hits = engine.search(&SearchRequest { filters, ..request(query) }).unwrap();
+        paths(&hits).into_iter().map(str::to_string).collect::<Vec<_>>()
+    };
+    assert_eq!(filtered("pl", "kopie zapasowe"), ["pl.md"]);
+    assert_eq!(filtered("he", "גיבויים"), ["he.md"]);
+    assert!(filtered("vi", "kopie zapasowe").is_empty());
+
+    // Status counts each language's chunks.
+    let status = engine.status();
+    let counted: Vec<(&str, usize)> = status.languages.iter().map(|l| (l.code, l.chunks)).collect();
+    for code in ["he", "hi", "pl", "vi", "id", "fa", "ka"] {
+        assert!(counted.contains(&(code, 1)), "{code}: {counted:?}");
+    }
+    assert!(counted.contains(&("en", 2)), "{counted:?}");
+
+    // Naming a language read by English rules changes no score: the Polish note and its copy
+    // declared English hold the same terms, and are equally long to BM25.
+    let hits = engine.search(&request("kopie zapasowe przechowywane")).unwrap();
+    let score = |path: &str| hits.iter().find(|h| h.chunk.path == path).and_then(|h| h.bm25_score);
+    assert!(score("pl.md").is_some());
+    assert_eq!(score("pl.md"), score("pl-as-en.md"));
+}

@@ -52,6 +52,7 @@ mod fold;
 mod han;
 mod kana;
 mod language;
+mod letters;
 mod light;
 mod rewrite;
 mod stop_words;
@@ -73,7 +74,7 @@ pub use language::Language;
 /// pipeline fingerprint that every commit records, so an index analysed the old way is
 /// analysed again (its vectors are kept: their texts did not change) rather than searched
 /// with terms it does not hold.
-pub const VERSION: u32 = 24;
+pub const VERSION: u32 = 25;
 
 /// The name under which [`register`] puts the analyzer in an index's tokenizer manager; text
 /// fields name it in their indexing options.
@@ -239,19 +240,14 @@ pub fn pre_tokenized(text: &str, language: Language, marked: bool) -> PreTokeniz
     PreTokenizedString { text: text.to_string(), tokens }
 }
 
-/// `language`'s marker alone, as a value of the text field beside a text that the field's
-/// own analyzer reads: for a chunk in a language analysed as English
-/// ([`Language::analysed_as_english`]), whose terms need no analysis of their own.
-pub fn marker_alone(language: Language) -> PreTokenizedString {
-    let token =
-        Token { offset_from: 0, offset_to: 0, position: 0, text: language.marker(), position_length: 1 };
-    PreTokenizedString { text: String::new(), tokens: vec![token] }
-}
-
-/// The languages an index holds, English always among them: those whose marker term has a
-/// document frequency above zero by `doc_freq` (the text field's).
+/// The rules by which a query is analysed to meet every chunk of an index: English's always,
+/// and each other language's whose marker term has a document frequency above zero by
+/// `doc_freq` (the text field's). A language analysed as English
+/// ([`Language::analysed_as_english`]) is met by English's rules, so it is not asked about.
 pub fn languages_held(doc_freq: impl Fn(&str) -> u64) -> Vec<Language> {
-    Language::all().filter(|&l| l == Language::ENGLISH || doc_freq(&l.marker()) > 0).collect()
+    Language::all()
+        .filter(|&l| l == Language::ENGLISH || (!l.analysed_as_english() && doc_freq(&l.marker()) > 0))
+        .collect()
 }
 
 /// The analysed terms of a user query, by English rules, de-duplicated, in the order they

@@ -1,20 +1,24 @@
 //! The stop words by which detection tells a language's prose: tantivy's lists, and lists of
 //! our own for Romanian and Turkish, whose Snowball stemmers tantivy carries without one,
-//! and for Czech, which has a stemmer of ours.
+//! for Czech, which has a stemmer of ours, and for Polish, Vietnamese and Indonesian, which
+//! are read by English rules.
 //!
 //! Detection believes the detector only for text that uses enough of the language's stop
 //! words (see `language.rs`), so without a list a Romanian or Turkish note was never
 //! detected, and was analysed by English rules unless its front matter named its language.
 //! These lists serve detection only: the analysis of a Romanian, Turkish or Czech chunk
-//! keeps its function words, as Arabic, Greek, Tamil and Ukrainian ones do. Dropping them
-//! was measured on Debian's Romanian manual pages and lowered BM25 (R@5 / MRR@10 0.800 /
-//! 0.595 → 0.700 / 0.508): in their terse option lines a `nu` (not) or `cu` (with) is part
-//! of the answer; on the Czech ones, it lowered MRR@10 (BM25 0.386 → 0.351).
+//! keeps its function words, as Arabic, Greek, Tamil and Ukrainian ones do, and a Polish,
+//! Vietnamese or Indonesian one drops English's only. Dropping them was measured on
+//! Debian's Romanian manual pages and lowered BM25 (R@5 / MRR@10 0.800 / 0.595 → 0.700 /
+//! 0.508): in their terse option lines a `nu` (not) or `cu` (with) is part of the answer;
+//! on the Czech ones, it lowered MRR@10 (BM25 0.386 → 0.351).
 //!
 //! The words are the articles, pronouns, prepositions, conjunctions and particles of each
 //! language, with the forms of "to be" that stand alone. Each is also given as it is often
 //! typed without its letters' marks (`si` for `și`, `icin` for `için`), and Romanian words
-//! with the cedilla letters `ş` and `ţ` that older fonts and keyboards put for `ș` and `ț`.
+//! with the cedilla letters `ş` and `ţ` that older fonts and keyboards put for `ș` and `ț`;
+//! Vietnamese words only as written, since without their marks they are other languages'
+//! words too.
 
 use tantivy::tokenizer::{Language as Stemming, StopWordFilter};
 
@@ -66,14 +70,38 @@ const CZECH: &str = "\
     az byt ci dalsi jeji jenz jeste jiz kdyz ktera ktere ktery kteri mne maji nam nas nez ni \
     nim prave pred pri svuj takze teto tim uz vam vas vsak vsechny";
 
+/// Polish function words of two letters or more (detection passes over shorter words), then
+/// those typed without marks.
+const POLISH: &str = "\
+    aby ale albo ani bardzo bez bo był była było byli być będzie będą co czy dla do gdy gdzie \
+    go ich im jak jako jakie jaki jej jest jego jeśli jeżeli już każdy kiedy która które \
+    którego której który którzy lub ma mają mi może można na nad nie niż od on ona one oni ono \
+    oraz po pod ponieważ przed przez przy się są ta tak także tam te tego tej ten też to tu \
+    tylko tym we więc wszystkie za ze że żeby \
+    byl byla bylo byc bedzie beda jesli jezeli juz kazdy ktora ktore ktorego ktorej ktory \
+    ktorzy moze mozna niz poniewaz sie sa takze tez wiec zeby";
+
+/// Vietnamese function words, as written: every syllable is a word, and its marks tell it
+/// from the same letters in other languages (`của`, `và`), so the plain spellings, which
+/// English and French share (`do`, `to`, `la`), are left out.
+const VIETNAMESE: &str = "\
+    bạn bằng bị các cả chỉ cho chúng có còn của cũng đã đang để đến điều đó được gì hay hoặc \
+    họ khi không là lại lên mà mỗi một nào này nên nếu người như những nhiều nó ở ra rằng rất \
+    rồi sau sẽ tại theo thì trên trong từ và vào về vì với";
+
+/// Indonesian function words.
+const INDONESIAN: &str = "\
+    ada adalah agar akan anda antara apa apabila atau bagaimana bagi bahwa bila bisa belum \
+    beberapa dalam dan dapat dari demikian dengan dia hanya harus hingga ia ini itu jika juga \
+    kami karena ke kepada kita lagi lain lebih maka masih mereka namun oleh pada para saat \
+    sangat saya seperti sebagai secara sehingga sejak semua serta setelah setiap sudah tanpa \
+    telah tentang tersebut tetapi tidak untuk yaitu yakni yang";
+
 /// The stop words that tell the prose of the language of two-letter `code`, whose Snowball
-/// stemmer is `stemming`: tantivy's list, or this file's for Romanian, Turkish and Czech.
-/// `None` for a language without one (Arabic, Greek, Tamil, Ukrainian), whose script tells
-/// it instead.
+/// stemmer is `stemming`: this file's list for Romanian, Turkish, Czech, Polish, Vietnamese
+/// and Indonesian, else tantivy's. `None` for a language without one (Arabic, Greek, Tamil,
+/// Ukrainian and the other languages in their own scripts), whose letters tell it instead.
 pub(super) fn of(code: &str, stemming: Option<Stemming>) -> Option<StopWordFilter> {
-    if let Some(list) = stemming.and_then(StopWordFilter::new) {
-        return Some(list);
-    }
     let words: Vec<String> = match code {
         "ro" => ROMANIAN
             .split_whitespace()
@@ -81,7 +109,10 @@ pub(super) fn of(code: &str, stemming: Option<Stemming>) -> Option<StopWordFilte
             .collect(),
         "tr" => TURKISH.split_whitespace().map(str::to_string).collect(),
         "cs" => CZECH.split_whitespace().map(str::to_string).collect(),
-        _ => return None,
+        "pl" => POLISH.split_whitespace().map(str::to_string).collect(),
+        "vi" => VIETNAMESE.split_whitespace().map(str::to_string).collect(),
+        "id" => INDONESIAN.split_whitespace().map(str::to_string).collect(),
+        _ => return stemming.and_then(StopWordFilter::new),
     };
     Some(StopWordFilter::remove(words))
 }

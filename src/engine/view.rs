@@ -249,7 +249,8 @@ impl View {
     }
 
     /// How many of the `chunks` each language's rules analyse, most first, from the marker
-    /// term that a chunk in another language than English carries.
+    /// term that a chunk in another language than English carries: in its text, or with its
+    /// filter terms for a language analysed as English.
     fn languages(&self, chunks: usize) -> Vec<LanguageChunks> {
         let entry = |language: Language, chunks: usize| LanguageChunks {
             code: language.code(),
@@ -258,7 +259,14 @@ impl View {
         };
         let mut languages: Vec<LanguageChunks> = Language::all()
             .filter(|&l| l != Language::ENGLISH)
-            .map(|l| entry(l, self.snapshot.doc_freq(TextField::Text, &l.marker()) as usize))
+            .map(|l| {
+                let marked = if l.analysed_as_english() {
+                    self.snapshot.filter_doc_freq(&l.marker())
+                } else {
+                    self.snapshot.doc_freq(TextField::Text, &l.marker())
+                };
+                entry(l, marked as usize)
+            })
             .filter(|l| l.chunks > 0)
             .collect();
         let others: usize = languages.iter().map(|l| l.chunks).sum();

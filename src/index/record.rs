@@ -257,18 +257,19 @@ pub(super) fn document(f: &Fields, r: &ChunkRecord, file: StoredFileMeta) -> Tan
     doc.add_u64(f.end_byte, r.end_byte);
     // A chunk in English, or in a language without rules of its own, is analysed by the
     // field's registered analyzer, and so is one in a language analysed as English (Chinese,
-    // Japanese, Korean, Thai), its language's marker beside it as a value of its own; one in
-    // another language is analysed here by its language's rules, and its text carries the
-    // language's marker. Every searched field follows the chunk's language, the title and
-    // the snippet too: a query is analysed by the rules of every language the index holds,
-    // so it meets each field with the terms the field was indexed with.
+    // Polish, Hebrew...), whose marker goes with the filter terms, where no search scores
+    // it; one in another language is analysed here by its language's rules, and its text
+    // carries the language's marker, by which a query knows to be analysed by those rules
+    // too. Every searched field follows the chunk's language, the title and the snippet too:
+    // a query is analysed by the rules of every language the index holds, so it meets each
+    // field with the terms the field was indexed with.
     let language = r.language();
+    if language.analysed_as_english() && language != Language::ENGLISH {
+        doc.add_text(f.metadata_terms, language.marker());
+    }
     let add_searched = |doc: &mut TantivyDocument, field, text: String, marked: bool| {
         if language.analysed_as_english() {
             doc.add_text(field, text);
-            if marked && language != Language::ENGLISH {
-                doc.add_pre_tokenized_text(field, analysis::marker_alone(language));
-            }
         } else {
             doc.add_pre_tokenized_text(field, analysis::pre_tokenized(&text, language, marked));
         }

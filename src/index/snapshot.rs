@@ -120,6 +120,12 @@ impl Snapshot {
         self.live_stats().doc_freq(&Term::from_field_text(self.fields.searched(field), term)).unwrap_or(0)
     }
 
+    /// In how many live chunks a filter term occurs (a `key=value` term of their front
+    /// matter, or the marker of a language analysed as English).
+    pub fn filter_doc_freq(&self, term: &str) -> u64 {
+        self.live_stats().doc_freq(&Term::from_field_text(self.fields.metadata_terms, term)).unwrap_or(0)
+    }
+
     fn live_stats(&self) -> LiveStats<'_> {
         LiveStats { searcher: &self.searcher, tokens: &self.tokens }
     }
