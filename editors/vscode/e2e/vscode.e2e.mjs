@@ -60,6 +60,13 @@ async function step(name, body) {
     }
     console.error(`not ok ${stepNumber} - ${name}`);
     console.error(`vscode e2e: the step "${name}" failed: ${error instanceof Error ? error.stack : error}`);
+    if (page) {
+      // What the window showed, for a failure seen only in a CI log.
+      const toasts = await page.locator(".notification-toast").allInnerTexts().catch(() => []);
+      console.error(`vscode e2e: toasts shown: ${JSON.stringify(toasts)}`);
+      const status = await page.locator(".statusbar-item").allInnerTexts().catch(() => []);
+      console.error(`vscode e2e: status bar: ${JSON.stringify(status.filter((t) => t.trim()))}`);
+    }
     console.error(`vscode e2e: screenshots and code-server's log are in ${artifacts}`);
     await shutDown();
     process.exit(1);
@@ -467,7 +474,12 @@ await step("a wrong server binary, then a missing one, are reported with a butto
   // lacks the language server, and restarts as offered.
   const machineSettings = path.join(userData, "Machine", "settings.json");
   const settings = JSON.parse(fs.readFileSync(machineSettings, "utf8"));
-  const setServerPath = (value) => fs.writeFileSync(machineSettings, JSON.stringify({ ...settings, "situate.server.path": value }, null, 2));
+  // Written whole and renamed into place, as editors save: code-server could otherwise read
+  // the file between its truncation and the write that follows, and see no settings at all.
+  const setServerPath = (value) => {
+    fs.writeFileSync(`${machineSettings}.new`, JSON.stringify({ ...settings, "situate.server.path": value }, null, 2));
+    fs.renameSync(`${machineSettings}.new`, machineSettings);
+  };
   const older = path.join(work, "older-situate");
   fs.writeFileSync(older, "#!/bin/sh\necho \"error: unrecognized subcommand 'lsp'\" >&2\nexit 2\n", { mode: 0o755 });
   setServerPath(older);
