@@ -484,6 +484,17 @@ mod tests {
         assert_eq!(named("首先，让我们看一下所有权的规则。请记住这些规则。"), Some("Chinese".into()));
         assert_eq!(named("所有権のルールを見てみましょう。"), Some("Japanese".into()));
         assert_eq!(named("소유권 규칙을 먼저 살펴보겠습니다. 規則"), Some("Korean".into()));
+        // A language read by English rules is named all the same, so that a snippet is asked
+        // for in it.
+        assert_eq!(
+            named("הגיבויים מועתקים בכל לילה לשרת השני ונשמרים שם שלושים יום לפני שהם נמחקים."),
+            Some("Hebrew".into())
+        );
+        // Persian, once asked for in Arabic.
+        assert_eq!(
+            named("پشتیبان‌ها هر شب روی سرور دوم کپی می‌شوند و پیش از پاک شدن سی روز آنجا نگه داشته می‌شوند."),
+            Some("Persian".into())
+        );
         assert_eq!(
             named(
                 "Die Sicherungen werden dreißig Tage lang in der zweiten Region aufbewahrt, danach gelöscht."
