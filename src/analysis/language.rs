@@ -19,7 +19,9 @@
 //! ([`Language::marker`]), so that the index can say which languages it holds without a
 //! field of its own: a query is analysed by the rules of each of them (see
 //! [`super::query_terms_in`]), and so meets every chunk with the terms that chunk was indexed
-//! with.
+//! with. A chunk in a language analysed as English carries its marker among its filter
+//! terms instead, where BM25 does not count it: the index knows the language, and its
+//! scores are those of an English chunk.
 
 use std::collections::HashSet;
 

@@ -75,71 +75,34 @@ pub(super) fn written_in_lao(prose: &str) -> Option<Language> {
 /// leave it at a confidence of 0.76, below the 0.9 it calls reliable). `None` when the text
 /// uses fewer than two of them.
 pub(super) fn hindi_marathi_or_nepali(prose: &str) -> Option<&'static str> {
-    const WORDS: [(&str, &[&str]); 3] = [
-        (
-            "hi",
-            &[
-                "है",
-                "हैं",
-                "और",
-                "का",
-                "की",
-                "के",
-                "में",
-                "से",
-                "यह",
-                "वह",
-                "भी",
-                "नहीं",
-                "था",
-                "थे",
-                "थी",
-                "कि",
-                "लिए",
-                "इस",
-                "उस",
-            ],
-        ),
-        (
-            "mr",
-            &[
-                "आहे",
-                "आहेत",
-                "आणि",
-                "हा",
-                "ही",
-                "हे",
-                "या",
-                "त्या",
-                "च्या",
-                "ला",
-                "मध्ये",
-                "पण",
-                "नाही",
-                "होते",
-                "केले",
-                "करा",
-            ],
-        ),
-        ("ne", &["छ", "छन्", "र", "मा", "ले", "लाई", "पनि", "यो", "त्यो", "थियो", "गर्न", "हुन्छ", "भने", "गर्नुहोस्"]),
+    const WORDS: [(&str, &str); 3] = [
+        ("hi", "है हैं और का की के में से यह वह भी नहीं था थे थी कि लिए इस उस"),
+        ("mr", "आहे आहेत आणि हा ही हे या त्या च्या ला मध्ये पण नाही होते केले करा"),
+        ("ne", "छ छन् र मा ले लाई पनि यो त्यो थियो गर्न हुन्छ भने गर्नुहोस्"),
     ];
     let mut uses = [0usize; 3];
     for word in prose.split_whitespace() {
         let word =
             word.trim_matches(|c: char| c.is_ascii_punctuation() || matches!(c, '।' | '॥' | '“' | '”'));
         for (n, (_, words)) in WORDS.iter().enumerate() {
-            uses[n] += usize::from(words.contains(&word));
+            uses[n] += usize::from(words.split_whitespace().any(|w| w == word));
         }
     }
-    let (best, &most) = uses.iter().enumerate().max_by_key(|(_, n)| **n)?;
-    (most >= 2).then_some(WORDS[best].0)
+    // The first of the most used, Hindi on a tie: it is the most written of the three.
+    let mut best = 0;
+    for n in 1..WORDS.len() {
+        if uses[n] > uses[best] {
+            best = n;
+        }
+    }
+    (uses[best] >= 2).then_some(WORDS[best].0)
 }
 
 /// Arabic, Persian or Urdu, by the letters that each writes and the others do not. Urdu alone
 /// writes `ے`, `ں`, `ٹ`, `ڈ` and `ڑ`, common in all its prose; Persian writes `پ`, `چ`, `ژ`,
-/// `گ`, and its own `ی` and `ک` where Arabic writes `ي` and `ك`, with its `ة` and `ى`. The
-/// detector, reading trigrams, takes short Persian lines for Arabic and the reverse; the
-/// letters are what a reader tells them by.
+/// `گ`, and its own `ی` and `ک` where Arabic writes `ي` and `ك`, with its `ة` and `ى`. Asked
+/// to choose among the three by trigrams, the detector is less often sure of any (see
+/// `language.rs`'s `detector`); the letters are what a reader tells them by.
 pub(super) fn arabic_persian_or_urdu(prose: &str) -> whatlang::Lang {
     let (mut letters, mut urdu, mut persian, mut arabic) = (0usize, 0usize, 0usize, 0usize);
     for c in prose.chars().filter(|c| c.is_alphabetic()) {
