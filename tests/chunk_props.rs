@@ -12,7 +12,9 @@ use situate::chunk::{ChunkConfig, ChunkStrategy, ChunkedDocument, DocKind, chunk
 #[path = "support/chunk_oracle.rs"]
 mod chunk_oracle;
 
-use chunk_oracle::{in_cjk_blocks, line_of, top_level_headings, wordless_bodies};
+use chunk_oracle::{
+    fenced_blocks, in_cjk_blocks, line_of, opens_inside_a_closed_block, top_level_headings, wordless_bodies,
+};
 
 /// The stand-in sentence embedder of the `semantic` strategy.
 fn hashed_vectors(texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
@@ -58,6 +60,7 @@ fn check(text: &str, kind: DocKind, config: &ChunkConfig) -> Result<(), TestCase
     prop_assert!(!doc.title.is_empty());
     let bpe = tiktoken_rs::cl100k_base_singleton();
     let mut previous: Option<Range<usize>> = None;
+    let fenced = fenced_blocks(text);
     for (i, chunk) in doc.chunks.iter().enumerate() {
         let range = chunk.byte_range.clone();
         prop_assert_eq!(chunk.ordinal as usize, i);
@@ -90,6 +93,14 @@ fn check(text: &str, kind: DocKind, config: &ChunkConfig) -> Result<(), TestCase
         if let Some(previous) = &previous {
             prop_assert!(range.start > previous.start, "chunks move forward");
             prop_assert!(range.end > previous.end, "chunks move forward");
+            // The overlap never repeats the end of a code block that the chunk before closed.
+            prop_assert!(
+                config.strategy != ChunkStrategy::Section
+                    || !opens_inside_a_closed_block(&fenced, previous, &range),
+                "{:?} starts inside a code block that {:?} closed",
+                range,
+                previous
+            );
         }
         previous = Some(range);
     }

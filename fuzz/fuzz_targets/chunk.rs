@@ -21,7 +21,9 @@ use situate::chunk::{ChunkConfig, ChunkStrategy, DocKind, MAX_LABEL_CHARS, chunk
 #[path = "../../tests/support/chunk_oracle.rs"]
 mod chunk_oracle;
 
-use chunk_oracle::{hashed, in_cjk_blocks, line_of, top_level_headings, wordless_bodies};
+use chunk_oracle::{
+    fenced_blocks, hashed, in_cjk_blocks, line_of, opens_inside_a_closed_block, top_level_headings, wordless_bodies,
+};
 
 /// Vectors that no embedder should return, but a broken one might.
 fn malformed(texts: &[&str]) -> Vec<Vec<f32>> {
@@ -92,6 +94,7 @@ fuzz_target!(|data: &[u8]| {
     assert!(capped(&doc.title), "the title is capped: {} chars", doc.title.chars().count());
     let bpe = tiktoken_rs::cl100k_base_singleton();
     let mut previous: Option<Range<usize>> = None;
+    let fenced = fenced_blocks(text);
     for (i, chunk) in doc.chunks.iter().enumerate() {
         let range = chunk.byte_range.clone();
         assert_eq!(chunk.ordinal as usize, i);
@@ -122,6 +125,11 @@ fuzz_target!(|data: &[u8]| {
         assert!(chunk.heading_path.iter().all(|h| capped(h)), "heading labels are capped");
         if let Some(previous) = &previous {
             assert!(range.start > previous.start && range.end > previous.end, "chunks move forward");
+            // The overlap never repeats the end of a code block that the chunk before closed.
+            assert!(
+                strategy != ChunkStrategy::Section || !opens_inside_a_closed_block(&fenced, previous, &range),
+                "{range:?} starts inside a code block that {previous:?} closed"
+            );
         }
         previous = Some(range);
     }

@@ -57,6 +57,9 @@ pub(crate) struct Splitter<'a> {
     max_tokens: usize,
     overlap_tokens: usize,
     warnings: &'a mut Vec<String>,
+    /// The document's fenced code blocks, each from its opening fence line to the end of its
+    /// closing one ([`fenced_blocks`]), in order.
+    fenced: Vec<Range<usize>>,
 }
 
 impl<'a> Splitter<'a> {
@@ -70,7 +73,14 @@ impl<'a> Splitter<'a> {
         warnings: &'a mut Vec<String>,
     ) -> Splitter<'a> {
         let max_tokens = max_tokens.max(1);
-        Splitter { text, lines, max_tokens, overlap_tokens: overlap_tokens.min(max_tokens / 2), warnings }
+        Splitter {
+            text,
+            lines,
+            max_tokens,
+            overlap_tokens: overlap_tokens.min(max_tokens / 2),
+            warnings,
+            fenced: fenced_blocks(text),
+        }
     }
 
     /// The chunks of one section, in order. A section without body blocks yields none.
@@ -288,7 +298,10 @@ impl<'a> Splitter<'a> {
                 }
             }
             if i < pieces.len() && self.overlap_tokens > 0 {
-                overlap = self.overlap_start(&pieces[first..i], content_start);
+                let end = pieces[i - 1].range.end;
+                overlap = self
+                    .overlap_start(&pieces[first..i], content_start)
+                    .and_then(|(start, tokens)| self.outside_fences(start, tokens, end));
             }
         }
         chunks
@@ -341,6 +354,24 @@ impl<'a> Splitter<'a> {
         start.map(|s| (s, total))
     }
 
+    /// The overlap starting at `start` (of `tokens` tokens, up to `end`), moved past the end
+    /// of a fenced code block that it would start inside and that closes before `end`: a
+    /// chunk that opens with the last lines of a code block and its closing fence reads as
+    /// one whose prose is code, to the previews that show it and to the detection of its
+    /// language. `None` when only blanks would be left. The overlap of a chunk that ends
+    /// inside a block too long for one chunk stays as it was: the next chunk starts inside
+    /// the block whatever its overlap.
+    fn outside_fences(&self, start: usize, tokens: usize, end: usize) -> Option<(usize, usize)> {
+        let at = self.fenced.partition_point(|block| block.end <= start);
+        let Some(block) = self.fenced.get(at).filter(|block| block.start < start && block.end < end) else {
+            return Some((start, tokens));
+        };
+        if self.text[block.end..end].trim().is_empty() {
+            return None;
+        }
+        Some((block.end, budget::units_capped(&self.text[block.end..end], tokens)))
+    }
+
     /// About `overlap_tokens` tokens from the end of `unit`, starting at a word after
     /// `chunk_start`.
     fn words_tail(&self, unit: Range<usize>, chunk_start: usize) -> Option<(usize, usize)> {
@@ -368,6 +399,35 @@ impl<'a> Splitter<'a> {
 
 /// Cuts a block into its natural units: sentences for prose, lines for code, tables and
 /// HTML, and both for list items (whose lines are often items of a nested list).
+/// The fenced code blocks of `text`, each from the start of its opening fence line (three
+/// backticks or tildes, after blanks) to the end of the line that closes it (one that starts
+/// with the same three); a block left open runs to the end. Previews and the detection of a
+/// chunk's language find its code by the same lines.
+fn fenced_blocks(text: &str) -> Vec<Range<usize>> {
+    let mut blocks = Vec::new();
+    let mut open: Option<(usize, &str)> = None;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        let end = offset + line.len();
+        match open {
+            Some((start, fence)) if trimmed.starts_with(fence) => {
+                blocks.push(start..end);
+                open = None;
+            }
+            None if trimmed.starts_with("```") || trimmed.starts_with("~~~") => {
+                open = Some((offset, &trimmed[..3]));
+            }
+            _ => {}
+        }
+        offset = end;
+    }
+    if let Some((start, _)) = open {
+        blocks.push(start..text.len());
+    }
+    blocks
+}
+
 fn units_of(text: &str, range: Range<usize>, kind: BlockKind) -> Vec<Range<usize>> {
     let starts = match kind {
         BlockKind::Prose => sentence_starts(text, range.clone()),

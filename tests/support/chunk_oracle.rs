@@ -74,3 +74,40 @@ pub fn hashed(texts: &[&str]) -> Vec<Vec<f32>> {
         })
         .collect()
 }
+
+/// The fenced code blocks of `text` by its lines: where each opening fence line (three
+/// backticks or tildes after blanks) starts, where the line closing it (one that starts with
+/// the same three) starts, and where that line ends. A block left open closes at the end.
+pub fn fenced_blocks(text: &str) -> Vec<(usize, usize, usize)> {
+    let mut blocks = Vec::new();
+    let mut open: Option<(usize, String)> = None;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        let marker = trimmed.get(..3).filter(|m| *m == "```" || *m == "~~~");
+        match (&open, marker) {
+            (Some((start, fence)), Some(m)) if m == fence => {
+                blocks.push((*start, at, at + line.len()));
+                open = None;
+            }
+            (None, Some(m)) => open = Some((at, m.to_string())),
+            _ => {}
+        }
+        at += line.len();
+    }
+    if let Some((start, _)) = open {
+        blocks.push((start, text.len(), text.len()));
+    }
+    blocks
+}
+
+/// Whether a chunk at `chunk` starts inside a fenced block of `blocks` that the chunk before
+/// it (at `previous`) holds the closing line of: a chunk that repeats a closed block's last
+/// lines, which would read as code all that follows them.
+pub fn opens_inside_a_closed_block(
+    blocks: &[(usize, usize, usize)],
+    previous: &Range<usize>,
+    chunk: &Range<usize>,
+) -> bool {
+    blocks.iter().any(|&(open, close, end)| open < chunk.start && chunk.start < end && previous.end > close)
+}
