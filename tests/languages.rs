@@ -88,6 +88,26 @@ fn paths(hits: &[Hit]) -> Vec<&str> {
     hits.iter().map(|h| h.chunk.path.as_str()).collect()
 }
 
+/// The `language` field of the one hit of `query` in `path` (the detected language stands
+/// for the front matter field a note does not have).
+fn language_field(engine: &Engine, path: &str, query: &str) -> Option<Vec<String>> {
+    let hits = engine.search(&SearchRequest { paths: vec![path.to_string()], ..request(query) }).unwrap();
+    assert_eq!(paths(&hits), [path], "{query}");
+    hits[0].chunk.metadata.get("language").cloned()
+}
+
+/// The files of the hits of `query` filtered by `--where language=CODE`.
+fn in_language(engine: &Engine, code: &str, query: &str) -> Vec<String> {
+    let filters = situate::search::filter::parse_all(&[format!("language={code}")]).unwrap();
+    let hits = engine.search(&SearchRequest { filters, ..request(query) }).unwrap();
+    paths(&hits).into_iter().map(str::to_string).collect()
+}
+
+/// Each language's chunks, as status counts them.
+fn chunks_by_language(engine: &Engine) -> Vec<(&'static str, usize)> {
+    engine.status().languages.iter().map(|l| (l.code, l.chunks)).collect()
+}
+
 /// The first preview line of the best hit for `query` (searched by BM25 alone), its marks
 /// in brackets.
 fn first_preview(engine: &Engine, query: &str) -> String {
@@ -738,11 +758,7 @@ fn chinese_japanese_korean_and_thai_notes_are_named_for_their_language() {
     ];
     let (f, engine) = indexed_with(notes);
     // The language detected stands for the front matter field the note does not have.
-    let language_of = |path: &str, query: &str| {
-        let hits = engine.search(&SearchRequest { paths: vec![path.to_string()], ..request(query) }).unwrap();
-        assert_eq!(paths(&hits), [path], "{query}");
-        hits[0].chunk.metadata.get("language").cloned()
-    };
+    let language_of = |path: &str, query: &str| language_field(&engine, path, query);
     let field = |code: &str| Some(vec![code.to_string()]);
     assert_eq!(language_of("zh.md", "所有权"), field("zh"));
     assert_eq!(language_of("ja.md", "スナップショット"), field("ja"));
@@ -751,18 +767,13 @@ fn chinese_japanese_korean_and_thai_notes_are_named_for_their_language() {
     assert_eq!(language_of("en.md", "backups"), None);
 
     // A filter finds a language's notes without their front matter naming it.
-    let filtered = |code: &str, query: &str| {
-        let filters = situate::search::filter::parse_all(&[format!("language={code}")]).unwrap();
-        let hits = engine.search(&SearchRequest { filters, ..request(query) }).unwrap();
-        paths(&hits).into_iter().map(str::to_string).collect::<Vec<_>>()
-    };
+    let filtered = |code: &str, query: &str| in_language(&engine, code, query);
     assert_eq!(filtered("zh", "Rust 所有权"), ["zh.md"]);
     assert_eq!(filtered("ja", "スナップショット"), ["ja.md"]);
     assert!(filtered("zh", "スナップショット").is_empty());
 
     // Status counts each language's chunks.
-    let status = engine.status();
-    let counted: Vec<(&str, usize)> = status.languages.iter().map(|l| (l.code, l.chunks)).collect();
+    let counted = chunks_by_language(&engine);
     for code in ["zh", "ja", "ko", "th", "en"] {
         assert!(counted.contains(&(code, 1)), "{code}: {counted:?}");
     }
@@ -828,11 +839,7 @@ fn notes_in_languages_without_rules_are_named_and_searched_as_before() {
         ),
     ];
     let (_f, engine) = indexed_with(notes);
-    let language_of = |path: &str, query: &str| {
-        let hits = engine.search(&SearchRequest { paths: vec![path.to_string()], ..request(query) }).unwrap();
-        assert_eq!(paths(&hits), [path], "{query}");
-        hits[0].chunk.metadata.get("language").cloned()
-    };
+    let language_of = |path: &str, query: &str| language_field(&engine, path, query);
     let field = |code: &str| Some(vec![code.to_string()]);
     assert_eq!(language_of("he.md", "גיבויים"), field("he"));
     assert_eq!(language_of("hi.md", "बैकअप"), field("hi"));
@@ -843,18 +850,13 @@ fn notes_in_languages_without_rules_are_named_and_searched_as_before() {
     assert_eq!(language_of("ka.md", "სერვერზე"), field("ka"));
 
     // A filter finds each language's notes.
-    let filtered = |code: &str, query: &str| {
-        let filters = situate::search::filter::parse_all(&[format!("language={code}")]).unwrap();
-        let hits = engine.search(&SearchRequest { filters, ..request(query) }).unwrap();
-        paths(&hits).into_iter().map(str::to_string).collect::<Vec<_>>()
-    };
+    let filtered = |code: &str, query: &str| in_language(&engine, code, query);
     assert_eq!(filtered("pl", "kopie zapasowe"), ["pl.md"]);
     assert_eq!(filtered("he", "גיבויים"), ["he.md"]);
     assert!(filtered("vi", "kopie zapasowe").is_empty());
 
     // Status counts each language's chunks.
-    let status = engine.status();
-    let counted: Vec<(&str, usize)> = status.languages.iter().map(|l| (l.code, l.chunks)).collect();
+    let counted = chunks_by_language(&engine);
     for code in ["he", "hi", "pl", "vi", "id", "fa", "ka"] {
         assert!(counted.contains(&(code, 1)), "{code}: {counted:?}");
     }
