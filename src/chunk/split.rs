@@ -57,9 +57,9 @@ pub(crate) struct Splitter<'a> {
     max_tokens: usize,
     overlap_tokens: usize,
     warnings: &'a mut Vec<String>,
-    /// The document's fenced code blocks, each from its opening fence line to the end of its
-    /// closing one ([`fenced_blocks`]), in order.
-    fenced: Vec<Range<usize>>,
+    /// The document's fenced code blocks and comments over several lines, each from the line
+    /// that opens it to the end of the line that closes it ([`fences_and_comments`]), in order.
+    blocks: Vec<Range<usize>>,
 }
 
 impl<'a> Splitter<'a> {
@@ -79,7 +79,7 @@ impl<'a> Splitter<'a> {
             max_tokens,
             overlap_tokens: overlap_tokens.min(max_tokens / 2),
             warnings,
-            fenced: fenced_blocks(text),
+            blocks: fences_and_comments(text),
         }
     }
 
@@ -355,15 +355,16 @@ impl<'a> Splitter<'a> {
     }
 
     /// The overlap starting at `start` (of `tokens` tokens, up to `end`), moved past the end
-    /// of a fenced code block that it would start inside and that closes before `end`: a
-    /// chunk that opens with the last lines of a code block and its closing fence reads as
-    /// one whose prose is code, to the previews that show it and to the detection of its
-    /// language. `None` when only blanks would be left. The overlap of a chunk that ends
-    /// inside a block too long for one chunk stays as it was: the next chunk starts inside
-    /// the block whatever its overlap.
+    /// of a fenced code block or a `%%` comment that it would start inside and that closes
+    /// before `end`: a chunk that opens with the last lines of a code block and its closing
+    /// fence reads as one whose prose is code, to the previews that show it and to the
+    /// detection of its language, and one that opens inside a comment as one whose comment
+    /// is text and whose text is hidden. `None` when only blanks would be left. The overlap of
+    /// a chunk that ends inside a block too long for one chunk stays as it was: the next
+    /// chunk starts inside the block whatever its overlap.
     fn outside_fences(&self, start: usize, tokens: usize, end: usize) -> Option<(usize, usize)> {
-        let at = self.fenced.partition_point(|block| block.end <= start);
-        let Some(block) = self.fenced.get(at).filter(|block| block.start < start && block.end < end) else {
+        let at = self.blocks.partition_point(|block| block.end <= start);
+        let Some(block) = self.blocks.get(at).filter(|block| block.start < start && block.end < end) else {
             return Some((start, tokens));
         };
         if self.text[block.end..end].trim().is_empty() {
@@ -399,30 +400,46 @@ impl<'a> Splitter<'a> {
 
 /// Cuts a block into its natural units: sentences for prose, lines for code, tables and
 /// HTML, and both for list items (whose lines are often items of a nested list).
-/// The fenced code blocks of `text`, each from the start of its opening fence line (three
-/// backticks or tildes, after blanks) to the end of the line that closes it (one that starts
-/// with the same three); a block left open runs to the end. Previews and the detection of a
-/// chunk's language find its code by the same lines.
-fn fenced_blocks(text: &str) -> Vec<Range<usize>> {
+/// The fenced code blocks of `text` and its Obsidian comments over several lines, each from
+/// the start of the line that opens it to the end of the line that closes it. A fence line
+/// starts with three backticks or tildes (after blanks), and a line that starts with the
+/// same three closes its block; a comment opens on a line with an odd number of `%%` outside
+/// inline code and closes on the next such line (a comment hides the fences inside it). A block left open
+/// runs to the end. Previews and the detection of a chunk's language find its code and its
+/// comments by the same lines.
+fn fences_and_comments(text: &str) -> Vec<Range<usize>> {
+    enum Open<'t> {
+        Fence(usize, &'t str),
+        Comment(usize),
+    }
     let mut blocks = Vec::new();
-    let mut open: Option<(usize, &str)> = None;
+    let mut open: Option<Open> = None;
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
         let trimmed = line.trim_start();
         let end = offset + line.len();
+        // A `%%` between backticks is code (`` `%%` ``), as previews read it.
+        let marks: usize = line.split('`').step_by(2).map(|outside| outside.matches("%%").count()).sum();
+        let toggles_comment = marks % 2 == 1;
         match open {
-            Some((start, fence)) if trimmed.starts_with(fence) => {
+            Some(Open::Fence(start, fence)) if trimmed.starts_with(fence) => {
                 blocks.push(start..end);
                 open = None;
             }
-            None if trimmed.starts_with("```") || trimmed.starts_with("~~~") => {
-                open = Some((offset, &trimmed[..3]));
+            Some(Open::Comment(start)) if toggles_comment => {
+                blocks.push(start..end);
+                open = None;
             }
-            _ => {}
+            Some(_) => {}
+            None if trimmed.starts_with("```") || trimmed.starts_with("~~~") => {
+                open = Some(Open::Fence(offset, &trimmed[..3]));
+            }
+            None if toggles_comment => open = Some(Open::Comment(offset)),
+            None => {}
         }
         offset = end;
     }
-    if let Some((start, _)) = open {
+    if let Some(Open::Fence(start, _) | Open::Comment(start)) = open {
         blocks.push(start..text.len());
     }
     blocks

@@ -75,23 +75,39 @@ pub fn hashed(texts: &[&str]) -> Vec<Vec<f32>> {
         .collect()
 }
 
-/// The fenced code blocks of `text` by its lines: where each opening fence line (three
-/// backticks or tildes after blanks) starts, where the line closing it (one that starts with
-/// the same three) starts, and where that line ends. A block left open closes at the end.
+/// The fenced code blocks and the `%%` comments over several lines of `text`, by its lines:
+/// where the line opening each starts, where the line closing it starts, and where that
+/// line ends. A fence line starts with three backticks or tildes (after blanks), closed by a
+/// line starting with the same three; a comment opens and closes on lines holding an odd
+/// number of `%%` outside inline code, and hides the fences inside it. A block left open
+/// closes at the end.
 pub fn fenced_blocks(text: &str) -> Vec<(usize, usize, usize)> {
     let mut blocks = Vec::new();
+    // Where the open block starts, and its fence (empty for a comment).
     let mut open: Option<(usize, String)> = None;
     let mut at = 0;
     for line in text.split_inclusive('\n') {
         let trimmed = line.trim_start();
         let marker = trimmed.get(..3).filter(|m| *m == "```" || *m == "~~~");
-        match (&open, marker) {
-            (Some((start, fence)), Some(m)) if m == fence => {
+        let odd_marks =
+            line.split('`').step_by(2).map(|outside| outside.matches("%%").count()).sum::<usize>() % 2 == 1;
+        match &open {
+            Some((start, fence)) if fence.is_empty() && odd_marks => {
                 blocks.push((*start, at, at + line.len()));
                 open = None;
             }
-            (None, Some(m)) => open = Some((at, m.to_string())),
-            _ => {}
+            Some((start, fence)) if !fence.is_empty() && marker == Some(fence.as_str()) => {
+                blocks.push((*start, at, at + line.len()));
+                open = None;
+            }
+            Some(_) => {}
+            None => {
+                if let Some(m) = marker {
+                    open = Some((at, m.to_string()));
+                } else if odd_marks {
+                    open = Some((at, String::new()));
+                }
+            }
         }
         at += line.len();
     }
@@ -101,9 +117,9 @@ pub fn fenced_blocks(text: &str) -> Vec<(usize, usize, usize)> {
     blocks
 }
 
-/// Whether a chunk at `chunk` starts inside a fenced block of `blocks` that the chunk before
-/// it (at `previous`) holds the closing line of: a chunk that repeats a closed block's last
-/// lines, which would read as code all that follows them.
+/// Whether a chunk at `chunk` starts inside a block of `blocks` ([`fenced_blocks`]) that the
+/// chunk before it (at `previous`) holds the closing line of: a chunk that repeats a closed
+/// block's last lines, which would read all that follows them as code, or as a comment.
 pub fn opens_inside_a_closed_block(
     blocks: &[(usize, usize, usize)],
     previous: &Range<usize>,
