@@ -117,13 +117,15 @@ pub fn fenced_blocks(text: &str) -> Vec<(usize, usize, usize)> {
     blocks
 }
 
-/// Whether a chunk at `chunk` starts inside a block of `blocks` ([`fenced_blocks`]) that the
-/// chunk before it (at `previous`) holds the closing line of: a chunk that repeats a closed
-/// block's last lines, which would read all that follows them as code, or as a comment.
+/// Whether a chunk at `chunk` starts inside a block of `blocks` ([`fenced_blocks`]), after its
+/// opening line and no later than its closing one, while the chunk before it (at `previous`)
+/// holds that closing line: a chunk that repeats a closed block's last lines, which would
+/// read all that follows them as code, or as a comment. A chunk may start inside the
+/// closing line itself: a line too long for the budget is cut between its tokens.
 pub fn opens_inside_a_closed_block(
     blocks: &[(usize, usize, usize)],
     previous: &Range<usize>,
     chunk: &Range<usize>,
 ) -> bool {
-    blocks.iter().any(|&(open, close, end)| open < chunk.start && chunk.start < end && previous.end > close)
+    blocks.iter().any(|&(open, close, _)| open < chunk.start && chunk.start <= close && previous.end > close)
 }
