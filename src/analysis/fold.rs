@@ -102,7 +102,7 @@ pub(super) fn hides_a_stop_word(word: &str) -> bool {
         static ANALYZERS: RefCell<(TextAnalyzer, Vec<TextAnalyzer>)> = RefCell::new((
             TextAnalyzer::builder(RawTokenizer::default()).filter(DropLatinMarks).filter(AsciiFoldingFilter).build(),
             Language::all()
-                .filter(|l| *l == Language::ENGLISH || !l.analysed_as_english())
+                .filter(|l| l.has_own_rules())
                 .filter_map(|l| l.stemming().and_then(StopWordFilter::new))
                 .map(|list| TextAnalyzer::builder(RawTokenizer::default()).filter(list).build())
                 .collect(),

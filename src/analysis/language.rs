@@ -180,7 +180,7 @@ impl Language {
     /// it stands.
     pub fn of_chunk(declared: Option<&str>, text: &str) -> Language {
         match declared.and_then(Language::named) {
-            Some(language) if language.analysed_as_english() && language != Language::ENGLISH => {
+            Some(language) if !language.has_own_rules() => {
                 Some(Language::detect(text)).filter(|own| !own.analysed_as_english()).unwrap_or(language)
             }
             Some(language) => language,
@@ -291,6 +291,13 @@ impl Language {
     /// Hebrew...), so that its text gives the terms English's analyzer gives.
     pub fn analysed_as_english(self) -> bool {
         self.stemming() == Some(Stemming::English)
+    }
+
+    /// Whether the language's rules are a set of their own: English's, or any that is not
+    /// English's ([`Language::analysed_as_english`]). A query analysed by each such language
+    /// meets every chunk.
+    pub fn has_own_rules(self) -> bool {
+        self == Language::ENGLISH || !self.analysed_as_english()
     }
 
     /// The term a chunk analysed by this language's rules carries in its text field, so that

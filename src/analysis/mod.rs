@@ -246,7 +246,7 @@ pub fn pre_tokenized(text: &str, language: Language, marked: bool) -> PreTokeniz
 /// ([`Language::analysed_as_english`]) is met by English's rules, so it is not asked about.
 pub fn languages_held(doc_freq: impl Fn(&str) -> u64) -> Vec<Language> {
     Language::all()
-        .filter(|&l| l == Language::ENGLISH || (!l.analysed_as_english() && doc_freq(&l.marker()) > 0))
+        .filter(|&l| l.has_own_rules() && (l == Language::ENGLISH || doc_freq(&l.marker()) > 0))
         .collect()
 }
 

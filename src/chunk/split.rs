@@ -301,7 +301,7 @@ impl<'a> Splitter<'a> {
                 let end = pieces[i - 1].range.end;
                 overlap = self
                     .overlap_start(&pieces[first..i], content_start)
-                    .and_then(|(start, tokens)| self.outside_fences(start, tokens, end));
+                    .and_then(|(start, tokens)| self.outside_closed_blocks(start, tokens, end));
             }
         }
         chunks
@@ -362,7 +362,7 @@ impl<'a> Splitter<'a> {
     /// is text and whose text is hidden. `None` when only blanks would be left. The overlap of
     /// a chunk that ends inside a block too long for one chunk stays as it was: the next
     /// chunk starts inside the block whatever its overlap.
-    fn outside_fences(&self, start: usize, tokens: usize, end: usize) -> Option<(usize, usize)> {
+    fn outside_closed_blocks(&self, start: usize, tokens: usize, end: usize) -> Option<(usize, usize)> {
         let at = self.blocks.partition_point(|block| block.end <= start);
         let Some(block) = self.blocks.get(at).filter(|block| block.start < start && block.end < end) else {
             return Some((start, tokens));
@@ -398,15 +398,13 @@ impl<'a> Splitter<'a> {
     }
 }
 
-/// Cuts a block into its natural units: sentences for prose, lines for code, tables and
-/// HTML, and both for list items (whose lines are often items of a nested list).
 /// The fenced code blocks of `text` and its Obsidian comments over several lines, each from
 /// the start of the line that opens it to the end of the line that closes it. A fence line
 /// starts with three backticks or tildes (after blanks), and a line that starts with the
 /// same three closes its block; a comment opens on a line with an odd number of `%%` outside
-/// inline code and closes on the next such line (a comment hides the fences inside it). A block left open
-/// runs to the end. Previews and the detection of a chunk's language find its code and its
-/// comments by the same lines.
+/// inline code and closes on the next such line (a comment hides the fences inside it). A
+/// block left open runs to the end. Previews and the detection of a chunk's language tell
+/// code and comments by lines of the same kinds.
 fn fences_and_comments(text: &str) -> Vec<Range<usize>> {
     enum Open<'t> {
         Fence(usize, &'t str),
@@ -419,14 +417,15 @@ fn fences_and_comments(text: &str) -> Vec<Range<usize>> {
         let trimmed = line.trim_start();
         let end = offset + line.len();
         // A `%%` between backticks is code (`` `%%` ``), as previews read it.
-        let marks: usize = line.split('`').step_by(2).map(|outside| outside.matches("%%").count()).sum();
-        let toggles_comment = marks % 2 == 1;
+        let toggles_comment = || {
+            line.split('`').step_by(2).map(|outside| outside.matches("%%").count()).sum::<usize>() % 2 == 1
+        };
         match open {
             Some(Open::Fence(start, fence)) if trimmed.starts_with(fence) => {
                 blocks.push(start..end);
                 open = None;
             }
-            Some(Open::Comment(start)) if toggles_comment => {
+            Some(Open::Comment(start)) if toggles_comment() => {
                 blocks.push(start..end);
                 open = None;
             }
@@ -434,7 +433,7 @@ fn fences_and_comments(text: &str) -> Vec<Range<usize>> {
             None if trimmed.starts_with("```") || trimmed.starts_with("~~~") => {
                 open = Some(Open::Fence(offset, &trimmed[..3]));
             }
-            None if toggles_comment => open = Some(Open::Comment(offset)),
+            None if toggles_comment() => open = Some(Open::Comment(offset)),
             None => {}
         }
         offset = end;
@@ -445,6 +444,8 @@ fn fences_and_comments(text: &str) -> Vec<Range<usize>> {
     blocks
 }
 
+/// Cuts a block into its natural units: sentences for prose, lines for code, tables and
+/// HTML, and both for list items (whose lines are often items of a nested list).
 fn units_of(text: &str, range: Range<usize>, kind: BlockKind) -> Vec<Range<usize>> {
     let starts = match kind {
         BlockKind::Prose => sentence_starts(text, range.clone()),

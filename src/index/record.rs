@@ -264,7 +264,7 @@ pub(super) fn document(f: &Fields, r: &ChunkRecord, file: StoredFileMeta) -> Tan
     // a query is analysed by the rules of every language the index holds, so it meets each
     // field with the terms the field was indexed with.
     let language = r.language();
-    if language.analysed_as_english() && language != Language::ENGLISH {
+    if !language.has_own_rules() {
         doc.add_text(f.metadata_terms, language.marker());
     }
     let add_searched = |doc: &mut TantivyDocument, field, text: String, marked: bool| {

@@ -264,8 +264,9 @@ pub fn search(
             return Ok(None);
         }
         let query = words_of(index, &request.query);
-        let mut terms = analysis::weighted_query_terms_in(&query, &languages_held(index));
-        terms.extend(compound_parts(index, &query, &terms));
+        let languages = languages_held(index);
+        let mut terms = analysis::weighted_query_terms_in(&query, &languages);
+        terms.extend(compound_parts_in(index, &query, &languages, &terms));
         let ids = bm25(index, &terms, config.boosts(), candidates, &scope)?;
         let share = if use_vector && arms.coverage_power > 0.0 {
             Some(best_coverage(index, &query, config.boosts(), &ids)?)
@@ -377,8 +378,18 @@ fn words_of<'q>(index: &Snapshot, query: &'q str) -> std::borrow::Cow<'q, str> {
 /// language `index` holds, where `index` holds them ([`analysis::compound_parts`]), with
 /// their weights; those among `terms` are left out.
 pub fn compound_parts(index: &Snapshot, query: &str, terms: &[(String, f32)]) -> Vec<(String, f32)> {
+    compound_parts_in(index, query, &languages_held(index), terms)
+}
+
+/// [`compound_parts`] by the rules of `languages`, the languages `index` holds.
+fn compound_parts_in(
+    index: &Snapshot,
+    query: &str,
+    languages: &[analysis::Language],
+    terms: &[(String, f32)],
+) -> Vec<(String, f32)> {
     let doc_freq = |term: &str| index.doc_freq(crate::index::TextField::Text, term);
-    analysis::compound_parts(query, &languages_held(index), terms, doc_freq)
+    analysis::compound_parts(query, languages, terms, doc_freq)
 }
 
 /// The languages whose rules analysed some chunk of `index`: a query is analysed by each.
