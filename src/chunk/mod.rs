@@ -269,19 +269,24 @@ pub fn chunk_document_with(
 /// its template made it, or the template itself. Its text says nothing its headings do not,
 /// and its vector, of a header and a few headings, lies near every query.
 pub fn holds_headings_alone(text: &str) -> bool {
-    let heading = |line: &str| {
-        let marks = line.len() - line.trim_start_matches('#').len();
-        (1..=6).contains(&marks) && line[marks..].chars().next().is_none_or(char::is_whitespace)
-    };
     let mut headings = 0;
-    for line in text.lines().map(str::trim_start) {
-        if heading(line) {
+    for line in text.lines() {
+        if is_atx_heading(line) {
             headings += 1;
         } else if line.chars().any(char::is_alphanumeric) {
             return false;
         }
     }
     headings > 0
+}
+
+/// Whether `line` is an ATX heading: one to six `#` (after blanks), then a blank or the
+/// line's end. A tag (`#ops`) or seven marks make none. Whether the line lies inside a
+/// fenced code block, where `#` opens a comment, is the caller's to tell.
+pub fn is_atx_heading(line: &str) -> bool {
+    let line = line.trim_start();
+    let marks = line.len() - line.trim_start_matches('#').len();
+    (1..=6).contains(&marks) && line[marks..].chars().next().is_none_or(char::is_whitespace)
 }
 
 /// The most characters a title or a heading carries into a chunk's header. Every chunk of a

@@ -210,7 +210,9 @@ impl<'a> Previewer<'a> {
                     || text.chars().all(|c| matches!(c, '-' | '=' | '|' | ':' | ' ' | '+' | '*'))
                     || context::searchable(&text).trim().is_empty();
                 (!skip).then(|| {
-                    let heading = !aside[n] && (trimmed.starts_with('#') || setext[n]);
+                    // A shell or YAML comment in a code block (`# rotate the keys`) and a line of
+                    // tags (`#ops #release`) are text, not headings.
+                    let heading = !aside[n] && !code[n] && (chunk::is_atx_heading(trimmed) || setext[n]);
                     let mut c = Candidate::new(chunk.start_line + n as u32, text, trimmed, heading);
                     c.aside = aside[n];
                     c
@@ -503,7 +505,7 @@ fn setext_heading_lines(lines: &[&str], code: &[bool]) -> Vec<bool> {
             in_block = false;
         } else if opens_block(text) {
             paragraph = None;
-            in_block = !text.starts_with('#') && !text.starts_with('|');
+            in_block = !chunk::is_atx_heading(text) && !text.starts_with('|');
         } else if paragraph.is_none() && !in_block && indent < 4 {
             paragraph = Some(n);
         }
@@ -533,7 +535,7 @@ fn opens_block(text: &str) -> bool {
             && n.bytes().all(|b| b.is_ascii_digit())
             && (rest.is_empty() || rest.starts_with(' '))
     });
-    text.starts_with('#')
+    chunk::is_atx_heading(text)
         || text.starts_with('>')
         || text.starts_with('|')
         || ["- ", "* ", "+ "].iter().any(|m| text.starts_with(m))
@@ -583,6 +585,19 @@ mod tests {
         assert_eq!((lines[0].line, lines[0].text.as_str()), (3, "Kept a month."));
         let lines = Previewer::new("retention", None).preview(&chunk("## Retention\n### Rules\n", 1));
         assert_eq!(marked(&lines[0]), "## [Retention]");
+    }
+
+    #[test]
+    fn a_comment_in_code_and_a_line_of_tags_are_no_headings() {
+        let body = "# Deploying\n\nRun the steps below on the build host.\n\n```sh\n./configure\n\
+                    # rotate the signing keys before each release\nmake release\n```\n\n#ops #security\n";
+        let shown = |query: &str| -> Vec<String> {
+            Previewer::new(query, None).preview(&chunk(body, 1)).iter().map(marked).collect()
+        };
+        assert_eq!(shown("rotate the signing keys"), ["# [rotate] the [signing] [keys] before each release"]);
+        assert_eq!(shown("security"), ["#ops #[security]"]);
+        // A line of tags starts a paragraph, which a rule below it underlines.
+        assert_eq!(setext_heading_lines(&["#ops", "---"], &[false; 2]), [true, false]);
     }
 
     #[test]

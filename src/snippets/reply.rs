@@ -2,6 +2,8 @@
 //! markdown around it taken off, its complete sentences kept, and what is no snippet
 //! rejected with a reason users can read.
 
+use crate::chunk::is_atx_heading;
+
 /// Why a reply was not kept as a snippet. The messages are shown to users.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Rejected {
@@ -83,7 +85,7 @@ fn unwrap_reply(raw: &str) -> String {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     // A markdown heading above the answer ("## Context") is a title, not part of it.
     let body: Vec<&str> =
-        if lines.len() > 1 { lines.iter().copied().filter(|l| !is_heading_line(l)).collect() } else { lines };
+        if lines.len() > 1 { lines.iter().copied().filter(|l| !is_atx_heading(l)).collect() } else { lines };
     let flat: Vec<String> = body.into_iter().map(|l| strip_emphasis(strip_line_marks(l))).collect();
     let collapsed = flat.join(" ").split_whitespace().collect::<Vec<_>>().join(" ");
     // Markdown marks may have hidden a lead-in or quotes ("**Context:** …", "> \"…\"").
@@ -218,17 +220,12 @@ fn strip_quotes(text: &str) -> &str {
     text
 }
 
-fn is_heading_line(line: &str) -> bool {
-    let rest = line.trim_start().trim_start_matches('#');
-    rest.len() < line.trim_start().len() && (rest.is_empty() || rest.starts_with(' '))
-}
-
 /// Strips the marks that open a markdown line: headings, block quotes, bullets, numbers.
 fn strip_line_marks(line: &str) -> &str {
     let mut line = line.trim();
     loop {
         let before = line;
-        if is_heading_line(line) {
+        if is_atx_heading(line) {
             line = line.trim_start_matches('#');
         }
         if let Some(rest) = line.strip_prefix('>') {
