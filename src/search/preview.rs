@@ -205,16 +205,24 @@ impl<'a> Previewer<'a> {
                 // Code reads as written: `[[ -f x ]]`, `a==b` and `Foo<S>` are not markup there.
                 // So does what a reader never sees, when it is shown at all.
                 let as_written = code[n] || aside[n];
-                let text = if as_written { Cow::Borrowed(trimmed) } else { markup::readable(trimmed) };
+                let mut hidden = aside[n];
+                let mut text = if as_written { Cow::Borrowed(trimmed) } else { markup::readable(trimmed) };
+                // A line that the rendered note hides whole (an HTML comment, the Node.js
+                // docs' `<!--introduced_in=v0.10.0-->`) is searched all the same: it is shown
+                // as written, as an Obsidian comment is, when it alone matches.
+                if text.is_empty() && !trimmed.is_empty() {
+                    text = Cow::Borrowed(trimmed);
+                    hidden = true;
+                }
                 let skip = text.is_empty()
                     || text.chars().all(|c| matches!(c, '-' | '=' | '|' | ':' | ' ' | '+' | '*'))
                     || context::searchable(&text).trim().is_empty();
                 (!skip).then(|| {
                     // A shell or YAML comment in a code block (`# rotate the keys`) and a line of
                     // tags (`#ops #release`) are text, not headings.
-                    let heading = !aside[n] && !code[n] && (chunk::is_atx_heading(trimmed) || setext[n]);
+                    let heading = !hidden && !code[n] && (chunk::is_atx_heading(trimmed) || setext[n]);
                     let mut c = Candidate::new(chunk.start_line + n as u32, text, trimmed, heading);
-                    c.aside = aside[n];
+                    c.aside = hidden;
                     c
                 })
             })
@@ -613,6 +621,14 @@ mod tests {
         assert_eq!(shown("file mtime"), ["TABLE [file].[mtime] FROM #tax"]);
         // Without a match, the note's words rather than its comments or queries.
         assert_eq!(shown("sunshine"), ["The deadline for the tax declaration is July."]);
+        // An HTML comment that hides its whole line likewise.
+        let body = "<!--introduced_in=v0.10.0-->\nThe module is stable.\n";
+        let shown = |query: &str| -> Vec<String> {
+            Previewer::new(query, None).preview(&chunk(body, 1)).iter().map(marked).collect()
+        };
+        assert_eq!(shown("introduced v0.10.0"), ["<!--[introduced]_in=[v0.10.0]-->"]);
+        assert_eq!(shown("stable module"), ["The [module] is [stable]."]);
+        assert_eq!(shown("sunshine"), ["The module is stable."]);
         let only = "## Queries\n\n```query\ntag:#tax\n```\n";
         let lines = Previewer::new("sunshine", None).preview(&chunk(only, 1));
         assert_eq!(marked(&lines[0]), "## Queries");
