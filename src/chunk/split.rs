@@ -364,10 +364,15 @@ impl<'a> Splitter<'a> {
     /// chunk starts inside the block whatever its overlap.
     fn outside_closed_blocks(&self, start: usize, tokens: usize, end: usize) -> Option<(usize, usize)> {
         let at = self.blocks.partition_point(|block| block.end <= start);
-        let Some(block) = self.blocks.get(at).filter(|block| block.start < start && block.end < end) else {
+        // A chunk closes a block when it holds the closing line's content: it may end right
+        // after the fence, before the line break.
+        let closed = |block: &&Range<usize>| {
+            block.start < start && block.start + self.text[(*block).clone()].trim_end().len() <= end
+        };
+        let Some(block) = self.blocks.get(at).filter(closed) else {
             return Some((start, tokens));
         };
-        if self.text[block.end..end].trim().is_empty() {
+        if block.end >= end || self.text[block.end..end].trim().is_empty() {
             return None;
         }
         Some((block.end, budget::units_capped(&self.text[block.end..end], tokens)))
