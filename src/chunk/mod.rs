@@ -7,6 +7,7 @@
 
 mod boundaries;
 mod budget;
+mod fence;
 mod fixed;
 // Public for the fuzz targets only; the chunker reads front matter itself.
 #[doc(hidden)]
@@ -28,6 +29,7 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
+pub use fence::Fence;
 use front_matter::Detection;
 pub use front_matter::Metadata;
 use lines::LineIndex;

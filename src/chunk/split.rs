@@ -9,6 +9,7 @@ use std::ops::Range;
 
 use super::boundaries::{content_line_starts, sentence_starts, units};
 use super::budget::{self, Measure};
+use super::fence::Fence;
 use super::lines::LineIndex;
 use super::outline::{BlockKind, Section};
 use super::tokens::{self, ceil_char_boundary};
@@ -404,29 +405,27 @@ impl<'a> Splitter<'a> {
 }
 
 /// The fenced code blocks of `text` and its Obsidian comments over several lines, each from
-/// the start of the line that opens it to the end of the line that closes it. A fence line
-/// starts with three backticks or tildes (after blanks), and a line that starts with the
-/// same three closes its block; a comment opens on a line with an odd number of `%%` outside
-/// inline code and closes on the next such line (a comment hides the fences inside it). A
-/// block left open runs to the end. Previews and the detection of a chunk's language tell
-/// code and comments by lines of the same kinds.
+/// the start of the line that opens it to the end of the line that closes it. A block's
+/// fences are read as CommonMark reads them ([`Fence`]); a comment opens on a line with an
+/// odd number of `%%` outside inline code and closes on the next such line (a comment hides
+/// the fences inside it). A block left open runs to the end. Previews tell code by the same
+/// fences, and comments by lines of the same kind.
 fn fences_and_comments(text: &str) -> Vec<Range<usize>> {
-    enum Open<'t> {
-        Fence(usize, &'t str),
+    enum Open {
+        Fence(usize, Fence),
         Comment(usize),
     }
     let mut blocks = Vec::new();
     let mut open: Option<Open> = None;
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
-        let trimmed = line.trim_start();
         let end = offset + line.len();
         // A `%%` between backticks is code (`` `%%` ``), as previews read it.
         let toggles_comment = || {
             line.split('`').step_by(2).map(|outside| outside.matches("%%").count()).sum::<usize>() % 2 == 1
         };
         match open {
-            Some(Open::Fence(start, fence)) if trimmed.starts_with(fence) => {
+            Some(Open::Fence(start, fence)) if fence.closed_by(line) => {
                 blocks.push(start..end);
                 open = None;
             }
@@ -435,9 +434,7 @@ fn fences_and_comments(text: &str) -> Vec<Range<usize>> {
                 open = None;
             }
             Some(_) => {}
-            None if trimmed.starts_with("```") || trimmed.starts_with("~~~") => {
-                open = Some(Open::Fence(offset, &trimmed[..3]));
-            }
+            None if let Some(fence) = Fence::opened_by(line) => open = Some(Open::Fence(offset, fence)),
             None if toggles_comment() => open = Some(Open::Comment(offset)),
             None => {}
         }

@@ -191,15 +191,17 @@ impl<'a> Previewer<'a> {
             self.analyzer = analysis::analyzer_for(language);
         }
         let lines: Vec<&str> = chunk.text.lines().collect();
-        let code = fenced_lines(&lines);
-        let setext = setext_heading_lines(&lines, &code);
-        let aside = markup::aside_lines(&lines, &code);
+        let fenced = Fenced::of(&lines);
+        let code = &fenced.code;
+        let blocked: Vec<bool> = (0..lines.len()).map(|n| fenced.blocked(n)).collect();
+        let setext = setext_heading_lines(&lines, &blocked);
+        let aside = markup::aside_lines(&lines, &fenced);
         let mut candidates: Vec<Candidate> = lines
             .iter()
             .enumerate()
             .filter_map(|(n, raw)| {
                 let trimmed = raw.trim();
-                if is_fence(trimmed) {
+                if fenced.fence[n] {
                     return None;
                 }
                 // Code reads as written: `[[ -f x ]]`, `a==b` and `Foo<S>` are not markup there.
@@ -463,31 +465,45 @@ fn best_sentence(text: &str, marks: &[(usize, usize)]) -> (usize, usize) {
     best.map_or((0, 0), |(_, start, first)| (start, first))
 }
 
-/// Whether a trimmed line opens or closes a fenced code block.
-fn is_fence(text: &str) -> bool {
-    text.starts_with("```") || text.starts_with("~~~")
+/// Which of a chunk's lines are the fences of fenced code blocks, and which lie inside one,
+/// read as the chunker reads fences ([`chunk::Fence`]): a line of three backticks inside a
+/// block that four opened is code.
+struct Fenced {
+    fence: Vec<bool>,
+    code: Vec<bool>,
 }
 
-/// Which of `lines` are inside a fenced code block (the fences themselves not).
-fn fenced_lines(lines: &[&str]) -> Vec<bool> {
-    let mut in_fence = false;
-    lines
-        .iter()
-        .map(|raw| {
-            if is_fence(raw.trim()) {
-                in_fence = !in_fence;
-                return false;
+impl Fenced {
+    fn of(lines: &[&str]) -> Fenced {
+        let mut fenced = Fenced { fence: vec![false; lines.len()], code: vec![false; lines.len()] };
+        let mut open: Option<chunk::Fence> = None;
+        for (n, line) in lines.iter().enumerate() {
+            match open {
+                Some(fence) if fence.closed_by(line) => {
+                    fenced.fence[n] = true;
+                    open = None;
+                }
+                Some(_) => fenced.code[n] = true,
+                None => {
+                    open = chunk::Fence::opened_by(line);
+                    fenced.fence[n] = open.is_some();
+                }
             }
-            in_fence
-        })
-        .collect()
+        }
+        fenced
+    }
+
+    /// Whether line `n` is a fence or code: never a paragraph's text.
+    fn blocked(&self, n: usize) -> bool {
+        self.fence[n] || self.code[n]
+    }
 }
 
 /// Which of `lines` are the text of a setext heading: the lines of a paragraph that a line
 /// of only `=` or only `-` underlines (CommonMark's rule, without the cases of lazy
 /// continuation lines inside lists and quotes, which cannot be underlined).
-/// `code` marks the lines inside fenced blocks ([`fenced_lines`]).
-fn setext_heading_lines(lines: &[&str], code: &[bool]) -> Vec<bool> {
+/// `blocked` marks the fences of fenced blocks and the lines inside them ([`Fenced`]).
+fn setext_heading_lines(lines: &[&str], blocked: &[bool]) -> Vec<bool> {
     let mut heading = vec![false; lines.len()];
     // The first line of the paragraph running at the current line, if any.
     let mut paragraph: Option<usize> = None;
@@ -496,7 +512,7 @@ fn setext_heading_lines(lines: &[&str], code: &[bool]) -> Vec<bool> {
     for (n, raw) in lines.iter().enumerate() {
         let text = raw.trim();
         // A fence ends the paragraph before it; code inside is never a heading.
-        if code[n] || is_fence(text) {
+        if blocked[n] {
             paragraph = None;
             continue;
         }
@@ -593,6 +609,21 @@ mod tests {
         assert_eq!((lines[0].line, lines[0].text.as_str()), (3, "Kept a month."));
         let lines = Previewer::new("retention", None).preview(&chunk("## Retention\n### Rules\n", 1));
         assert_eq!(marked(&lines[0]), "## [Retention]");
+    }
+
+    #[test]
+    fn a_markdown_sample_holding_a_fence_is_code_to_its_closing_fence() {
+        let body = "Write the sample as the reader types it:\n\n````markdown\n```js\n[[not a link]] and ==kept==\n\
+                    ```\n````\n\nThe [[Style guide]] has ==more==.\n";
+        let shown = |query: &str| -> Vec<String> {
+            Previewer::new(query, None).preview(&chunk(body, 1)).iter().map(marked).collect()
+        };
+        // Inside the block, code as written; after its closing fence, text as rendered.
+        assert_eq!(shown("link kept"), ["[[not a [link]]] and ==[kept]=="]);
+        assert_eq!(shown("style guide more"), ["The [Style] [guide] has [more]."]);
+        let fenced = Fenced::of(&body.lines().collect::<Vec<_>>());
+        assert_eq!(fenced.fence, [false, false, true, false, false, false, true, false, false]);
+        assert_eq!(fenced.code, [false, false, false, true, true, true, false, false, false]);
     }
 
     #[test]

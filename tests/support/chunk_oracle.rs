@@ -77,10 +77,11 @@ pub fn hashed(texts: &[&str]) -> Vec<Vec<f32>> {
 
 /// The fenced code blocks and the `%%` comments over several lines of `text`, by its lines:
 /// where the line opening each starts, where the line closing it starts, and where that
-/// line ends. A fence line starts with three backticks or tildes (after blanks), closed by a
-/// line starting with the same three; a comment opens and closes on lines holding an odd
-/// number of `%%` outside inline code, and hides the fences inside it. A block left open
-/// closes at the end.
+/// line ends. A fence line is a run of three or more backticks or tildes after blanks (of
+/// backticks, with no backtick in the rest of the line); its block closes at a line of
+/// nothing but the same mark, at least as many; a comment opens and closes on lines holding
+/// an odd number of `%%` outside inline code, and hides the fences inside it. A block left
+/// open closes at the end.
 pub fn fenced_blocks(text: &str) -> Vec<(usize, usize, usize)> {
     let mut blocks = Vec::new();
     // Where the open block starts, and its fence (empty for a comment).
@@ -88,22 +89,29 @@ pub fn fenced_blocks(text: &str) -> Vec<(usize, usize, usize)> {
     let mut at = 0;
     for line in text.split_inclusive('\n') {
         let trimmed = line.trim_start();
-        let marker = trimmed.get(..3).filter(|m| *m == "```" || *m == "~~~");
+        let run: String = trimmed.chars().take_while(|&c| trimmed.starts_with(c)).collect();
+        let fence = (run.len() >= 3
+            && (run.starts_with('~') || (run.starts_with('`') && !trimmed[run.len()..].contains('`'))))
+        .then_some(run);
         let odd_marks =
             line.split('`').step_by(2).map(|outside| outside.matches("%%").count()).sum::<usize>() % 2 == 1;
         match &open {
-            Some((start, fence)) if fence.is_empty() && odd_marks => {
+            Some((start, opener)) if opener.is_empty() && odd_marks => {
                 blocks.push((*start, at, at + line.len()));
                 open = None;
             }
-            Some((start, fence)) if !fence.is_empty() && marker == Some(fence.as_str()) => {
+            Some((start, opener))
+                if !opener.is_empty()
+                    && line.trim().len() >= opener.len()
+                    && line.trim().chars().all(|c| opener.starts_with(c)) =>
+            {
                 blocks.push((*start, at, at + line.len()));
                 open = None;
             }
             Some(_) => {}
             None => {
-                if let Some(m) = marker {
-                    open = Some((at, m.to_string()));
+                if let Some(opener) = fence {
+                    open = Some((at, opener));
                 } else if odd_marks {
                     open = Some((at, String::new()));
                 }

@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 
 use regex::{Captures, Regex};
 
-use super::is_fence;
+use super::Fenced;
 
 /// `[[target]]`, `[[target|alias]]`, and the same with `!` (an embed).
 static WIKILINK: LazyLock<Regex> =
@@ -48,18 +48,19 @@ const QUERY_LANGUAGES: [&str; 3] = ["dataview", "dataviewjs", "query"];
 
 /// Which of `lines` a reader of the rendered note never sees as its text: the lines wholly
 /// inside an Obsidian comment (`%%` on one line or over many, its marks included) and the
-/// lines of a query block, fences included. `code` marks the lines inside fenced blocks,
-/// where `%%` is code; a comment hides a fence like anything else.
-pub fn aside_lines(lines: &[&str], code: &[bool]) -> Vec<bool> {
+/// lines of a query block, fences included. `fenced` tells the fences of fenced blocks and
+/// the lines inside them, where `%%` is code; a comment hides a fence like anything else.
+pub(super) fn aside_lines(lines: &[&str], fenced: &Fenced) -> Vec<bool> {
+    let code = &fenced.code;
     let mut aside = vec![false; lines.len()];
     let mut in_comment = false;
     let mut n = 0;
     while n < lines.len() {
         let line = lines[n].trim();
-        if !in_comment && is_query_fence(line) {
+        if !in_comment && fenced.fence[n] && is_query_fence(line) {
             // The block runs over the code lines below it, then its closing fence.
             let end = (n + 1..lines.len()).find(|&m| !code[m]).unwrap_or(lines.len());
-            let end = if end < lines.len() && is_fence(lines[end].trim()) { end + 1 } else { end };
+            let end = if end < lines.len() && fenced.fence[end] { end + 1 } else { end };
             aside[n..end].fill(true);
             n = end;
             continue;
@@ -229,8 +230,12 @@ mod tests {
 
     fn aside(text: &str) -> Vec<usize> {
         let lines: Vec<&str> = text.lines().collect();
-        let code = super::super::fenced_lines(&lines);
-        aside_lines(&lines, &code).iter().enumerate().filter(|(_, a)| **a).map(|(n, _)| n + 1).collect()
+        aside_lines(&lines, &Fenced::of(&lines))
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| **a)
+            .map(|(n, _)| n + 1)
+            .collect()
     }
 
     #[test]
