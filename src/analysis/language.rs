@@ -420,20 +420,25 @@ fn detector() -> &'static whatlang::Detector {
 }
 
 /// The prose of `text`, up to [`MAX_DETECTED_BYTES`]: fenced code blocks and inline code
-/// left out, since their words are the programming language's, not the note's.
+/// left out, since their words are the programming language's, not the note's. A block's
+/// fences are read as the chunker reads them (CommonMark's rule): a run of three or more
+/// backticks or tildes opens it, and only a bare run of as many or more of the same closes it.
 fn prose_of(text: &str) -> String {
     let mut prose = String::new();
-    let mut fence: Option<&str> = None;
+    // The open block's fence: its mark and length.
+    let mut fence: Option<(char, usize)> = None;
     for line in text.lines() {
         let trimmed = line.trim_start();
-        if let Some(open) = fence {
-            if trimmed.starts_with(open) {
+        let mark = trimmed.chars().next().filter(|c| matches!(c, '`' | '~'));
+        let run = mark.map_or(0, |m| trimmed.len() - trimmed.trim_start_matches(m).len());
+        if let Some((open, len)) = fence {
+            if mark == Some(open) && run >= len && trimmed[run..].trim().is_empty() {
                 fence = None;
             }
             continue;
         }
-        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-            fence = Some(&trimmed[..3]);
+        if let Some(m) = mark.filter(|&m| run >= 3 && (m == '~' || !trimmed[run..].contains('`'))) {
+            fence = Some((m, run));
             continue;
         }
         // A link's address is no prose, nor is a link definition's.
@@ -728,6 +733,16 @@ mod tests {
         assert_eq!(Language::of_chunk(Some("zh"), GERMAN).code(), "de");
         let chinese = "首先，让我们看一下所有权的规则。当我们通过举例说明时，请谨记这些规则。所有权是最为与众不同的特性。";
         assert_eq!(Language::of_chunk(Some("zh"), chinese).code(), "zh");
+    }
+
+    #[test]
+    fn a_markdown_sample_is_code_to_its_own_closing_fence() {
+        let prose = |text: &str| prose_of(text).split_whitespace().collect::<Vec<_>>().join(" ");
+        let text = "Ein Beispiel:\n````markdown\n```js\nlet x = 1;\n```\n````\nDanach weiter.\n~~~\n```\n~~~~\nEnde.";
+        assert_eq!(prose(text), "Ein Beispiel: Danach weiter. Ende.");
+        // A fence with an info string opens a block, never closes one; inline code is no fence.
+        assert_eq!(prose("```\ncode\n```js\nstill code\n```\nText."), "Text.");
+        assert_eq!(prose("```code``` then text"), "then text");
     }
 
     #[test]
