@@ -1,6 +1,7 @@
 //! The fences of fenced code blocks, read line by line as CommonMark reads them, for what
 //! looks at a chunk's lines without parsing its document: the chunker's overlap and the
-//! previews of hits.
+//! previews of hits. The detection of a chunk's language (`analysis`, which the layers keep
+//! from importing the chunker) reads fences by the same rule.
 //!
 //! A fence is a run of three or more backticks or tildes; a block opened by four backticks
 //! (to show a markdown sample that holds a fence of three) closes only at a line of four or
