@@ -77,7 +77,7 @@ pub fn hashed(texts: &[&str]) -> Vec<Vec<f32>> {
 
 /// The fenced code blocks and the `%%` comments over several lines of `text`, by its lines:
 /// where the line opening each starts, where the line closing it starts, and where that
-/// line ends. A fence line is a run of three or more backticks or tildes after blanks (of
+/// line's content ends (before its line break). A fence line is a run of three or more backticks or tildes after blanks (of
 /// backticks, with no backtick in the rest of the line); its block closes at a line of
 /// nothing but the same mark, at least as many; a comment opens and closes on lines holding
 /// an odd number of `%%` outside inline code, and hides the fences inside it. A block left
@@ -97,7 +97,7 @@ pub fn fenced_blocks(text: &str) -> Vec<(usize, usize, usize)> {
             line.split('`').step_by(2).map(|outside| outside.matches("%%").count()).sum::<usize>() % 2 == 1;
         match &open {
             Some((start, opener)) if opener.is_empty() && odd_marks => {
-                blocks.push((*start, at, at + line.len()));
+                blocks.push((*start, at, at + line.trim_end().len()));
                 open = None;
             }
             Some((start, opener))
@@ -105,7 +105,7 @@ pub fn fenced_blocks(text: &str) -> Vec<(usize, usize, usize)> {
                     && line.trim().len() >= opener.len()
                     && line.trim().chars().all(|c| opener.starts_with(c)) =>
             {
-                blocks.push((*start, at, at + line.len()));
+                blocks.push((*start, at, at + line.trim_end().len()));
                 open = None;
             }
             Some(_) => {}
@@ -127,13 +127,16 @@ pub fn fenced_blocks(text: &str) -> Vec<(usize, usize, usize)> {
 
 /// Whether a chunk at `chunk` starts inside a block of `blocks` ([`fenced_blocks`]), after its
 /// opening line and no later than its closing one, while the chunk before it (at `previous`)
-/// holds that closing line: a chunk that repeats a closed block's last lines, which would
-/// read all that follows them as code, or as a comment. A chunk may start inside the
-/// closing line itself: a line too long for the budget is cut between its tokens.
+/// holds that closing line to its end: a chunk that repeats a closed block's last lines,
+/// which would read all that follows them as code, or as a comment. A chunk may start
+/// inside the closing line itself, and at its start when the chunk before holds only a part
+/// of it: a line too long for the budget is cut between its tokens.
 pub fn opens_inside_a_closed_block(
     blocks: &[(usize, usize, usize)],
     previous: &Range<usize>,
     chunk: &Range<usize>,
 ) -> bool {
-    blocks.iter().any(|&(open, close, _)| open < chunk.start && chunk.start <= close && previous.end > close)
+    blocks.iter().any(|&(open, close, close_end)| {
+        open < chunk.start && chunk.start <= close && previous.end >= close_end
+    })
 }
