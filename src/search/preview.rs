@@ -102,7 +102,7 @@ struct Candidate<'t> {
     raw: &'t str,
     heading: bool,
     /// The line is not the note's text to a reader: inside a comment or a query block
-    /// ([`markup::aside_lines`]).
+    /// ([`markup::aside_lines`]), or hidden whole by the rendering (an HTML comment).
     aside: bool,
     marks: Vec<(usize, usize)>,
     matched: HashSet<String>,
