@@ -411,6 +411,21 @@ fn a_note_of_front_matter_alone_is_chunked_as_its_front_matter() {
     // A text file has no front matter: its lines are its text.
     let doc = situate::chunk::chunk_document("n.txt", person, DocKind::Text, &ChunkConfig::default());
     assert_eq!(doc.chunks[0].text, person.trim());
+    // A body that says nothing (a rule, a row of dashes) leaves the note one of front matter
+    // alone in every strategy, fixed windows too.
+    let ruled = "---
+aliases: [Anni]
+---
+
+#----|----|
+";
+    let fixed = ChunkConfig { strategy: ChunkStrategy::Fixed, ..ChunkConfig::default() };
+    for config in [ChunkConfig::default(), semantic_default(), fixed] {
+        check(ruled, DocKind::Markdown, &config).unwrap();
+        let doc = situate::chunk::chunk_document("Anni.md", ruled, DocKind::Markdown, &config);
+        assert_eq!(doc.chunks.len(), 1, "{:?}", config.strategy);
+        assert_eq!(doc.chunks[0].text, "---\naliases: [Anni]\n---");
+    }
 }
 
 /// Whether `text` holds a run of a kilobyte or more without a blank, which the tokenizer's

@@ -229,6 +229,11 @@ pub fn chunk_document_with(
         }
     };
 
+    // A body without a letter or digit and without a heading (a rule, a row of dashes) says
+    // nothing a search could find: the `section` strategy makes no chunk of it.
+    let body_says_nothing = !text[body.clone()].chars().any(char::is_alphanumeric)
+        && !outline.sections.iter().any(|s| s.heading.is_some());
+
     // A section of a heading alone gives no chunk: its heading is in the path of the chunks
     // below it. A note of headings alone (a title with nothing under it yet) has no chunks
     // below them, and would be found by no search: its headings are its text.
@@ -237,8 +242,12 @@ pub fn chunk_document_with(
     }
     // A note of front matter alone (a person's note of aliases and tags) would be found by
     // no search either, though its names are what it is searched by: its front matter is its
-    // text, and its header carries its title and fields as every chunk's does.
-    if raw_chunks.is_empty() && front_matter_has_values && !vault::is_drawing(&metadata) {
+    // text, and its header carries its title and fields as every chunk's does. So is a note
+    // whose body says nothing, whatever the strategy.
+    if (raw_chunks.is_empty() || body_says_nothing)
+        && front_matter_has_values
+        && !vault::is_drawing(&metadata)
+    {
         let front_matter = bom..body_start;
         raw_chunks =
             fixed::fixed_chunks(text, front_matter, &outline, config.max_tokens, config.overlap_tokens);
