@@ -385,6 +385,23 @@ fn no_overlap_starts_inside_a_block_that_a_chunk_ends_with() {
     }
 }
 
+/// A drawing whose element texts are headings alone is chunked within its sections of
+/// element texts, never across the drawing's other sections between them.
+#[test]
+fn a_drawing_of_headings_alone_is_chunked_within_its_element_texts() {
+    let drawing = "---\nexcalidraw-plugin: parsed\n---\n# Excalidraw Data\n## Text Elements\n\
+                   ## Embedded Files\nsecret: image.png\n\nA paragraph\nunderlined\n---\n## Text Elements\n";
+    check(drawing, DocKind::Markdown, &ChunkConfig::default()).unwrap();
+    let doc = situate::chunk::chunk_document(
+        "Garden.excalidraw.md",
+        drawing,
+        DocKind::Markdown,
+        &ChunkConfig::default(),
+    );
+    let texts: Vec<&str> = doc.chunks.iter().map(|c| c.text.as_str()).collect();
+    assert_eq!(texts, ["## Text Elements", "## Text Elements"]);
+}
+
 /// A person's note of front matter alone is one chunk of its front matter lines, found by
 /// its aliases; front matter without a value, or a note with nothing at all, has none.
 #[test]

@@ -238,7 +238,19 @@ pub fn chunk_document_with(
     // below it. A note of headings alone (a title with nothing under it yet) has no chunks
     // below them, and would be found by no search: its headings are its text.
     if raw_chunks.is_empty() && outline.sections.iter().any(|s| s.heading.is_some()) {
-        raw_chunks = fixed::fixed_chunks(text, body, &outline, config.max_tokens, config.overlap_tokens);
+        // A drawing's sections are those of its element texts, which need not follow one
+        // another: each is chunked by itself, never the drawing's other sections between them.
+        let ranges = if vault::is_drawing(&metadata) {
+            outline.sections.iter().map(|s| s.range.clone()).collect()
+        } else {
+            vec![body]
+        };
+        raw_chunks = ranges
+            .into_iter()
+            .flat_map(|range| {
+                fixed::fixed_chunks(text, range, &outline, config.max_tokens, config.overlap_tokens)
+            })
+            .collect();
     }
     // A note of front matter alone (a person's note of aliases and tags) would be found by
     // no search either, though its names are what it is searched by: its front matter is its
