@@ -231,13 +231,13 @@ pub fn chunk_document_with(
 
     // A body without a letter or digit and without a heading (a rule, a row of dashes) says
     // nothing a search could find: the `section` strategy makes no chunk of it.
-    let body_says_nothing = !text[body.clone()].chars().any(char::is_alphanumeric)
-        && !outline.sections.iter().any(|s| s.heading.is_some());
+    let has_headings = outline.sections.iter().any(|s| s.heading.is_some());
+    let body_says_nothing = !has_headings && !text[body.clone()].chars().any(char::is_alphanumeric);
 
     // A section of a heading alone gives no chunk: its heading is in the path of the chunks
     // below it. A note of headings alone (a title with nothing under it yet) has no chunks
     // below them, and would be found by no search: its headings are its text.
-    if raw_chunks.is_empty() && outline.sections.iter().any(|s| s.heading.is_some()) {
+    if raw_chunks.is_empty() && has_headings {
         // A drawing's sections are those of its element texts, which need not follow one
         // another: each is chunked by itself, never the drawing's other sections between them.
         let ranges = if vault::is_drawing(&metadata) {
