@@ -152,10 +152,14 @@ fn check(text: &str, kind: DocKind, config: &ChunkConfig) -> Result<(), TestCase
     // A note of front matter alone that holds a value is chunked as its front matter, every
     // line of it; any other note's chunks lie in its body.
     let bom = if text.starts_with('\u{feff}') { 3 } else { 0 };
+    // Its body says nothing: no letter or digit, or, where headings bound chunks, none
+    // outside a page's scripts and styles.
+    let body_says_nothing = !text[body_start..].chars().any(char::is_alphanumeric)
+        || (heading_bounded(config) && wordless.iter().any(|w| w.start == body_start && w.end == text.len()));
     let front_matter_alone = kind == DocKind::Markdown
         && body_start > bom
         && headings.is_empty()
-        && !text[body_start..].chars().any(char::is_alphanumeric)
+        && body_says_nothing
         && doc.metadata.values().any(|values| !values.is_empty())
         && !drawing;
     if front_matter_alone {
@@ -233,6 +237,10 @@ fn markdownish() -> impl Strategy<Value = String> {
         Just("| a | b |\n|---|---|\n| 1 | 2 |".to_string()),
         Just("<div>".to_string()),
         Just("<a id=\"x\"></a>".to_string()),
+        Just("<script setup>".to_string()),
+        Just("</script>".to_string()),
+        Just("<STYLE>".to_string()),
+        Just("</style>".to_string()),
         Just("[x]: http://example.com".to_string()),
         Just("title: Front".to_string()),
         Just("title = \"Front\"".to_string()),
@@ -443,6 +451,30 @@ aliases: [Anni]
         assert_eq!(doc.chunks.len(), 1, "{:?}", config.strategy);
         assert_eq!(doc.chunks[0].text, "---\naliases: [Anni]\n---");
     }
+}
+
+#[test]
+fn a_pages_scripts_and_styles_make_no_chunk_of_their_own() {
+    // A VitePress page: a script that imports its demos before the title, a section whose
+    // body is the demos' style.
+    let page = "---\noutline: deep\n---\n\n<script setup>\nimport { ref } from 'vue'\nconst message = ref('')\n\
+                </script>\n\n# 表单输入绑定 {#form-input-bindings}\n\n`v-model` 指令帮我们简化了这一步骤。\n\n\
+                ## Demo {#demo}\n\n<style scoped>\n.demo { width: 100px }\n</style>\n";
+    let fixed = ChunkConfig { strategy: ChunkStrategy::Fixed, ..ChunkConfig::default() };
+    for config in [ChunkConfig::default(), semantic_default(), fixed.clone()] {
+        check(page, DocKind::Markdown, &config).unwrap();
+    }
+    let doc = situate::chunk::chunk_document("forms.md", page, DocKind::Markdown, &ChunkConfig::default());
+    let texts: Vec<&str> = doc.chunks.iter().map(|c| c.text.as_str()).collect();
+    assert_eq!(texts, ["# 表单输入绑定 {#form-input-bindings}\n\n`v-model` 指令帮我们简化了这一步骤。"]);
+    // A note whose body is a script alone is one of front matter alone.
+    let widget = "---\ntitle: Widget\ntags: [ui]\n---\n<script>\nrun()\n</script>\n";
+    for config in [ChunkConfig::default(), semantic_default(), fixed] {
+        check(widget, DocKind::Markdown, &config).unwrap();
+    }
+    let doc = situate::chunk::chunk_document("widget.md", widget, DocKind::Markdown, &ChunkConfig::default());
+    let texts: Vec<&str> = doc.chunks.iter().map(|c| c.text.as_str()).collect();
+    assert_eq!(texts, ["---\ntitle: Widget\ntags: [ui]\n---"]);
 }
 
 /// Whether `text` holds a run of a kilobyte or more without a blank, which the tokenizer's

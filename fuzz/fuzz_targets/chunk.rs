@@ -4,7 +4,8 @@
 //! heading-bounded strategies never reach across a top-level heading (but for a note of
 //! headings alone, chunked as their text); no non-blank byte of the body is left out (but
 //! for an Excalidraw drawing, chunked by its element texts alone, and, in those strategies,
-//! a markdown section's body without a letter or digit); chunks lie in the body,
+//! a markdown section's body without a letter or digit outside a page's scripts and
+//! styles); chunks lie in the body,
 //! but for a note of front matter alone that holds a value, chunked as its front matter
 //! lines; titles and heading labels are capped. The `semantic` strategy gets a stand-in
 //! sentence embedder chosen by the input: hashed vectors (breakpoints anywhere), equal
@@ -175,7 +176,11 @@ fuzz_target!(|data: &[u8]| {
     }
     // A note of front matter alone that holds a value is chunked as its front matter, every
     // line of it; any other note's chunks lie in its body.
-    let wordless_body = headings.is_empty() && !text[body_start..].chars().any(char::is_alphanumeric);
+    // Its body says nothing: no letter or digit, or, where headings bound chunks, none
+    // outside a page's scripts and styles.
+    let wordless_body = headings.is_empty()
+        && (!text[body_start..].chars().any(char::is_alphanumeric)
+            || (heading_bounded && wordless.iter().any(|w| w.start == body_start && w.end == text.len())));
     if front_matter_has_values && !drawing && wordless_body {
         assert!(!doc.chunks.is_empty(), "a note of front matter alone has a chunk");
         for (offset, c) in text[bom..body_start].char_indices() {

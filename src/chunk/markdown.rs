@@ -4,6 +4,12 @@
 //! Only top-level headings bound sections. A heading nested in a block quote or a list item
 //! (`> # Quoted`) is part of that container's text, the same way documentation generators
 //! leave it out of a page's table of contents.
+//!
+//! A `<script>` or `<style>` block is the page's machinery, never shown as text: a VitePress
+//! page opens with `<script setup>` importing its demos, and may end with their `<style>`.
+//! A section whose words all lie in such blocks says nothing a reader could search for, as
+//! a section without a word does not: its chunk would be a few lines of imports or CSS that
+//! comes close to every query about its page.
 
 use std::ops::Range;
 
@@ -40,6 +46,8 @@ pub(crate) fn parse(text: &str, body: Range<usize>) -> Outline {
     let mut heading: Option<(usize, Range<usize>, String)> = None;
     // Text inside code blocks is code, never tags.
     let mut in_code = false;
+    // The top-level `<script>` and `<style>` blocks, which render as no text.
+    let mut machinery: Vec<Range<usize>> = Vec::new();
 
     for (event, range) in Parser::new_ext(source, options()).into_offset_iter() {
         let range = range.start + base..range.end + base;
@@ -56,6 +64,9 @@ pub(crate) fn parse(text: &str, body: Range<usize>) -> Outline {
                         }
                         Tag::List(_) => in_top_list = true,
                         ref other => {
+                            if matches!(other, Tag::HtmlBlock) && is_machinery(&text[range.clone()]) {
+                                machinery.push(range.clone());
+                            }
                             current.blocks.push(Block { start: range.start, kind: block_kind(other) })
                         }
                     }
@@ -77,7 +88,7 @@ pub(crate) fn parse(text: &str, body: Range<usize>) -> Outline {
                                 }
                                 let next = open_section(&mut stack, level, title, range);
                                 let done = std::mem::replace(&mut current, next);
-                                finish_section(text, done, current.range.start, &mut outline);
+                                finish_section(text, done, current.range.start, &machinery, &mut outline);
                             }
                         }
                         TagEnd::List(_) => in_top_list = false,
@@ -114,7 +125,7 @@ pub(crate) fn parse(text: &str, body: Range<usize>) -> Outline {
     // An unterminated heading cannot happen with a well-behaved parser; if it did, its text
     // simply stays part of the current section.
     let end = body.end;
-    finish_section(text, current, end, &mut outline);
+    finish_section(text, current, end, &machinery, &mut outline);
     outline
 }
 
@@ -138,8 +149,15 @@ fn open_section(
     }
 }
 
-/// Closes `section` at `end` and keeps it.
-fn finish_section(text: &str, mut section: Section, end: usize, outline: &mut Outline) {
+/// Closes `section` at `end` and keeps it; `machinery` are the `<script>` and `<style>`
+/// blocks found so far.
+fn finish_section(
+    text: &str,
+    mut section: Section,
+    end: usize,
+    machinery: &[Range<usize>],
+    outline: &mut Outline,
+) {
     section.range.end = end.max(section.range.start);
     let body_start = section.heading.as_ref().map_or(section.range.start, |h| h.end.min(section.range.end));
     section.blocks.retain(|b| b.start >= body_start && b.start < section.range.end);
@@ -148,10 +166,14 @@ fn finish_section(text: &str, mut section: Section, end: usize, outline: &mut Ou
     section.blocks.sort_by_key(|b| b.start);
     section.blocks.dedup_by_key(|b| b.start);
     let body = &text[body_start..section.range.end];
-    if !body.chars().any(char::is_alphanumeric) {
+    let says_something = body
+        .char_indices()
+        .any(|(at, c)| c.is_alphanumeric() && !machinery.iter().any(|m| m.contains(&(body_start + at))));
+    if !says_something {
         // A body without a letter or a digit (a template's empty `- [ ]`, a lone `-` or
-        // `---`) says nothing a search could ask for: the section is its heading alone, and
-        // its chunk would only be a near-empty vector that comes close to every query.
+        // `---`), or with its words in a page's scripts and styles alone, says nothing a
+        // search could ask for: the section is its heading alone, and its chunk would only
+        // be a near-empty vector that comes close to every query.
         section.blocks.clear();
     } else if section.blocks.is_empty() {
         // Text that produces no block event (link reference definitions) is still content
@@ -163,6 +185,17 @@ fn finish_section(text: &str, mut section: Section, end: usize, outline: &mut Ou
     // The preamble before the first heading is kept even when empty so that sections start
     // at the body's start; it simply yields no chunk.
     outline.sections.push(section);
+}
+
+/// Whether an HTML block is a `<script>` or a `<style>` (CommonMark's first kind of HTML
+/// block but for `<pre>` and `<textarea>`, whose text is shown): the tag's name, in any case,
+/// then a blank, `>` or the end of the line.
+fn is_machinery(block: &str) -> bool {
+    let line = block.trim_start_matches([' ', '\t']);
+    ["<script", "<style"].iter().any(|open| {
+        line.get(..open.len()).is_some_and(|head| head.eq_ignore_ascii_case(open))
+            && line[open.len()..].chars().next().is_none_or(|c| c == '>' || c.is_whitespace())
+    })
 }
 
 fn block_kind(tag: &Tag<'_>) -> BlockKind {
@@ -248,6 +281,32 @@ mod tests {
     #[test]
     fn link_definitions_alone_still_form_a_block() {
         let o = outline("# A\n\n[x]: http://example.com\n");
+        assert_eq!(o.sections[1].blocks.len(), 1);
+    }
+
+    #[test]
+    fn a_body_of_scripts_and_styles_alone_is_no_block() {
+        let page = "<script setup>\nimport Demo from './Demo.vue'\nconst msg = ref('')\n</script>\n\n\
+                    # 表单 {#forms}\n\n正文\n\n## Demo\n\n<STYLE scoped>\n.demo { width: 10px }\n</STYLE>\n";
+        let o = outline(page);
+        assert!(o.sections[0].blocks.is_empty(), "the page's script before its title");
+        assert_eq!(o.sections[1].blocks.len(), 1);
+        assert!(o.sections[2].blocks.is_empty(), "a style under a heading");
+        // A script among words stays with them, and so does any other HTML.
+        let o = outline("# A\n\nText.\n\n<script>\nrun()\n</script>\n");
+        assert_eq!(o.sections[1].blocks.len(), 2);
+        for shown in [
+            "<pre>\nfree text\n</pre>\n",
+            "<div class=\"demo\">\n  <p>hi</p>\n</div>\n",
+            "<scripts>\nx\n</scripts>\n",
+        ] {
+            let o = outline(&format!("# A\n\n{shown}"));
+            assert_eq!(o.sections[1].blocks.len(), 1, "{shown}");
+        }
+        // In a code block or inline, a script is text.
+        let o = outline("# A\n\n```vue\n<script setup>\nimport x\n</script>\n```\n");
+        assert_eq!(o.sections[1].blocks.len(), 1);
+        let o = outline("# A\n\nRun `<script>` tags.\n");
         assert_eq!(o.sections[1].blocks.len(), 1);
     }
 }

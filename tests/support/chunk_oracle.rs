@@ -1,7 +1,7 @@
 //! What the chunker's property tests (`tests/chunk_props.rs`) and its fuzz target
 //! (`fuzz/fuzz_targets/chunk.rs`) check chunks against, written once for both: the lines of
 //! an offset, the top-level headings of a markdown body by pulldown-cmark and the bodies
-//! between them that hold no word, the blocks of
+//! between them that hold no word (or words in a page's scripts and styles alone), the blocks of
 //! CJK characters whose budget is discounted, and a stand-in sentence embedder.
 
 use std::ops::Range;
@@ -15,18 +15,35 @@ pub fn line_of(text: &str, offset: usize) -> u32 {
 
 /// Byte ranges of the top-level headings of a markdown body, as offsets into `text`.
 pub fn top_level_headings(text: &str, body_start: usize) -> Vec<Range<usize>> {
+    top_level_blocks(text, body_start).0
+}
+
+/// The top-level headings of a markdown body, and its top-level HTML blocks that open with a
+/// `<script>` or `<style>` tag (any case, then a blank, `>` or the line's end), as offsets
+/// into `text`.
+fn top_level_blocks(text: &str, body_start: usize) -> (Vec<Range<usize>>, Vec<Range<usize>>) {
     let options = Options::ENABLE_TABLES
         | Options::ENABLE_FOOTNOTES
         | Options::ENABLE_STRIKETHROUGH
         | Options::ENABLE_TASKLISTS
         | Options::ENABLE_HEADING_ATTRIBUTES;
     let mut depth = 0usize;
-    let mut headings = Vec::new();
+    let (mut headings, mut scripts) = (Vec::new(), Vec::new());
     for (event, range) in Parser::new_ext(&text[body_start..], options).into_offset_iter() {
+        let range = range.start + body_start..range.end + body_start;
         match event {
             Event::Start(tag) => {
                 if depth == 0 && matches!(tag, Tag::Heading { .. }) {
-                    headings.push(range.start + body_start..range.end + body_start);
+                    headings.push(range.clone());
+                }
+                if depth == 0 && matches!(tag, Tag::HtmlBlock) {
+                    let first = text[range.clone()].trim_start_matches([' ', '\t']).to_lowercase();
+                    let first = first.lines().next().unwrap_or("");
+                    let tag_name: String =
+                        first.chars().skip(1).take_while(|c| c.is_ascii_alphanumeric()).collect();
+                    if first.starts_with('<') && (tag_name == "script" || tag_name == "style") {
+                        scripts.push(range);
+                    }
                 }
                 depth += 1;
             }
@@ -34,17 +51,24 @@ pub fn top_level_headings(text: &str, body_start: usize) -> Vec<Range<usize>> {
             _ => {}
         }
     }
-    headings
+    (headings, scripts)
 }
 
 /// The bodies between top-level headings (and before the first) that hold no letter or
-/// digit: such a section is its heading alone, and gives no chunk of its own.
+/// digit outside a page's `<script>` and `<style>` blocks: such a section is its heading
+/// alone, and gives no chunk of its own.
 pub fn wordless_bodies(text: &str, body_start: usize, headings: &[Range<usize>]) -> Vec<Range<usize>> {
+    let scripts = top_level_blocks(text, body_start).1;
     let starts = std::iter::once(body_start).chain(headings.iter().map(|h| h.end));
     let ends = headings.iter().map(|h| h.start).chain(std::iter::once(text.len()));
     starts
         .zip(ends)
-        .filter(|(start, end)| start < end && !text[*start..*end].chars().any(char::is_alphanumeric))
+        .filter(|(start, end)| {
+            start < end
+                && !text[*start..*end]
+                    .char_indices()
+                    .any(|(at, c)| c.is_alphanumeric() && !scripts.iter().any(|s| s.contains(&(start + at))))
+        })
         .map(|(start, end)| start..end)
         .collect()
 }
