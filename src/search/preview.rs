@@ -660,6 +660,17 @@ mod tests {
         assert_eq!(shown("introduced v0.10.0"), ["<!--[introduced]_in=[v0.10.0]-->"]);
         assert_eq!(shown("stable module"), ["The [module] is [stable]."]);
         assert_eq!(shown("sunshine"), ["The module is stable."]);
+        // A page's script and style, likewise; in a code block they are code, and shown.
+        let body = "The fade transition eases in.\n\n<style scoped>\n.fade-enter-active { transition: opacity 0.5s ease }\n</style>\n\n\
+                    <SCRIPT setup>\nimport Fade from './Fade.vue'\n</SCRIPT>\n\n```vue\n<style>\n.list-move { transition: transform 1s }\n</style>\n```\n";
+        let shown = |query: &str| -> Vec<String> {
+            Previewer::new(query, None).preview(&chunk(body, 1)).iter().map(marked).collect()
+        };
+        assert_eq!(shown("fade transition opacity"), ["The [fade] [transition] eases in."]);
+        assert_eq!(shown("opacity"), [".fade-enter-active { transition: [opacity] 0.5s ease }"]);
+        assert_eq!(shown("import vue"), ["[import] Fade from './Fade.[vue]'"]);
+        assert_eq!(shown("transform"), [".list-move { transition: [transform] 1s }"]);
+        assert_eq!(shown("sunshine"), ["The fade transition eases in."]);
         let only = "## Queries\n\n```query\ntag:#tax\n```\n";
         let lines = Previewer::new("sunshine", None).preview(&chunk(only, 1));
         assert_eq!(marked(&lines[0]), "## Queries");

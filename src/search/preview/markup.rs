@@ -47,9 +47,10 @@ static DIRECTIVE: LazyLock<Regex> =
 const QUERY_LANGUAGES: [&str; 3] = ["dataview", "dataviewjs", "query"];
 
 /// Which of `lines` a reader of the rendered note never sees as its text: the lines wholly
-/// inside an Obsidian comment (`%%` on one line or over many, its marks included) and the
-/// lines of a query block, fences included. `fenced` tells the fences of fenced blocks and
-/// the lines inside them, where `%%` is code; a comment hides a fence like anything else.
+/// inside an Obsidian comment (`%%` on one line or over many, its marks included), the
+/// lines of a query block, fences included, and those of a page's `<script>` or `<style>`
+/// block, its tags included. `fenced` tells the fences of fenced blocks and the lines
+/// inside them, where `%%` and tags are code; a comment hides a fence like anything else.
 pub(super) fn aside_lines(lines: &[&str], fenced: &Fenced) -> Vec<bool> {
     let code = &fenced.code;
     let mut aside = vec![false; lines.len()];
@@ -57,6 +58,19 @@ pub(super) fn aside_lines(lines: &[&str], fenced: &Fenced) -> Vec<bool> {
     let mut n = 0;
     while n < lines.len() {
         let line = lines[n].trim();
+        if !in_comment
+            && !code[n]
+            && !fenced.fence[n]
+            && let Some(close) = machinery_closing_tag(lines[n])
+        {
+            // The block runs to the line that holds its closing tag, that line included.
+            let end = (n..lines.len())
+                .find(|&m| lines[m].to_ascii_lowercase().contains(close))
+                .map_or(lines.len(), |m| m + 1);
+            aside[n..end].fill(true);
+            n = end;
+            continue;
+        }
         if !in_comment && fenced.fence[n] && is_query_fence(line) {
             // The block runs over the code lines below it, then its closing fence.
             let end = (n + 1..lines.len()).find(|&m| !code[m]).unwrap_or(lines.len());
@@ -94,6 +108,21 @@ fn outside_comments(line: &str, mut in_comment: bool) -> (bool, bool) {
         rest = &rest[c.len_utf8()..];
     }
     (visible, in_comment)
+}
+
+/// The closing tag of the `<script>` or `<style>` block that `line` opens (CommonMark's rule:
+/// at most three blanks, the tag's name in any case, then a blank, `>` or the line's end).
+fn machinery_closing_tag(line: &str) -> Option<&'static str> {
+    let indent = line.len() - line.trim_start_matches(' ').len();
+    let line = &line[indent..];
+    if indent > 3 {
+        return None;
+    }
+    [("<script", "</script>"), ("<style", "</style>")].into_iter().find_map(|(open, close)| {
+        let opens = line.get(..open.len()).is_some_and(|head| head.eq_ignore_ascii_case(open))
+            && line[open.len()..].chars().next().is_none_or(|c| c == '>' || c.is_whitespace());
+        opens.then_some(close)
+    })
 }
 
 /// Whether a trimmed line opens a fenced block of a query language.
