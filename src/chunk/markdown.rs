@@ -188,13 +188,26 @@ fn finish_section(
 }
 
 /// Whether an HTML block is a `<script>` or a `<style>` (CommonMark's first kind of HTML
-/// block but for `<pre>` and `<textarea>`, whose text is shown): the tag's name, in any case,
-/// then a blank, `>` or the end of the line.
+/// block but for `<pre>` and `<textarea>`, whose text is shown).
 fn is_machinery(block: &str) -> bool {
-    let line = block.trim_start_matches([' ', '\t']);
-    ["<script", "<style"].iter().any(|open| {
-        line.get(..open.len()).is_some_and(|head| head.eq_ignore_ascii_case(open))
-            && line[open.len()..].chars().next().is_none_or(|c| c == '>' || c.is_whitespace())
+    block.lines().next().and_then(script_or_style_closing_tag).is_some()
+}
+
+/// The closing tag of the `<script>` or `<style>` block that `line` opens, by CommonMark's
+/// rule: at most three blanks, the tag's name in any case, then a blank, `>` or the line's
+/// end. The block runs to the line that holds the closing tag (in any case), that line
+/// included. Whether the line lies in a code block, where a tag is code, is the caller's
+/// to tell.
+pub fn script_or_style_closing_tag(line: &str) -> Option<&'static str> {
+    let indent = line.len() - line.trim_start_matches(' ').len();
+    let line = &line[indent..];
+    if indent > 3 {
+        return None;
+    }
+    [("<script", "</script>"), ("<style", "</style>")].into_iter().find_map(|(open, close)| {
+        let opens = line.get(..open.len()).is_some_and(|head| head.eq_ignore_ascii_case(open))
+            && line[open.len()..].chars().next().is_none_or(|c| c == '>' || c.is_whitespace());
+        opens.then_some(close)
     })
 }
 

@@ -10,6 +10,7 @@ use std::sync::LazyLock;
 use regex::{Captures, Regex};
 
 use super::Fenced;
+use crate::chunk;
 
 /// `[[target]]`, `[[target|alias]]`, and the same with `!` (an embed).
 static WIKILINK: LazyLock<Regex> =
@@ -61,7 +62,7 @@ pub(super) fn aside_lines(lines: &[&str], fenced: &Fenced) -> Vec<bool> {
         if !in_comment
             && !code[n]
             && !fenced.fence[n]
-            && let Some(close) = machinery_closing_tag(lines[n])
+            && let Some(close) = chunk::script_or_style_closing_tag(lines[n])
         {
             // The block runs to the line that holds its closing tag, that line included.
             let end = (n..lines.len())
@@ -108,21 +109,6 @@ fn outside_comments(line: &str, mut in_comment: bool) -> (bool, bool) {
         rest = &rest[c.len_utf8()..];
     }
     (visible, in_comment)
-}
-
-/// The closing tag of the `<script>` or `<style>` block that `line` opens (CommonMark's rule:
-/// at most three blanks, the tag's name in any case, then a blank, `>` or the line's end).
-fn machinery_closing_tag(line: &str) -> Option<&'static str> {
-    let indent = line.len() - line.trim_start_matches(' ').len();
-    let line = &line[indent..];
-    if indent > 3 {
-        return None;
-    }
-    [("<script", "</script>"), ("<style", "</style>")].into_iter().find_map(|(open, close)| {
-        let opens = line.get(..open.len()).is_some_and(|head| head.eq_ignore_ascii_case(open))
-            && line[open.len()..].chars().next().is_none_or(|c| c == '>' || c.is_whitespace());
-        opens.then_some(close)
-    })
 }
 
 /// Whether a trimmed line opens a fenced block of a query language.
