@@ -36,7 +36,7 @@ pub struct WalkConfig {
 impl Default for WalkConfig {
     fn default() -> Self {
         WalkConfig {
-            extensions: vec!["md".into(), "markdown".into(), "txt".into()],
+            extensions: vec!["md".into(), "markdown".into(), "mdx".into(), "txt".into()],
             include: Vec::new(),
             exclude: Vec::new(),
             max_file_bytes: 4 * 1024 * 1024,
@@ -388,6 +388,7 @@ pub fn doc_kind(rel_path: &str) -> DocKind {
     let ext = rel_path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
     match ext.as_deref() {
         Some("txt" | "text") => DocKind::Text,
+        Some("mdx") => DocKind::Mdx,
         _ => DocKind::Markdown,
     }
 }
@@ -923,5 +924,6 @@ mod tests {
     fn doc_kind_follows_the_extension() {
         assert_eq!(doc_kind("a/b.TXT"), DocKind::Text);
         assert_eq!(doc_kind("a/b.md"), DocKind::Markdown);
+        assert_eq!(doc_kind("docs/intro.MDX"), DocKind::Mdx);
     }
 }

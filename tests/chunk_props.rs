@@ -106,7 +106,7 @@ fn check(text: &str, kind: DocKind, config: &ChunkConfig) -> Result<(), TestCase
     }
 
     let body_start = match kind {
-        DocKind::Markdown => markdown_body_start(text),
+        DocKind::Markdown | DocKind::Mdx => markdown_body_start(text),
         DocKind::Text => {
             if text.starts_with('\u{feff}') {
                 3
@@ -116,13 +116,15 @@ fn check(text: &str, kind: DocKind, config: &ChunkConfig) -> Result<(), TestCase
         }
     };
     let headings = match kind {
-        DocKind::Markdown => top_level_headings(text, body_start),
+        DocKind::Markdown | DocKind::Mdx => top_level_headings(text, body_start),
         DocKind::Text => Vec::new(),
     };
     // A note of headings alone is chunked as its headings' text, across them.
     // A body that holds no letter or digit makes no chunk of its own (a markdown note's).
     let wordless = match kind {
-        DocKind::Markdown => wordless_bodies(text, body_start, &headings),
+        DocKind::Markdown | DocKind::Mdx => {
+            wordless_bodies(text, body_start, &headings, kind == DocKind::Mdx)
+        }
         DocKind::Text => Vec::new(),
     };
     let left_out = |offset: usize| {
@@ -148,7 +150,7 @@ fn check(text: &str, kind: DocKind, config: &ChunkConfig) -> Result<(), TestCase
     }
     // An Excalidraw drawing is chunked by its element texts alone, not its drawing data.
     let drawing =
-        kind == DocKind::Markdown && doc.metadata.keys().any(|k| k.eq_ignore_ascii_case("excalidraw-plugin"));
+        kind != DocKind::Text && doc.metadata.keys().any(|k| k.eq_ignore_ascii_case("excalidraw-plugin"));
     // A note of front matter alone that holds a value is chunked as its front matter, every
     // line of it; any other note's chunks lie in its body.
     let bom = if text.starts_with('\u{feff}') { 3 } else { 0 };
@@ -156,7 +158,7 @@ fn check(text: &str, kind: DocKind, config: &ChunkConfig) -> Result<(), TestCase
     // outside a page's scripts and styles.
     let body_says_nothing = !text[body_start..].chars().any(char::is_alphanumeric)
         || (heading_bounded(config) && wordless.iter().any(|w| w.start == body_start && w.end == text.len()));
-    let front_matter_alone = kind == DocKind::Markdown
+    let front_matter_alone = kind != DocKind::Text
         && body_start > bom
         && headings.is_empty()
         && body_says_nothing
@@ -241,6 +243,8 @@ fn markdownish() -> impl Strategy<Value = String> {
         Just("</script>".to_string()),
         Just("<STYLE>".to_string()),
         Just("</style>".to_string()),
+        Just("import Tabs from '@theme/Tabs';".to_string()),
+        Just("export ".to_string()),
         Just("[x]: http://example.com".to_string()),
         Just("title: Front".to_string()),
         Just("title = \"Front\"".to_string()),
@@ -281,7 +285,7 @@ fn semantic_default() -> ChunkConfig {
 }
 
 fn kind() -> impl Strategy<Value = DocKind> {
-    prop_oneof![Just(DocKind::Markdown), Just(DocKind::Text)]
+    prop_oneof![Just(DocKind::Markdown), Just(DocKind::Mdx), Just(DocKind::Text)]
 }
 
 /// 256 cases keep the suite fast; `PROPTEST_CASES=100000` searches harder.
@@ -475,6 +479,29 @@ fn a_pages_scripts_and_styles_make_no_chunk_of_their_own() {
     let doc = situate::chunk::chunk_document("widget.md", widget, DocKind::Markdown, &ChunkConfig::default());
     let texts: Vec<&str> = doc.chunks.iter().map(|c| c.text.as_str()).collect();
     assert_eq!(texts, ["---\ntitle: Widget\ntags: [ui]\n---"]);
+}
+
+#[test]
+fn an_mdx_pages_imports_make_no_chunk_of_their_own() {
+    let page = "---\nsidebar_position: 2\n---\n\nimport Tabs from '@theme/Tabs';\nimport TabItem from '@theme/TabItem';\n\n\
+                # Installation\n\n<Tabs>\n<TabItem value=\"npm\">\n\nRun `npm install` in the project.\n\n</TabItem>\n</Tabs>\n";
+    let fixed = ChunkConfig { strategy: ChunkStrategy::Fixed, ..ChunkConfig::default() };
+    for kind in [DocKind::Mdx, DocKind::Markdown] {
+        for config in [ChunkConfig::default(), semantic_default(), fixed.clone()] {
+            check(page, kind, &config).unwrap();
+        }
+    }
+    let texts = |kind| -> Vec<String> {
+        let doc = situate::chunk::chunk_document("install.mdx", page, kind, &ChunkConfig::default());
+        doc.chunks.into_iter().map(|c| c.text).collect()
+    };
+    let page_text = "# Installation\n\n<Tabs>\n<TabItem value=\"npm\">\n\nRun `npm install` in the project.\n\n</TabItem>\n</Tabs>";
+    assert_eq!(texts(DocKind::Mdx), [page_text]);
+    // In a markdown note the same lines are its text.
+    assert_eq!(
+        texts(DocKind::Markdown),
+        ["import Tabs from '@theme/Tabs';\nimport TabItem from '@theme/TabItem';", page_text]
+    );
 }
 
 /// Whether `text` holds a run of a kilobyte or more without a blank, which the tokenizer's

@@ -694,7 +694,7 @@ fn file_watchers_follow_the_extensions_of_changed_settings() {
         m["method"] == "client/registerCapability"
             && m["params"]["registrations"][0]["registerOptions"]["watchers"][0]["globPattern"] == glob
     };
-    let first = client.wait_for(|m| registered(m, "**/*.{md,markdown,txt}"));
+    let first = client.wait_for(|m| registered(m, "**/*.{md,markdown,mdx,txt}"));
     let first_id = first["params"]["registrations"][0]["id"].clone();
 
     // The settings file changes the extensions: new watchers, and the old ones dropped.

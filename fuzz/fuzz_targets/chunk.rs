@@ -51,7 +51,12 @@ fuzz_target!(|data: &[u8]| {
     };
     let text = String::from_utf8_lossy(rest);
     let text = text.as_ref();
-    let kind = if settings[0] & 1 == 0 { DocKind::Markdown } else { DocKind::Text };
+    // Markdown, and MDX when the semantic threshold's byte has its top bit set.
+    let kind = match (settings[0] & 1, settings[3] >> 7) {
+        (1, _) => DocKind::Text,
+        (_, 0) => DocKind::Markdown,
+        _ => DocKind::Mdx,
+    };
     let strategy = match (settings[0] >> 1) % 3 {
         0 => ChunkStrategy::Section,
         1 => ChunkStrategy::Fixed,
@@ -137,20 +142,20 @@ fuzz_target!(|data: &[u8]| {
 
     let bom = if text.starts_with('\u{feff}') { 3 } else { 0 };
     let (body_start, front_matter_has_values) = match (kind, detect(text)) {
-        (DocKind::Markdown, Detection::Found(front_matter)) => {
+        (DocKind::Markdown | DocKind::Mdx, Detection::Found(front_matter)) => {
             (front_matter.body_start, front_matter.fields.values().any(|values| !values.is_empty()))
         }
         _ => (bom, false),
     };
     let headings = match kind {
-        DocKind::Markdown => top_level_headings(text, body_start),
+        DocKind::Markdown | DocKind::Mdx => top_level_headings(text, body_start),
         DocKind::Text => Vec::new(),
     };
     let heading_bounded = matches!(strategy, ChunkStrategy::Section | ChunkStrategy::Semantic);
     // A note of headings alone is chunked as its headings' text, across them.
     // A body that holds no letter or digit makes no chunk of its own (a markdown note's).
     let wordless = match kind {
-        DocKind::Markdown => wordless_bodies(text, body_start, &headings),
+        DocKind::Markdown | DocKind::Mdx => wordless_bodies(text, body_start, &headings, kind == DocKind::Mdx),
         DocKind::Text => Vec::new(),
     };
     let left_out = |offset: usize| {
@@ -162,7 +167,7 @@ fuzz_target!(|data: &[u8]| {
         text[body_start..].char_indices().all(|(offset, c)| c.is_whitespace() || left_out(offset + body_start));
     // An Excalidraw drawing is chunked by its element texts alone, not its drawing data.
     let drawing =
-        kind == DocKind::Markdown && doc.metadata.keys().any(|k| k.eq_ignore_ascii_case("excalidraw-plugin"));
+        kind != DocKind::Text && doc.metadata.keys().any(|k| k.eq_ignore_ascii_case("excalidraw-plugin"));
     if heading_bounded && !headings_alone {
         for heading in &headings {
             for chunk in &doc.chunks {

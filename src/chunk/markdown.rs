@@ -30,8 +30,9 @@ fn options() -> Options {
 }
 
 /// Parses the body `text[body.clone()]` into sections. Every offset in the result is an
-/// offset into `text`.
-pub(crate) fn parse(text: &str, body: Range<usize>) -> Outline {
+/// offset into `text`. `mdx`: the text is an MDX page, whose top-level paragraphs that open
+/// with `import` or `export` are statements of its script.
+pub(crate) fn parse(text: &str, body: Range<usize>, mdx: bool) -> Outline {
     let base = body.start;
     let source = &text[body.clone()];
     let mut outline = Outline::default();
@@ -64,7 +65,10 @@ pub(crate) fn parse(text: &str, body: Range<usize>) -> Outline {
                         }
                         Tag::List(_) => in_top_list = true,
                         ref other => {
-                            if matches!(other, Tag::HtmlBlock) && is_machinery(&text[range.clone()]) {
+                            let block = &text[range.clone()];
+                            if (matches!(other, Tag::HtmlBlock) && is_machinery(block))
+                                || (mdx && matches!(other, Tag::Paragraph) && is_esm(block))
+                            {
                                 machinery.push(range.clone());
                             }
                             current.blocks.push(Block { start: range.start, kind: block_kind(other) })
@@ -193,6 +197,14 @@ fn is_machinery(block: &str) -> bool {
     block.lines().next().and_then(script_or_style_closing_tag).is_some()
 }
 
+/// Whether an MDX paragraph is a block of ECMAScript module statements: MDX reads a
+/// top-level paragraph that opens with `import` or `export` and a blank as one.
+fn is_esm(paragraph: &str) -> bool {
+    ["import", "export"].iter().any(|word| {
+        paragraph.strip_prefix(word).and_then(|rest| rest.chars().next()).is_some_and(char::is_whitespace)
+    })
+}
+
 /// The closing tag of the `<script>` or `<style>` block that `line` opens, by CommonMark's
 /// rule: at most three blanks, the tag's name in any case, then a blank, `>` or the line's
 /// end. The block runs to the line that holds the closing tag (in any case), that line
@@ -231,7 +243,7 @@ mod tests {
     use super::*;
 
     fn outline(text: &str) -> Outline {
-        parse(text, 0..text.len())
+        parse(text, 0..text.len(), false)
     }
 
     fn paths(text: &str) -> Vec<Vec<String>> {
@@ -321,5 +333,24 @@ mod tests {
         assert_eq!(o.sections[1].blocks.len(), 1);
         let o = outline("# A\n\nRun `<script>` tags.\n");
         assert_eq!(o.sections[1].blocks.len(), 1);
+    }
+
+    #[test]
+    fn an_mdx_pages_imports_and_exports_are_no_block() {
+        let page = "import Tabs from '@theme/Tabs';\nimport TabItem from '@theme/TabItem';\n\n\
+                    export const meta = { draft: true }\n\n# Install\n\nImport the key first.\n\n\
+                    <Tabs>\n<TabItem value=\"npm\">\n\nRun `npm i`.\n\n</TabItem>\n</Tabs>\n\n## Notes\n\nexport PATH=$HOME/bin\n";
+        let o = parse(page, 0..page.len(), true);
+        assert!(o.sections[0].blocks.is_empty(), "the statements before the title");
+        assert_eq!(o.sections[1].blocks.len(), 4, "a sentence, the tabs and their markdown");
+        assert!(o.sections[2].blocks.is_empty(), "an export statement is one in MDX");
+        // In markdown every paragraph is text.
+        let o = parse(page, 0..page.len(), false);
+        assert_eq!(o.sections[0].blocks.len(), 2);
+        assert_eq!(o.sections[2].blocks.len(), 1);
+        // So is a word that only starts like one, and an import in a list or a quote.
+        for text in ["important: read this\n", "exports rose\n", "- import x from 'y'\n", "> export A\n"] {
+            assert_eq!(parse(text, 0..text.len(), true).sections[0].blocks.len(), 1, "{text}");
+        }
     }
 }

@@ -65,6 +65,9 @@ pub enum ChunkStrategy {
 pub enum DocKind {
     /// CommonMark with tables, footnotes and front matter: sections follow its headings.
     Markdown,
+    /// MDX: markdown whose top-level `import` and `export` statements are the page's
+    /// machinery, never its text.
+    Mdx,
     /// Plain text: no headings; paragraphs are separated by blank lines.
     Text,
 }
@@ -167,7 +170,7 @@ pub fn chunk_document_with(
     let bom = if text.starts_with('\u{feff}') { '\u{feff}'.len_utf8() } else { 0 };
     let (body_start, front_title, mut metadata) = match kind {
         DocKind::Text => (bom, None, Metadata::new()),
-        DocKind::Markdown => match front_matter::detect(text) {
+        DocKind::Markdown | DocKind::Mdx => match front_matter::detect(text) {
             Detection::Absent => (bom, None, Metadata::new()),
             Detection::Unclosed => {
                 warnings.push(
@@ -188,7 +191,8 @@ pub fn chunk_document_with(
     }
     let mut body = body_start..text.len();
     let mut outline = match kind {
-        DocKind::Markdown => markdown::parse(text, body.clone()),
+        DocKind::Markdown => markdown::parse(text, body.clone(), false),
+        DocKind::Mdx => markdown::parse(text, body.clone(), true),
         DocKind::Text => text::parse(text, body.clone()),
     };
     // A tag written anywhere in a note is the note's tag, as in Obsidian's tag pane.

@@ -286,7 +286,7 @@ mod tests {
     #[test]
     fn units_keep_examples_and_list_openings_with_their_sentence() {
         let text = "# H\n\nFirst one. Second one:\n\n```\ncode\n```\n\nIntro:\n\n- a\n- b\n";
-        let outline = super::super::markdown::parse(text, 0..text.len());
+        let outline = super::super::markdown::parse(text, 0..text.len(), false);
         let section = &outline.sections[1];
         let units: Vec<&str> = section_units(text, section).into_iter().map(|r| &text[r]).collect();
         assert_eq!(

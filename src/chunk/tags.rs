@@ -133,7 +133,7 @@ mod tests {
     use super::super::markdown;
 
     fn tags(text: &str) -> Vec<String> {
-        markdown::parse(text, 0..text.len()).tags.names
+        markdown::parse(text, 0..text.len(), false).tags.names
     }
 
     fn found(names: &[&str]) -> super::Tags {

@@ -15,13 +15,14 @@ pub fn line_of(text: &str, offset: usize) -> u32 {
 
 /// Byte ranges of the top-level headings of a markdown body, as offsets into `text`.
 pub fn top_level_headings(text: &str, body_start: usize) -> Vec<Range<usize>> {
-    top_level_blocks(text, body_start).0
+    top_level_blocks(text, body_start, false).0
 }
 
 /// The top-level headings of a markdown body, and its top-level HTML blocks that open with a
-/// `<script>` or `<style>` tag (any case, then a blank, `>` or the line's end), as offsets
-/// into `text`.
-fn top_level_blocks(text: &str, body_start: usize) -> (Vec<Range<usize>>, Vec<Range<usize>>) {
+/// `<script>` or `<style>` tag (any case, then a blank, `>` or the line's end) and, in an
+/// MDX page, its top-level paragraphs that open with `import` or `export` and a blank, as
+/// offsets into `text`.
+fn top_level_blocks(text: &str, body_start: usize, mdx: bool) -> (Vec<Range<usize>>, Vec<Range<usize>>) {
     let options = Options::ENABLE_TABLES
         | Options::ENABLE_FOOTNOTES
         | Options::ENABLE_STRIKETHROUGH
@@ -35,6 +36,18 @@ fn top_level_blocks(text: &str, body_start: usize) -> (Vec<Range<usize>>, Vec<Ra
             Event::Start(tag) => {
                 if depth == 0 && matches!(tag, Tag::Heading { .. }) {
                     headings.push(range.clone());
+                }
+                let statement = |word: &str| {
+                    text[range.clone()]
+                        .strip_prefix(word)
+                        .is_some_and(|rest| rest.starts_with(char::is_whitespace))
+                };
+                if depth == 0
+                    && mdx
+                    && matches!(tag, Tag::Paragraph)
+                    && (statement("import") || statement("export"))
+                {
+                    scripts.push(range.clone());
                 }
                 if depth == 0 && matches!(tag, Tag::HtmlBlock) {
                     let first = text[range.clone()].trim_start_matches([' ', '\t']).to_lowercase();
@@ -55,10 +68,16 @@ fn top_level_blocks(text: &str, body_start: usize) -> (Vec<Range<usize>>, Vec<Ra
 }
 
 /// The bodies between top-level headings (and before the first) that hold no letter or
-/// digit outside a page's `<script>` and `<style>` blocks: such a section is its heading
-/// alone, and gives no chunk of its own.
-pub fn wordless_bodies(text: &str, body_start: usize, headings: &[Range<usize>]) -> Vec<Range<usize>> {
-    let scripts = top_level_blocks(text, body_start).1;
+/// digit outside a page's `<script>` and `<style>` blocks (and, in an MDX page, its
+/// `import` and `export` statements): such a section is its heading alone, and gives no
+/// chunk of its own.
+pub fn wordless_bodies(
+    text: &str,
+    body_start: usize,
+    headings: &[Range<usize>],
+    mdx: bool,
+) -> Vec<Range<usize>> {
+    let scripts = top_level_blocks(text, body_start, mdx).1;
     let starts = std::iter::once(body_start).chain(headings.iter().map(|h| h.end));
     let ends = headings.iter().map(|h| h.start).chain(std::iter::once(text.len()));
     starts

@@ -128,6 +128,15 @@ local function test_attach()
     return situate_client() ~= nil
   end)
   check("one client per root", situate_client().id == client.id and #require("situate.compat").clients() == 1)
+  -- An MDX buffer too (Neovim 0.10 and later name .mdx files so; 0.7 leaves them unnamed),
+  -- never written, so the folder keeps its files.
+  vim.cmd("edit " .. vim.fn.fnameescape(workspace .. "/draft.mdx"))
+  vim.bo.filetype = "mdx"
+  wait_for("mdx buffer attached", 5000, function()
+    return situate_client() ~= nil
+  end)
+  check("mdx buffer attached", situate_client() ~= nil and situate_client().id == client.id)
+  vim.cmd("bwipeout!")
   return client
 end
 

@@ -120,6 +120,7 @@ export class Server implements vscode.Disposable {
       },
       documentSelector: [
         { scheme: "file", language: "markdown" },
+        { scheme: "file", language: "mdx" },
         { scheme: "file", language: "plaintext" },
       ],
       initializationOptions: this.sentSettings,

@@ -10,7 +10,7 @@ local defaults = {
   -- Keys of situate.toml, sent as initializationOptions and laid over the folder's file.
   settings = {},
   -- Buffers of these filetypes get the client.
-  filetypes = { "markdown", "text" },
+  filetypes = { "markdown", "mdx", "text" },
   -- Looked for upwards from the file, in this order: the first marker found anywhere above
   -- the file wins, so a situate.toml above a nested .git still marks the root.
   root_markers = { "situate.toml", ".git" },
