@@ -13,7 +13,8 @@ use situate::chunk::{ChunkConfig, ChunkStrategy, ChunkedDocument, DocKind, chunk
 mod chunk_oracle;
 
 use chunk_oracle::{
-    fenced_blocks, in_cjk_blocks, line_of, opens_inside_a_closed_block, top_level_headings, wordless_bodies,
+    blob_allowance, fenced_blocks, in_cjk_blocks, line_of, opens_inside_a_closed_block, top_level_headings,
+    wordless_bodies,
 };
 
 /// The stand-in sentence embedder of the `semantic` strategy.
@@ -81,8 +82,9 @@ fn check(text: &str, kind: DocKind, config: &ChunkConfig) -> Result<(), TestCase
         // exceed it. The budget counts a CJK letter as two thirds of a token; every character
         // of the CJK blocks is taken for one here, which can only make the bound looser.
         let cjk_discount = chunk.text.chars().filter(|&c| in_cjk_blocks(c)).count() / 3;
+        let blobs = blob_allowance(&chunk.text, |blob| bpe.encode_ordinary(blob).len());
         prop_assert!(
-            (chunk.token_count as usize).saturating_sub(cjk_discount) <= config.max_tokens.max(1)
+            (chunk.token_count as usize).saturating_sub(cjk_discount + blobs) <= config.max_tokens.max(1)
                 || chunk.text.chars().count() == 1,
             "{} tokens ({} CJK characters) over a budget of {}",
             chunk.token_count,
@@ -260,6 +262,7 @@ fn markdownish() -> impl Strategy<Value = String> {
         "[a-z]{1,12}",
         "[a-zA-Z0-9 .,!?]{1,40}",
         "[a-z]{60,200}",
+        "[A-Za-z0-9+/]{90,400}={0,3}",
         any::<String>(),
     ];
     prop::collection::vec(fragment, 0..60).prop_map(|parts| parts.concat())
@@ -502,6 +505,35 @@ fn an_mdx_pages_imports_make_no_chunk_of_their_own() {
         texts(DocKind::Markdown),
         ["import Tabs from '@theme/Tabs';\nimport TabItem from '@theme/TabItem';", page_text]
     );
+}
+
+#[test]
+fn playground_links_leave_a_section_whole() {
+    // A section of the Vue docs' kind: prose, an example, and two links to the playground
+    // that carry its state in base64, about 250 tokens each.
+    let state = "eyJBcHAudnVlIjoiPHNjcmlwdCBzZXR1cD5cbmltcG9ydCB7IHJlZiB9IGZyb20gJ3Z1ZSc".repeat(8);
+    let section = format!(
+        "## 复选框\n\n单一的复选框，绑定布尔类型值：\n\n```vue-html\n<input type=\"checkbox\" v-model=\"checked\" />\n```\n\n\
+         <div class=\"composition-api\">\n\n[在演练场中尝试一下](https://play.vuejs.org/#{state})\n\n</div>\n\
+         <div class=\"options-api\">\n\n[在演练场中尝试一下](https://play.vuejs.org/#{state}=)\n\n</div>\n\n\
+         我们也可以将多个复选框绑定到同一个数组或集合的值。\n"
+    );
+    let doc =
+        situate::chunk::chunk_document("forms.md", &section, DocKind::Markdown, &ChunkConfig::default());
+    assert_eq!(doc.chunks.len(), 1, "{:?}", doc.chunks.iter().map(|c| c.token_count).collect::<Vec<_>>());
+    assert!(
+        doc.chunks[0].token_count > 400,
+        "its tokens are stored as they are: {}",
+        doc.chunks[0].token_count
+    );
+    for config in [ChunkConfig::default(), semantic_default()] {
+        check(&section, DocKind::Markdown, &config).unwrap();
+    }
+    // A pasted image is still cut into chunks of a bounded size.
+    let image = format!("# Scan\n\n![](data:image/png;base64,{})\n", "iVBORw0KGgo".repeat(20_000));
+    let doc = situate::chunk::chunk_document("scan.md", &image, DocKind::Markdown, &ChunkConfig::default());
+    assert!(doc.chunks.len() > 30 && doc.chunks.iter().all(|c| c.text.len() <= 400 * 16 + 100));
+    check(&image, DocKind::Markdown, &ChunkConfig::default()).unwrap();
 }
 
 /// Whether `text` holds a run of a kilobyte or more without a blank, which the tokenizer's

@@ -23,7 +23,7 @@ use situate::chunk::{ChunkConfig, ChunkStrategy, DocKind, MAX_LABEL_CHARS, chunk
 mod chunk_oracle;
 
 use chunk_oracle::{
-    fenced_blocks, hashed, in_cjk_blocks, line_of, opens_inside_a_closed_block, top_level_headings, wordless_bodies,
+    blob_allowance, fenced_blocks, hashed, in_cjk_blocks, line_of, opens_inside_a_closed_block, top_level_headings, wordless_bodies,
 };
 
 /// Vectors that no embedder should return, but a broken one might.
@@ -121,8 +121,9 @@ fuzz_target!(|data: &[u8]| {
         // The budget counts a CJK letter as two thirds of a token; every character of the
         // CJK blocks is taken for one here, which can only make the bound looser.
         let cjk_discount = chunk.text.chars().filter(|&c| in_cjk_blocks(c)).count() / 3;
+        let blobs = blob_allowance(&chunk.text, |blob| bpe.encode_ordinary(blob).len());
         assert!(
-            (chunk.token_count as usize).saturating_sub(cjk_discount) <= max_tokens.max(1)
+            (chunk.token_count as usize).saturating_sub(cjk_discount + blobs) <= max_tokens.max(1)
                 || chunk.text.chars().count() == 1,
             "{} tokens over a budget of {max_tokens}",
             chunk.token_count

@@ -11,8 +11,19 @@
 //! more answers in the top five on the Chinese dev queries (docs/languages.md), while text
 //! without CJK letters is counted exactly as before.
 //!
+//! A blob (a run of 100 or more base64 characters: a data URI's payload, the state of a
+//! playground link, a key) counts a unit for every 16 of its bytes instead of its tokens.
+//! Nothing of it is searched or embedded (the searched text leaves it out), yet cl100k
+//! spends a token on about every three of its characters: the Vue docs' "try it in the
+//! playground" links (`[在演练场中尝试一下](https://play.vuejs.org/#eNp9kU…)`) take about 250
+//! tokens each, two to an example, and cut a section of a hundred tokens of prose and code
+//! into chunks that each hold a part of it. A unit per 16 bytes still bounds what a chunk
+//! holds of a blob: a pasted image is cut into chunks of it alone, which are not indexed.
+//!
 //! The counts stored with a chunk stay cl100k tokens: they estimate what an LLM is billed,
 //! and they are what a user reads in `token_count`.
+
+use std::ops::Range;
 
 use super::tokens;
 
@@ -47,15 +58,79 @@ pub(crate) fn units(text: &str) -> usize {
 /// The exact measure of `text`.
 pub(crate) fn measure(text: &str) -> Measure {
     let tokens = tokens::count(text);
-    Measure { tokens, units: tokens.saturating_sub(discount(text)) }
+    let units = match set_blobs_apart(text) {
+        None => tokens.saturating_sub(discount(text)),
+        Some((rest, blob_units)) => tokens::count(&rest).saturating_sub(discount(&rest)) + blob_units,
+    };
+    Measure { tokens, units }
 }
 
 /// Like [`measure`], but stops counting once the units exceed `cap`: exact when the units
 /// are at most `cap`, some number above `cap` otherwise.
 pub(crate) fn measure_capped(text: &str, cap: usize) -> Measure {
-    let discount = discount(text);
-    let tokens = tokens::count_capped(text, cap.saturating_add(discount));
-    Measure { tokens, units: tokens.saturating_sub(discount) }
+    let Some((rest, blob_units)) = set_blobs_apart(text) else {
+        let discount = discount(text);
+        let tokens = tokens::count_capped(text, cap.saturating_add(discount));
+        return Measure { tokens, units: tokens.saturating_sub(discount) };
+    };
+    let discount = discount(&rest);
+    let rest_cap = cap.saturating_sub(blob_units).saturating_add(discount);
+    let units = tokens::count_capped(&rest, rest_cap).saturating_sub(discount) + blob_units;
+    // Within the cap, the text is a chunk or a part of one, whose tokens are what it stores;
+    // past it, a blob's bytes may be a megabyte of an image, not worth its tokens.
+    let tokens = if units <= cap { tokens::count(text) } else { units };
+    Measure { tokens, units }
+}
+
+/// Each blob counts a unit for this many of its bytes.
+const BLOB_BYTES_PER_UNIT: usize = 16;
+
+/// The fewest base64 characters in a row that make a blob, as the searched text reads them.
+const MIN_BLOB_BYTES: usize = 100;
+
+/// `text` with each blob replaced by a blank, and the units its blobs count; `None` when it
+/// has no blob, as almost every text has none.
+fn set_blobs_apart(text: &str) -> Option<(String, usize)> {
+    if text.len() < MIN_BLOB_BYTES {
+        return None;
+    }
+    let blobs = blobs(text);
+    if blobs.is_empty() {
+        return None;
+    }
+    let mut rest = String::with_capacity(text.len());
+    let (mut at, mut units) = (0, 0);
+    for blob in blobs {
+        rest.push_str(&text[at..blob.start]);
+        rest.push(' ');
+        units += blob.len().div_ceil(BLOB_BYTES_PER_UNIT);
+        at = blob.end;
+    }
+    rest.push_str(&text[at..]);
+    Some((rest, units))
+}
+
+/// The byte ranges of `text`'s blobs: runs of [`MIN_BLOB_BYTES`] or more base64 characters
+/// (letters and digits of ASCII, `+` and `/`), with the `=` that pads their end (two at most).
+fn blobs(text: &str) -> Vec<Range<usize>> {
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    let mut start = None;
+    for at in 0..=bytes.len() {
+        let base64 = bytes.get(at).is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/');
+        match (base64, start) {
+            (true, None) => start = Some(at),
+            (false, Some(from)) => {
+                if at - from >= MIN_BLOB_BYTES {
+                    let padding = bytes[at..].iter().take(2).take_while(|&&b| b == b'=').count();
+                    found.push(from..at + padding);
+                }
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    found
 }
 
 /// The budget units of `text`, counted no further than just past `cap` (see
@@ -109,5 +184,32 @@ mod tests {
         let exact = measure(&text);
         assert_eq!(measure_capped(&text, exact.units), exact);
         assert!(measure_capped(&text, 50).units > 50);
+    }
+
+    #[test]
+    fn a_blob_counts_a_unit_for_every_sixteen_bytes() {
+        let state = "eyJBcHAudnVlIjoiPHNjcmlwdCBzZXR1cD5cbmltcG9ydCB7IHJlZiB9IGZyb20gJ3Z1ZSc".repeat(6);
+        let link = format!("[在演练场中尝试一下](https://play.vuejs.org/#{state}==)");
+        let m = measure(&link);
+        assert_eq!(m.tokens, tokens::count(&link), "what a chunk stores is its tokens");
+        let rest = "[在演练场中尝试一下](https://play.vuejs.org/# )";
+        let blob_units = (state.len() + 2).div_ceil(16);
+        assert_eq!(m.units, measure(rest).units + blob_units);
+        assert!(m.units * 4 < m.tokens, "{m:?}");
+        for cap in [m.units, m.units + 10] {
+            assert_eq!(measure_capped(&link, cap), m);
+        }
+        assert!(measure_capped(&link, m.units - 1).units > m.units - 1);
+        // A megabyte of an image is not tokenized to learn that it does not fit.
+        let image = format!("![](data:image/png;base64,{})", "iVBORw0KGgo".repeat(100_000));
+        let over = measure_capped(&image, 400);
+        assert!(over.units > 400 && over.tokens == over.units, "{over:?}");
+        // A run of 99 is no blob, nor are words, however long a line of them.
+        let short = "A".repeat(99);
+        assert_eq!(measure(&short).units, tokens::count(&short));
+        let words = "a b ".repeat(100);
+        assert_eq!(measure(&words).units, tokens::count(&words));
+        assert_eq!(blobs(&format!("x {} y", "Q".repeat(100))), vec![Range { start: 2, end: 102 }]);
+        assert_eq!(blobs(&format!("{}=== y", "Q".repeat(100))), vec![Range { start: 0, end: 102 }]);
     }
 }

@@ -2,7 +2,8 @@
 //! (`fuzz/fuzz_targets/chunk.rs`) check chunks against, written once for both: the lines of
 //! an offset, the top-level headings of a markdown body by pulldown-cmark and the bodies
 //! between them that hold no word (or words in a page's scripts and styles alone), the blocks of
-//! CJK characters whose budget is discounted, and a stand-in sentence embedder.
+//! CJK characters whose budget is discounted, the blobs that count less than their tokens,
+//! and a stand-in sentence embedder.
 
 use std::ops::Range;
 
@@ -104,6 +105,32 @@ pub fn in_cjk_blocks(c: char) -> bool {
         | '\u{FF00}'..='\u{FFEF}'
         | '\u{1B000}'..='\u{1B16F}'
         | '\u{20000}'..='\u{323AF}')
+}
+
+/// The blobs of `text`, by this oracle's own reading of the budget's rule: runs of 100 or
+/// more base64 characters (ASCII letters and digits, `+`, `/`) with the `=` after them, two
+/// at most.
+pub fn blob_runs(text: &str) -> Vec<&str> {
+    let is_base64 = |c: char| c.is_ascii_alphanumeric() || c == '+' || c == '/';
+    let mut runs = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(is_base64) {
+        let run = &rest[start..];
+        let len = run.find(|c: char| !is_base64(c)).unwrap_or(run.len());
+        let padded = len + run[len..].chars().take(2).take_while(|&c| c == '=').count();
+        if len >= 100 {
+            runs.push(&run[..padded]);
+        }
+        rest = &run[len..];
+    }
+    runs
+}
+
+/// How far a chunk's tokens may run past its budget for the blobs it holds: a blob counts a
+/// unit for every 16 of its bytes instead of its tokens (`count` counts them), give or take
+/// two tokens where it meets the text around it.
+pub fn blob_allowance(text: &str, count: impl Fn(&str) -> usize) -> usize {
+    blob_runs(text).iter().map(|blob| (count(blob) + 2).saturating_sub(blob.len().div_ceil(16))).sum()
 }
 
 /// Vectors of four numbers drawn from each text's hash: deterministic, and as far apart as
