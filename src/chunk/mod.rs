@@ -76,9 +76,9 @@ pub enum DocKind {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChunkConfig {
     pub strategy: ChunkStrategy,
-    /// Budget of one chunk: cl100k tokens, a CJK letter counting two thirds of one
-    /// (`budget.rs`); the `section` and `semantic` strategies count so, `fixed` counts plain
-    /// tokens.
+    /// Budget of one chunk: cl100k tokens, a CJK letter counting two thirds of one and a run
+    /// of base64 one for every 16 bytes (`budget.rs`); the `section` and `semantic`
+    /// strategies count so, `fixed` counts plain tokens.
     pub max_tokens: usize,
     /// Tokens repeated between consecutive pieces of a split section or fixed windows.
     pub overlap_tokens: usize,
