@@ -611,13 +611,16 @@ mod tests {
         assert_eq!(marked(&lines[0]), "## [Retention]");
     }
 
+    /// The lines shown of a chunk of `body` for `query`, their terms marked.
+    fn shown_of(body: &str, query: &str) -> Vec<String> {
+        Previewer::new(query, None).preview(&chunk(body, 1)).iter().map(marked).collect()
+    }
+
     #[test]
     fn a_markdown_sample_holding_a_fence_is_code_to_its_closing_fence() {
         let body = "Write the sample as the reader types it:\n\n````markdown\n```js\n[[not a link]] and ==kept==\n\
                     ```\n````\n\nThe [[Style guide]] has ==more==.\n";
-        let shown = |query: &str| -> Vec<String> {
-            Previewer::new(query, None).preview(&chunk(body, 1)).iter().map(marked).collect()
-        };
+        let shown = |query: &str| shown_of(body, query);
         // Inside the block, code as written; after its closing fence, text as rendered.
         assert_eq!(shown("link kept"), ["[[not a [link]]] and ==[kept]=="]);
         assert_eq!(shown("style guide more"), ["The [Style] [guide] has [more]."]);
@@ -630,9 +633,7 @@ mod tests {
     fn a_comment_in_code_and_a_line_of_tags_are_no_headings() {
         let body = "# Deploying\n\nRun the steps below on the build host.\n\n```sh\n./configure\n\
                     # rotate the signing keys before each release\nmake release\n```\n\n#ops #security\n";
-        let shown = |query: &str| -> Vec<String> {
-            Previewer::new(query, None).preview(&chunk(body, 1)).iter().map(marked).collect()
-        };
+        let shown = |query: &str| shown_of(body, query);
         assert_eq!(shown("rotate the signing keys"), ["# [rotate] the [signing] [keys] before each release"]);
         assert_eq!(shown("security"), ["#ops #[security]"]);
         // A line of tags starts a paragraph, which a rule below it underlines.
@@ -643,9 +644,7 @@ mod tests {
     fn a_comment_or_a_query_is_shown_only_when_it_alone_matches() {
         let body = "The deadline for the tax declaration is July.\n\n%%\nTODO: check the tax deadline\n%%\n\n\
                     ```dataview\nTABLE file.mtime FROM #tax\nWHERE deadline\n```\n";
-        let shown = |query: &str| -> Vec<String> {
-            Previewer::new(query, None).preview(&chunk(body, 1)).iter().map(marked).collect()
-        };
+        let shown = |query: &str| shown_of(body, query);
         assert_eq!(shown("tax deadline"), ["The [deadline] for the [tax] declaration is July."]);
         assert_eq!(shown("check deadline"), ["The [deadline] for the tax declaration is July."]);
         assert_eq!(shown("TODO check"), ["[TODO]: [check] the tax deadline"]);
@@ -654,18 +653,14 @@ mod tests {
         assert_eq!(shown("sunshine"), ["The deadline for the tax declaration is July."]);
         // An HTML comment that hides its whole line likewise.
         let body = "<!--introduced_in=v0.10.0-->\nThe module is stable.\n";
-        let shown = |query: &str| -> Vec<String> {
-            Previewer::new(query, None).preview(&chunk(body, 1)).iter().map(marked).collect()
-        };
+        let shown = |query: &str| shown_of(body, query);
         assert_eq!(shown("introduced v0.10.0"), ["<!--[introduced]_in=[v0.10.0]-->"]);
         assert_eq!(shown("stable module"), ["The [module] is [stable]."]);
         assert_eq!(shown("sunshine"), ["The module is stable."]);
         // A page's script and style, likewise; in a code block they are code, and shown.
         let body = "The fade transition eases in.\n\n<style scoped>\n.fade-enter-active { transition: opacity 0.5s ease }\n</style>\n\n\
                     <SCRIPT setup>\nimport Fade from './Fade.vue'\n</SCRIPT>\n\n```vue\n<style>\n.list-move { transition: transform 1s }\n</style>\n```\n";
-        let shown = |query: &str| -> Vec<String> {
-            Previewer::new(query, None).preview(&chunk(body, 1)).iter().map(marked).collect()
-        };
+        let shown = |query: &str| shown_of(body, query);
         assert_eq!(shown("fade transition opacity"), ["The [fade] [transition] eases in."]);
         assert_eq!(shown("opacity"), [".fade-enter-active { transition: [opacity] 0.5s ease }"]);
         assert_eq!(shown("import vue"), ["[import] Fade from './Fade.[vue]'"]);
