@@ -198,8 +198,9 @@ fn is_machinery(block: &str) -> bool {
 }
 
 /// Whether an MDX paragraph is a block of ECMAScript module statements: MDX reads a
-/// top-level paragraph that opens with `import` or `export` and a blank as one.
-fn is_esm(paragraph: &str) -> bool {
+/// top-level paragraph that opens with `import` or `export` and a blank as one. Whether the
+/// text opens a top-level paragraph is the caller's to tell.
+pub fn is_esm(paragraph: &str) -> bool {
     ["import", "export"].iter().any(|word| {
         paragraph.strip_prefix(word).and_then(|rest| rest.chars().next()).is_some_and(char::is_whitespace)
     })

@@ -33,7 +33,7 @@ pub use fence::Fence;
 use front_matter::Detection;
 pub use front_matter::Metadata;
 use lines::LineIndex;
-pub use markdown::script_or_style_closing_tag;
+pub use markdown::{is_esm, script_or_style_closing_tag};
 use split::Splitter;
 pub use tags::INLINE_TAGS;
 pub use vault::note_name;

@@ -195,7 +195,8 @@ impl<'a> Previewer<'a> {
         let code = &fenced.code;
         let blocked: Vec<bool> = (0..lines.len()).map(|n| fenced.blocked(n)).collect();
         let setext = setext_heading_lines(&lines, &blocked);
-        let aside = markup::aside_lines(&lines, &fenced);
+        let mdx = crate::workspace::doc_kind(&chunk.path) == chunk::DocKind::Mdx;
+        let aside = markup::aside_lines(&lines, &fenced, mdx);
         let mut candidates: Vec<Candidate> = lines
             .iter()
             .enumerate()
@@ -666,6 +667,19 @@ mod tests {
         assert_eq!(shown("import vue"), ["[import] Fade from './Fade.[vue]'"]);
         assert_eq!(shown("transform"), [".list-move { transition: [transform] 1s }"]);
         assert_eq!(shown("sunshine"), ["The fade transition eases in."]);
+        // An MDX page's statements and comments, likewise; in a markdown note they are text.
+        let body = "import Tabs from '@theme/Tabs';\nimport TabItem from '@theme/TabItem';\n\n\
+                    {/* The tabs follow the install page's. */}\nUse the tabs to pick a package manager.\n";
+        let mdx = |query: &str| -> Vec<String> {
+            let page = ChunkRecord::sample("docs/install.mdx", body, 1);
+            Previewer::new(query, None).preview(&page).iter().map(marked).collect()
+        };
+        assert_eq!(mdx("tabs install page"), ["Use the [tabs] to pick a package manager."]);
+        assert_eq!(mdx("theme"), ["import Tabs from '@[theme]/Tabs';"]);
+        assert_eq!(
+            shown_of(body, "tabs install page"),
+            ["{/* The [tabs] follow the [install] [page's]. */}"]
+        );
         let only = "## Queries\n\n```query\ntag:#tax\n```\n";
         let lines = Previewer::new("sunshine", None).preview(&chunk(only, 1));
         assert_eq!(marked(&lines[0]), "## Queries");

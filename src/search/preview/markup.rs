@@ -50,15 +50,30 @@ const QUERY_LANGUAGES: [&str; 3] = ["dataview", "dataviewjs", "query"];
 /// Which of `lines` a reader of the rendered note never sees as its text: the lines wholly
 /// inside an Obsidian comment (`%%` on one line or over many, its marks included), the
 /// lines of a query block, fences included, and those of a page's `<script>` or `<style>`
-/// block, its tags included. `fenced` tells the fences of fenced blocks and the lines
-/// inside them, where `%%` and tags are code; a comment hides a fence like anything else.
-pub(super) fn aside_lines(lines: &[&str], fenced: &Fenced) -> Vec<bool> {
+/// block, its tags included; in an MDX page (`mdx`), also its `import` and `export`
+/// statements and the lines that are a comment alone (`{/* … */}`). `fenced` tells the
+/// fences of fenced blocks and the lines inside them, where `%%` and tags are code; a
+/// comment hides a fence like anything else.
+pub(super) fn aside_lines(lines: &[&str], fenced: &Fenced, mdx: bool) -> Vec<bool> {
     let code = &fenced.code;
     let mut aside = vec![false; lines.len()];
     let mut in_comment = false;
     let mut n = 0;
     while n < lines.len() {
         let line = lines[n].trim();
+        let paragraph_start = n == 0 || lines[n - 1].trim().is_empty();
+        if mdx && !in_comment && !code[n] && !fenced.fence[n] && paragraph_start && chunk::is_esm(lines[n]) {
+            // The statements run to the paragraph's end.
+            let end = (n..lines.len()).find(|&m| lines[m].trim().is_empty()).unwrap_or(lines.len());
+            aside[n..end].fill(true);
+            n = end;
+            continue;
+        }
+        if mdx && !code[n] && line.starts_with("{/*") && line.ends_with("*/}") {
+            aside[n] = true;
+            n += 1;
+            continue;
+        }
         if !in_comment
             && !code[n]
             && !fenced.fence[n]
@@ -245,7 +260,7 @@ mod tests {
 
     fn aside(text: &str) -> Vec<usize> {
         let lines: Vec<&str> = text.lines().collect();
-        aside_lines(&lines, &Fenced::of(&lines))
+        aside_lines(&lines, &Fenced::of(&lines), false)
             .iter()
             .enumerate()
             .filter(|(_, a)| **a)
