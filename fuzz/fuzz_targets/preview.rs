@@ -1,5 +1,5 @@
 //! Fuzzes the previews of search hits (`search::preview::Previewer`): a query and a
-//! chunk's text, the chunk in one of several languages (which decides the rules its words
+//! chunk's text, of a markdown note or an MDX page, the chunk in one of several languages (which decides the rules its words
 //! are marked by). Every preview line must be a line of the chunk, as written or as the
 //! rendered note reads it (`markup::readable`), trimmed and cut to at
 //! most `MAX_WIDTH` terminal columns with an ellipsis at a cut end; its marks must be in
@@ -21,7 +21,9 @@ fuzz_target!(|data: &[u8]| {
     let input = String::from_utf8_lossy(rest);
     let (query, text) = input.split_once('\n').unwrap_or((input.as_ref(), ""));
     let start_line = 1 + u32::from(first >> 3);
-    let mut chunk = ChunkRecord::sample("note.md", text, start_line);
+    // An MDX page when the input's length is odd, whose statements and comments are aside.
+    let path = if data.len() % 2 == 1 { "page.mdx" } else { "note.md" };
+    let mut chunk = ChunkRecord::sample(path, text, start_line);
     let language = LANGUAGES[usize::from(first) % LANGUAGES.len()];
     chunk.metadata.insert("language".to_string(), vec![language.to_string()]);
     let lines: Vec<&str> = text.lines().collect();
