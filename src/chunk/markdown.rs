@@ -7,9 +7,10 @@
 //!
 //! A `<script>` or `<style>` block is the page's machinery, never shown as text: a VitePress
 //! page opens with `<script setup>` importing its demos, and may end with their `<style>`.
-//! A section whose words all lie in such blocks says nothing a reader could search for, as
-//! a section without a word does not: its chunk would be a few lines of imports or CSS that
-//! comes close to every query about its page.
+//! So are an MDX page's `import` and `export` statements. A section whose words all lie in
+//! such blocks says nothing a reader could search for, like a section without a word: its
+//! chunk would be a few lines of imports or CSS that come close to every query about its
+//! page.
 
 use std::ops::Range;
 
@@ -47,7 +48,8 @@ pub(crate) fn parse(text: &str, body: Range<usize>, mdx: bool) -> Outline {
     let mut heading: Option<(usize, Range<usize>, String)> = None;
     // Text inside code blocks is code, never tags.
     let mut in_code = false;
-    // The top-level `<script>` and `<style>` blocks, which render as no text.
+    // The top-level `<script>` and `<style>` blocks and MDX statements: they render as no
+    // text.
     let mut machinery: Vec<Range<usize>> = Vec::new();
 
     for (event, range) in Parser::new_ext(source, options()).into_offset_iter() {
@@ -154,7 +156,7 @@ fn open_section(
 }
 
 /// Closes `section` at `end` and keeps it; `machinery` are the `<script>` and `<style>`
-/// blocks found so far.
+/// blocks (and an MDX page's statements) found so far.
 fn finish_section(
     text: &str,
     mut section: Section,
