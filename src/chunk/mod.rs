@@ -197,7 +197,8 @@ pub fn chunk_document_with(
     };
     // A tag written anywhere in a note is the note's tag, as in Obsidian's tag pane.
     tags::add_to(&mut metadata, std::mem::take(&mut outline.tags));
-    if vault::is_drawing(&metadata) {
+    let drawing = vault::is_drawing(&metadata);
+    if drawing {
         outline = vault::text_elements(outline);
         body = match (outline.sections.first(), outline.sections.last()) {
             (Some(first), Some(last)) => first.range.start..last.range.end,
@@ -245,11 +246,8 @@ pub fn chunk_document_with(
     if raw_chunks.is_empty() && has_headings {
         // A drawing's sections are those of its element texts, which need not follow one
         // another: each is chunked by itself, never the drawing's other sections between them.
-        let ranges = if vault::is_drawing(&metadata) {
-            outline.sections.iter().map(|s| s.range.clone()).collect()
-        } else {
-            vec![body]
-        };
+        let ranges =
+            if drawing { outline.sections.iter().map(|s| s.range.clone()).collect() } else { vec![body] };
         raw_chunks = ranges
             .into_iter()
             .flat_map(|range| {
@@ -261,10 +259,7 @@ pub fn chunk_document_with(
     // no search either, though its names are what it is searched by: its front matter is its
     // text, and its header carries its title and fields as every chunk's does. So is a note
     // whose body says nothing, whatever the strategy.
-    if (raw_chunks.is_empty() || body_says_nothing)
-        && front_matter_has_values
-        && !vault::is_drawing(&metadata)
-    {
+    if (raw_chunks.is_empty() || body_says_nothing) && front_matter_has_values && !drawing {
         let front_matter = bom..body_start;
         raw_chunks =
             fixed::fixed_chunks(text, front_matter, &outline, config.max_tokens, config.overlap_tokens);
