@@ -680,6 +680,22 @@ mod tests {
             shown_of(body, "tabs install page"),
             ["{/* The [tabs] follow the [install] [page's]. */}"]
         );
+        // A comment over several lines, and one that words follow on its closing line.
+        let body = "{/*
+  The tabs follow the install page's.
+*/}
+Use the tabs to pick a package manager.
+
+                    {/* Keep this list short:
+  three managers at most. */} Yarn is the third.
+";
+        let mdx = |query: &str| -> Vec<String> {
+            let page = ChunkRecord::sample("docs/install.mdx", body, 1);
+            Previewer::new(query, None).preview(&page).iter().map(marked).collect()
+        };
+        assert_eq!(mdx("tabs install page"), ["Use the [tabs] to pick a package manager."]);
+        assert_eq!(mdx("yarn"), ["three managers at most. */} [Yarn] is the third."]);
+        assert_eq!(mdx("install page"), ["The tabs follow the [install] [page's]."]);
         let only = "## Queries\n\n```query\ntag:#tax\n```\n";
         let lines = Previewer::new("sunshine", None).preview(&chunk(only, 1));
         assert_eq!(marked(&lines[0]), "## Queries");

@@ -51,9 +51,9 @@ const QUERY_LANGUAGES: [&str; 3] = ["dataview", "dataviewjs", "query"];
 /// inside an Obsidian comment (`%%` on one line or over many, its marks included), the
 /// lines of a query block, fences included, and those of a page's `<script>` or `<style>`
 /// block, its tags included; in an MDX page (`mdx`), also its `import` and `export`
-/// statements and the lines that are a comment alone (`{/* … */}`). `fenced` tells the
-/// fences of fenced blocks and the lines inside them, where `%%` and tags are code; a
-/// comment hides a fence like anything else.
+/// statements and its comments (`{/* … */}`) on lines of their own, over one line or many.
+/// `fenced` tells the fences of fenced blocks and the lines inside them, where `%%` and tags
+/// are code; a comment hides a fence like anything else.
 pub(super) fn aside_lines(lines: &[&str], fenced: &Fenced, mdx: bool) -> Vec<bool> {
     let code = &fenced.code;
     let mut aside = vec![false; lines.len()];
@@ -69,9 +69,17 @@ pub(super) fn aside_lines(lines: &[&str], fenced: &Fenced, mdx: bool) -> Vec<boo
             n = end;
             continue;
         }
-        if mdx && !code[n] && line.starts_with("{/*") && line.ends_with("*/}") {
-            aside[n] = true;
-            n += 1;
+        if mdx && !in_comment && !code[n] && line.starts_with("{/*") {
+            // The comment runs to the line that closes it. Its lines are set aside, and the
+            // closing line too unless words follow the comment there, as they may on its
+            // opening line.
+            let Some(close) = (n..lines.len()).find(|&m| lines[m].contains("*/}")) else {
+                aside[n..].fill(true);
+                break;
+            };
+            aside[n..close].fill(true);
+            aside[close] = lines[close].trim_end().ends_with("*/}");
+            n = close + 1;
             continue;
         }
         if !in_comment
