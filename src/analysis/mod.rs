@@ -267,10 +267,16 @@ pub fn query_terms(text: &str) -> Vec<String> {
 /// holds the second. A chunk matches through the terms of its own language only (the others
 /// are rarely words of it), so its BM25 score is the one a query in its language would give.
 ///
+/// A Chinese question is read without its question words and particles
+/// ([`question::without_chinese_question_words`]), whose pairs of letters would run across
+/// its words.
+///
 /// Nothing in the input is syntax: quotes, colons, brackets, `*`, `AND` and emoji are
 /// separators or stop words like any other text. An empty or all-stopword query gives an
 /// empty list.
 pub fn query_terms_in(text: &str, languages: &[Language]) -> Vec<String> {
+    let text = question::without_chinese_question_words(text);
+    let text = text.as_ref();
     let mut seen = HashSet::new();
     let mut terms = Vec::new();
     for &language in languages {
@@ -300,6 +306,8 @@ pub fn weighted_query_terms(text: &str) -> Vec<(String, f32)> {
 /// are unknown, so its pairs keep their weight. A pair found both inside such a word and
 /// elsewhere keeps the larger weight.
 pub fn weighted_query_terms_in(text: &str, languages: &[Language]) -> Vec<(String, f32)> {
+    let text = question::without_chinese_question_words(text);
+    let text = text.as_ref();
     // Each word's byte range and the share of a word each of its pairs weighs.
     let words: Vec<(usize, usize, f32)> = cjk::word_runs(text)
         .map(|(run, pairs)| {
@@ -449,6 +457,23 @@ mod tests {
     /// The full analyzer's terms, duplicates kept, in order.
     fn analyzed(text: &str) -> Vec<String> {
         texts(text_analyzer().token_stream(text))
+    }
+
+    #[test]
+    fn a_chinese_questions_pairs_are_those_of_its_subject() {
+        let terms = query_terms("常量和不可变变量有什么区别？");
+        for pair in ["常量", "可变", "变量", "区别"] {
+            assert!(terms.contains(&pair.to_string()), "{pair} in {terms:?}");
+        }
+        for pair in ["有什", "什么", "么区"] {
+            assert!(!terms.contains(&pair.to_string()), "{pair} in {terms:?}");
+        }
+        // In Traditional characters too, and with the weights BM25 reads.
+        let weighted = weighted_query_terms_in("為什麼要設定語系？", &[Language::ENGLISH]);
+        assert!(
+            weighted.iter().all(|(term, _)| !term.contains('麼') && !term.contains('么')),
+            "{weighted:?}"
+        );
     }
 
     #[test]
