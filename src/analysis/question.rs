@@ -42,9 +42,10 @@ pub fn without_question_grammar(query: &str) -> Cow<'_, str> {
 }
 
 /// The words of a Chinese question that carry its grammar rather than its subject, in
-/// Simplified and Traditional characters, longer ones first, a blank between two: the
-/// question words (`为什么`, `什么`, `怎么`, `如何`, `哪些`), the forms that ask whether
-/// (`是否`, `是不是`, `能不能`, `有没有`) and the particles that end a question (`吗`, `呢`).
+/// Simplified and Traditional characters and their common variants (`麽`, `甚麼`, `爲`),
+/// longer ones first, a blank between two: the question words (`为什么`, `什么`, `怎么`,
+/// `如何`, `哪些`), the forms that ask whether (`是否`, `是不是`, `能不能`, `有没有`) and the
+/// particles that end a question (`吗`, `呢`).
 /// The verb before a question word stays (`有` of `有什么问题`): it can be the subject's.
 ///
 /// Chinese is written without spaces, and a query is read as pairs of letters: `有什么区别`
@@ -53,9 +54,9 @@ pub fn without_question_grammar(query: &str) -> Cow<'_, str> {
 /// happen to hold it, and the share of the query that the best hit holds (which sets BM25's
 /// weight in the fusion) counts it as a word that hit lacks.
 const CHINESE_QUESTION_WORDS: &str = concat!(
-    "可不可以 为什么 為什麼 怎么样 怎麼樣 ",
+    "可不可以 为什么 為什麼 爲什麼 為甚麼 爲甚麼 為什麽 怎么样 怎麼樣 怎麽樣 ",
     "有没有 有沒有 是不是 能不能 会不会 會不會 ",
-    "要不要 什么 什麼 为何 為何 怎么 怎麼 怎样 怎樣 如何 是否 ",
+    "要不要 什么 什麼 什麽 甚麼 为何 為何 爲何 怎么 怎麼 怎麽 怎样 怎樣 如何 是否 ",
     "能否 可否 哪些 哪个 哪個 哪里 哪裡 吗 嗎 呢",
 );
 
@@ -99,6 +100,7 @@ mod tests {
             "  Rc<T> 不能在线程间共享？"
         );
         assert_eq!(without_chinese_question_words("該怎麼設定語系嗎"), "該 設定語系 ");
+        assert_eq!(without_chinese_question_words("爲甚麼要備份？什麽時候"), " 要備份？ 時候");
         assert_eq!(
             without_chinese_question_words("main 函数里能不能使用 ? 运算符"),
             "main 函数里 使用 ? 运算符"
