@@ -91,20 +91,15 @@ mod tests {
 
     #[test]
     fn a_chinese_question_is_read_without_its_question_words() {
-        assert_eq!(
-            without_chinese_question_words("常量和不可变变量有什么区别？"),
-            "常量和不可变变量有 区别？"
-        );
-        assert_eq!(
-            without_chinese_question_words("为什么 Rc<T> 不能在线程间共享？"),
-            "  Rc<T> 不能在线程间共享？"
-        );
-        assert_eq!(without_chinese_question_words("該怎麼設定語系嗎"), "該 設定語系 ");
-        assert_eq!(without_chinese_question_words("爲甚麼要備份？什麽時候"), " 要備份？ 時候");
-        assert_eq!(
-            without_chinese_question_words("main 函数里能不能使用 ? 运算符"),
-            "main 函数里 使用 ? 运算符"
-        );
+        for (question, read) in [
+            ("常量和不可变变量有什么区别？", "常量和不可变变量有 区别？"),
+            ("为什么 Rc<T> 不能在线程间共享？", "  Rc<T> 不能在线程间共享？"),
+            ("該怎麼設定語系嗎", "該 設定語系 "),
+            ("爲甚麼要備份？什麽時候", " 要備份？ 時候"),
+            ("main 函数里能不能使用 ? 运算符", "main 函数里 使用 ? 运算符"),
+        ] {
+            assert_eq!(without_chinese_question_words(question), read, "{question}");
+        }
         assert!(matches!(without_chinese_question_words("所有权规则"), Cow::Borrowed(_)));
         assert!(matches!(without_chinese_question_words("How do I keep my Cargo.lock?"), Cow::Borrowed(_)));
     }
