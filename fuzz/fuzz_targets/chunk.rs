@@ -23,7 +23,8 @@ use situate::chunk::{ChunkConfig, ChunkStrategy, DocKind, MAX_LABEL_CHARS, chunk
 mod chunk_oracle;
 
 use chunk_oracle::{
-    blob_allowance, fenced_blocks, hashed, in_cjk_blocks, line_of, opens_inside_a_closed_block, top_level_headings, wordless_bodies,
+    blob_allowance, fenced_blocks, hashed, in_cjk_blocks, line_of, opens_inside_a_closed_block,
+    top_level_headings, wordless_bodies,
 };
 
 /// Vectors that no embedder should return, but a broken one might.
@@ -156,7 +157,9 @@ fuzz_target!(|data: &[u8]| {
     // A note of headings alone is chunked as its headings' text, across them.
     // A body that holds no letter or digit makes no chunk of its own (a markdown note's).
     let wordless = match kind {
-        DocKind::Markdown | DocKind::Mdx => wordless_bodies(text, body_start, &headings, kind == DocKind::Mdx),
+        DocKind::Markdown | DocKind::Mdx => {
+            wordless_bodies(text, body_start, &headings, kind == DocKind::Mdx)
+        }
         DocKind::Text => Vec::new(),
     };
     let left_out = |offset: usize| {
@@ -164,8 +167,9 @@ fuzz_target!(|data: &[u8]| {
     };
     // A note of headings alone (or of headings over wordless bodies) is chunked as its
     // headings' text, across them.
-    let headings_alone =
-        text[body_start..].char_indices().all(|(offset, c)| c.is_whitespace() || left_out(offset + body_start));
+    let headings_alone = text[body_start..]
+        .char_indices()
+        .all(|(offset, c)| c.is_whitespace() || left_out(offset + body_start));
     // An Excalidraw drawing is chunked by its element texts alone, not its drawing data.
     let drawing =
         kind != DocKind::Text && doc.metadata.keys().any(|k| k.eq_ignore_ascii_case("excalidraw-plugin"));

@@ -57,7 +57,10 @@ fuzz_target!(|data: &[u8]| {
                 assert!(!key.is_empty() && !key.contains(['\n', '\r']), "a key is one line: {key:?}");
                 assert!(values.len() <= 64, "list items are bounded");
                 for value in values {
-                    assert!(!value.is_empty() && value.chars().count() <= 256, "values are bounded: {value:?}");
+                    assert!(
+                        !value.is_empty() && value.chars().count() <= 256,
+                        "values are bounded: {value:?}"
+                    );
                     assert!(!value.contains(['\n', '\r', '\t']), "a value is one line: {value:?}");
                 }
             }
