@@ -1,6 +1,7 @@
 //! Notes in other languages than English, indexed by the real engine and searched by
 //! keywords alone: a small Japanese and Korean smoke set (words in their own script, and the
-//! English names inside them, with the matching sentence marked in the preview), and notes
+//! English names inside them, with the matching sentence marked in the preview), questions
+//! over Chinese notes (in English, and in Chinese read without its question words), and notes
 //! in German, French, Spanish and Russian (`tests/data/languages`) found by other
 //! inflections of their words, each stemmed by its own language's rules, in their text,
 //! their titles and the snippets an LLM (a chat server on 127.0.0.1) writes for them. The
@@ -212,6 +213,36 @@ fn an_english_question_over_chinese_notes_is_read_without_its_grammar() {
         ("zh/backup.md", "# 备份\n\n每晚生成的 snapshot 保留三十天。\n"),
     ]);
     assert_eq!(paths(&engine.search(&question).unwrap())[0], "en/meeting.md");
+}
+
+#[test]
+fn a_chinese_question_is_read_without_its_question_words() {
+    // Seven notes speak of constants, immutable variables and how they differ. The one
+    // about districts alone holds the pairs that the question's `有什么` gives across its
+    // words (`有什`, `什么`, `么区`), each rare and so weighed as a rare word: read with them,
+    // the question found it first.
+    let (_f, engine) = indexed_with(&[
+        (
+            "zh/constants.md",
+            "# 常量与不可变变量\n\n常量与不可变变量的区别：常量必须注明类型，只能设为常量表达式。\n",
+        ),
+        ("zh/districts.md", "# 行政区\n\n这座城市的两个行政区有什么区别？每年公布一次。\n"),
+        ("zh/types.md", "# 类型\n\n常量与不可变变量都要写明类型，区别见下一节。\n"),
+        ("zh/shadowing.md", "# 遮蔽\n\n不可变变量可以被遮蔽，常量不能，这是一个区别。\n"),
+        ("zh/scope.md", "# 作用域\n\n常量可在任何作用域声明，不可变变量只在块内，区别不大。\n"),
+        ("zh/naming.md", "# 命名\n\n常量用大写字母命名，不可变变量用小写，这个区别是约定。\n"),
+        ("zh/memory.md", "# 内存\n\n常量在编译时内联，不可变变量占用内存，区别在于存放位置。\n"),
+        ("zh/mut.md", "# mut\n\n加上 mut 的变量可以修改，常量、不可变变量都不行，区别仅在名字。\n"),
+    ]);
+    for question in ["常量和不可变变量有什么区别？", "常量和不可變變量有甚麼區別嗎"]
+    {
+        let hits = engine.search(&request(question)).unwrap();
+        assert_eq!(paths(&hits)[0], "zh/constants.md", "{question}");
+    }
+    assert_eq!(
+        first_preview(&engine, "常量和不可变变量有什么区别？"),
+        "[常量]与[不可变变量]的[区别]：[常量]必须注明类型，只能设为[常量]表达式。"
+    );
 }
 
 /// A copy of the notes of `tests/data/FIXTURE` (the Thai ones, or the German, French,
