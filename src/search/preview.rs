@@ -617,6 +617,12 @@ mod tests {
         Previewer::new(query, None).preview(&chunk(body, 1)).iter().map(marked).collect()
     }
 
+    /// [`shown_of`] a chunk of an MDX page.
+    fn shown_in_mdx(body: &str, query: &str) -> Vec<String> {
+        let page = ChunkRecord::sample("docs/install.mdx", body, 1);
+        Previewer::new(query, None).preview(&page).iter().map(marked).collect()
+    }
+
     #[test]
     fn a_markdown_sample_holding_a_fence_is_code_to_its_closing_fence() {
         let body = "Write the sample as the reader types it:\n\n````markdown\n```js\n[[not a link]] and ==kept==\n\
@@ -670,10 +676,7 @@ mod tests {
         // An MDX page's statements and comments, likewise; in a markdown note they are text.
         let body = "import Tabs from '@theme/Tabs';\nimport TabItem from '@theme/TabItem';\n\n\
                     {/* The tabs follow the install page's. */}\nUse the tabs to pick a package manager.\n";
-        let mdx = |query: &str| -> Vec<String> {
-            let page = ChunkRecord::sample("docs/install.mdx", body, 1);
-            Previewer::new(query, None).preview(&page).iter().map(marked).collect()
-        };
+        let mdx = |query: &str| shown_in_mdx(body, query);
         assert_eq!(mdx("tabs install page"), ["Use the [tabs] to pick a package manager."]);
         assert_eq!(mdx("theme"), ["import Tabs from '@[theme]/Tabs';"]);
         assert_eq!(
@@ -681,18 +684,9 @@ mod tests {
             ["{/* The [tabs] follow the [install] [page's]. */}"]
         );
         // A comment over several lines, and one that words follow on its closing line.
-        let body = "{/*
-  The tabs follow the install page's.
-*/}
-Use the tabs to pick a package manager.
-
-                    {/* Keep this list short:
-  three managers at most. */} Yarn is the third.
-";
-        let mdx = |query: &str| -> Vec<String> {
-            let page = ChunkRecord::sample("docs/install.mdx", body, 1);
-            Previewer::new(query, None).preview(&page).iter().map(marked).collect()
-        };
+        let body = "{/*\n  The tabs follow the install page's.\n*/}\nUse the tabs to pick a package manager.\n\n\
+                    {/* Keep this list short:\n  three managers at most. */} Yarn is the third.\n";
+        let mdx = |query: &str| shown_in_mdx(body, query);
         assert_eq!(mdx("tabs install page"), ["Use the [tabs] to pick a package manager."]);
         assert_eq!(mdx("yarn"), ["three managers at most. */} [Yarn] is the third."]);
         assert_eq!(mdx("install page"), ["The tabs follow the [install] [page's]."]);
