@@ -64,11 +64,12 @@ const CHINESE_QUESTION_WORDS: &str = concat!(
 /// pairs of letters are those of its subject: `常量和不可变变量有什么区别？` is read as
 /// `常量和不可变变量有 区别？`. Borrowed when it holds none; its other letters stay as they are.
 pub fn without_chinese_question_words(query: &str) -> Cow<'_, str> {
-    let words = || CHINESE_QUESTION_WORDS.split(' ');
-    if !words().any(|word| query.contains(word)) {
+    // Only the words the query holds are replaced: each replacement copies the text.
+    let mut held = CHINESE_QUESTION_WORDS.split(' ').filter(|word| query.contains(word)).peekable();
+    if held.peek().is_none() {
         return Cow::Borrowed(query);
     }
-    Cow::Owned(words().fold(query.to_string(), |text, word| text.replace(word, " ")))
+    Cow::Owned(held.fold(query.to_string(), |text, word| text.replace(word, " ")))
 }
 
 #[cfg(test)]
