@@ -14,7 +14,6 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use situate::chunk::{
     ChunkConfig, ChunkStrategy, ChunkedDocument, DocKind, chunk_document, chunk_document_with,
@@ -143,13 +142,9 @@ fn chunks_match_the_golden_files() {
 }
 
 /// Checks that the chunks of a document made of one giant line cover every non-blank byte of
-/// it, in order, and finish in reasonable time.
+/// it, in order (`cargo bench --bench chunk` measures how long such a line takes).
 fn assert_giant_line_is_tiled(line: &str, kind: DocKind) {
-    let started = Instant::now();
     let doc = chunk_document("giant", line, kind, &ChunkConfig::default());
-    let elapsed = started.elapsed();
-    // A quadratic step would take minutes on 5 MB; this bound only catches that, not noise.
-    assert!(elapsed < Duration::from_secs(30), "chunking took {elapsed:?}");
     assert!(doc.chunks.len() > 1000, "{} chunks", doc.chunks.len());
     let mut covered_to = 0;
     for chunk in &doc.chunks {
