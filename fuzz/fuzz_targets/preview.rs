@@ -1,9 +1,9 @@
 //! Fuzzes the previews of search hits (`search::preview::Previewer`): a query and a
 //! chunk's text, of a markdown note or an MDX page, the chunk in one of several languages
-//! (which decides the rules its words are marked by). Every preview line must be a line of the chunk, as written or as the
-//! rendered note reads it (`markup::readable`), trimmed and cut to at
-//! most `MAX_WIDTH` terminal columns with an ellipsis at a cut end; its marks must be in
-//! order, apart, non-empty and on character boundaries of the shown text.
+//! (which decides the rules its words are marked by). Every preview line must be a line of
+//! the chunk, as written or as the rendered note reads it (`markup::readable`), trimmed and
+//! cut to at most `MAX_WIDTH` terminal columns with an ellipsis at a cut end; its marks
+//! must be in order, apart, non-empty and on character boundaries of the shown text.
 
 #![no_main]
 
