@@ -612,15 +612,19 @@ mod tests {
         assert_eq!(marked(&lines[0]), "## [Retention]");
     }
 
+    /// The lines shown of `record` for `query`, their terms marked.
+    fn shown(record: &ChunkRecord, query: &str) -> Vec<String> {
+        Previewer::new(query, None).preview(record).iter().map(marked).collect()
+    }
+
     /// The lines shown of a chunk of `body` for `query`, their terms marked.
     fn shown_of(body: &str, query: &str) -> Vec<String> {
-        Previewer::new(query, None).preview(&chunk(body, 1)).iter().map(marked).collect()
+        shown(&chunk(body, 1), query)
     }
 
     /// [`shown_of`] a chunk of an MDX page.
     fn shown_in_mdx(body: &str, query: &str) -> Vec<String> {
-        let page = ChunkRecord::sample("docs/install.mdx", body, 1);
-        Previewer::new(query, None).preview(&page).iter().map(marked).collect()
+        shown(&ChunkRecord::sample("docs/install.mdx", body, 1), query)
     }
 
     #[test]
