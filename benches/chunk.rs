@@ -11,6 +11,9 @@ use std::time::Instant;
 
 use situate::chunk::{ChunkConfig, ChunkStrategy, DocKind, chunk_document, chunk_document_with};
 
+#[path = "../tests/support/long_texts.rs"]
+mod long_texts;
+
 fn main() {
     let runs = std::env::args()
         .skip(1)
@@ -18,13 +21,9 @@ fn main() {
         .and_then(|a| a.parse::<usize>().ok())
         .unwrap_or(3)
         .max(1);
-    let words =
-        repeated(&["situate", "chunks", "every", "line", "naïve", "café", "ünïcödé", "42", "—"], 5 << 20);
-    let run = "abcdéf😀0123".repeat((5 << 20) / 16);
-    let sentences = repeated(
-        &["Bread rises.", "Packets drop.", "The cat sleeps on the mat.", "Routers queue packets."],
-        2 << 20,
-    );
+    let words = long_texts::scrambled(long_texts::WORDS, 5 << 20);
+    let run = long_texts::line_without_spaces(5 << 20);
+    let sentences = long_texts::scrambled(long_texts::SENTENCES, 2 << 20);
     let section = ChunkConfig::default();
     let semantic = ChunkConfig {
         strategy: ChunkStrategy::Semantic,
@@ -32,11 +31,6 @@ fn main() {
         max_tokens: 400,
         overlap_tokens: 40,
         ..ChunkConfig::default()
-    };
-    // Vectors drawn from each sentence's length: cheap, and different enough from one
-    // sentence to the next that every sentence end is a breakpoint at k = 0.
-    let by_length = |texts: &[&str]| -> Result<Vec<Vec<f32>>, String> {
-        Ok(texts.iter().map(|t| vec![(t.len() % 7) as f32 + 1.0, (t.len() % 3) as f32]).collect())
     };
     println!("{:<46} {:>8} {:>10}", "input", "chunks", "median");
     time(runs, "one 5 MB line of words (section)", || {
@@ -46,20 +40,10 @@ fn main() {
         chunk_document("run.txt", &run, DocKind::Text, &section).chunks.len()
     });
     time(runs, "2 MB of short sentences (semantic, k = 0)", || {
-        chunk_document_with("long.txt", &sentences, DocKind::Text, &semantic, &by_length).chunks.len()
+        chunk_document_with("long.txt", &sentences, DocKind::Text, &semantic, &long_texts::vectors_by_length)
+            .chunks
+            .len()
     });
-}
-
-/// `parts` joined by blanks, in a scrambled order, until the text is `bytes` long.
-fn repeated(parts: &[&str], bytes: usize) -> String {
-    let mut text = String::with_capacity(bytes + 64);
-    let mut i = 0usize;
-    while text.len() < bytes {
-        text.push_str(parts[i % parts.len()]);
-        text.push(' ');
-        i = i.wrapping_mul(31).wrapping_add(7) % 1009;
-    }
-    text
 }
 
 /// Runs `chunk` `runs` times and prints the median time and the chunks it made.

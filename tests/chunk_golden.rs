@@ -15,6 +15,9 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+#[path = "support/long_texts.rs"]
+mod long_texts;
+
 use situate::chunk::{
     ChunkConfig, ChunkStrategy, ChunkedDocument, DocKind, chunk_document, chunk_document_with,
 };
@@ -160,19 +163,10 @@ fn assert_giant_line_is_tiled(line: &str, kind: DocKind) {
 
 #[test]
 fn a_five_megabyte_line_of_words_is_chunked_and_tiled() {
-    let mut line = String::with_capacity(5 << 20);
-    let words = ["situate", "chunks", "every", "line", "naïve", "café", "ünïcödé", "42", "—"];
-    let mut i = 0usize;
-    while line.len() < 5 << 20 {
-        line.push_str(words[i % words.len()]);
-        line.push(' ');
-        i = i.wrapping_mul(31).wrapping_add(7) % 1009;
-    }
-    assert_giant_line_is_tiled(&line, DocKind::Markdown);
+    assert_giant_line_is_tiled(&long_texts::scrambled(long_texts::WORDS, 5 << 20), DocKind::Markdown);
 }
 
 #[test]
 fn a_five_megabyte_line_without_spaces_is_chunked_and_tiled() {
-    let line = "abcdéf😀0123".repeat((5 << 20) / 16);
-    assert_giant_line_is_tiled(&line, DocKind::Text);
+    assert_giant_line_is_tiled(&long_texts::line_without_spaces(5 << 20), DocKind::Text);
 }

@@ -2,6 +2,9 @@
 //! subject changes, leaves a section about one subject whole, keeps to the token budget, and
 //! falls back to cutting by size when the embedder fails.
 
+#[path = "support/long_texts.rs"]
+mod long_texts;
+
 use std::path::Path;
 
 use situate::chunk::{ChunkConfig, ChunkStrategy, ChunkedDocument, DocKind, chunk_document_with};
@@ -90,19 +93,9 @@ fn a_long_section_with_many_breakpoints_is_chunked_within_the_budget() {
     // Two megabytes of short sentences, vectors drawn from their lengths and k = 0: tens of
     // thousands of breakpoints and small pieces to merge (`cargo bench --bench chunk`
     // measures how long they take).
-    let sentences = ["Bread rises.", "Packets drop.", "The cat sleeps on the mat.", "Routers queue packets."];
-    let mut text = String::new();
-    let mut i = 0usize;
-    while text.len() < 2 << 20 {
-        text.push_str(sentences[i % sentences.len()]);
-        text.push(' ');
-        i = i.wrapping_mul(31).wrapping_add(7) % 1009;
-    }
-    let by_length = |texts: &[&str]| {
-        Ok(texts.iter().map(|t| vec![(t.len() % 7) as f32 + 1.0, (t.len() % 3) as f32]).collect())
-    };
+    let text = long_texts::scrambled(long_texts::SENTENCES, 2 << 20);
     let config = ChunkConfig { semantic_threshold: 0.0, ..semantic(400, 40) };
-    let doc = chunk_document_with("long.txt", &text, DocKind::Text, &config, &by_length);
+    let doc = chunk_document_with("long.txt", &text, DocKind::Text, &config, &long_texts::vectors_by_length);
     let by_size =
         chunk_document_with("long.txt", &text, DocKind::Text, &semantic(400, 40), &|_: &[&str]| {
             Err("unused".to_string())
