@@ -260,6 +260,14 @@ impl Folder {
         lock(&self.state).clone()
     }
 
+    /// The folder's state and the commit published with it, as one pair. The writer swaps
+    /// the view while it holds the state's lock, so a reader that holds it too never pairs
+    /// a new state (the run ended: ready) with the view from before (no files yet).
+    fn state_and_view(&self) -> (FolderState, Option<View>) {
+        let state = lock(&self.state);
+        (state.clone(), self.view())
+    }
+
     /// `path` relative to this folder, when it lies inside it.
     pub fn relative(&self, path: &Path) -> Option<String> {
         workspace::relative_path(&self.root, path)
@@ -356,5 +364,38 @@ mod tests {
         assert_eq!(wait_left(4_000, 5_000, second), None, "a second after the read");
         assert_eq!(wait_left(4_000, 9_000, second), None);
         assert!(wait_left(clock().max(1), clock(), second).is_some(), "a read now holds the fill off");
+    }
+
+    #[test]
+    fn a_status_never_pairs_an_ended_run_with_the_index_from_before_it() {
+        // A reader asks for the status over and over while the writer opens an empty index
+        // and indexes the notes: once the phase says ready, the index holds them all.
+        for round in 0..8 {
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path().join("notes");
+            std::fs::create_dir(&root).unwrap();
+            for i in 0..20 {
+                let note = format!("# Note {i}\n\nThe ferry timetable changes in week {i}.\n");
+                std::fs::write(root.join(format!("{i}.md")), note).unwrap();
+            }
+            let settings = dir.path().join("situate.toml");
+            let index = dir.path().join("index");
+            std::fs::write(&settings, format!("index_dir = {index:?}\n[embedding]\nprovider = \"static\"\n"))
+                .unwrap();
+            let (notices, _kept) = tokio::sync::mpsc::unbounded_channel();
+            let folder = Folder::start(root, Some(settings), None, Arc::new(Embedders::default()), notices);
+            let deadline = Instant::now() + Duration::from_secs(120);
+            loop {
+                assert!(Instant::now() < deadline, "round {round}: never ready: {:?}", folder.state());
+                let (state, status) = folder.status();
+                assert_ne!(state.phase, Phase::Failed, "{:?}", state.errors);
+                if state.phase == Phase::Ready {
+                    let files = status.map(|s| s.files);
+                    assert_eq!(files, Some(20), "round {round}: ready, with the index from before the run");
+                    break;
+                }
+            }
+            folder.stop();
+        }
     }
 }

@@ -164,8 +164,9 @@ impl Folder {
     /// The folder's state, and its index's status with the cost of the snippets still to
     /// write (`None` until the index is open).
     pub fn status(&self) -> (FolderState, Option<Status>) {
-        let index = self.view().map(|view| view.status_with_estimate().unwrap_or_else(|_| view.status()));
-        (self.state(), index)
+        let (state, view) = self.state_and_view();
+        let index = view.map(|view| view.status_with_estimate().unwrap_or_else(|_| view.status()));
+        (state, index)
     }
 }
 
