@@ -685,6 +685,43 @@ fn files_that_are_not_utf8_are_reported_at_the_first_index_and_in_status() {
 }
 
 #[test]
+fn an_editor_slow_to_accept_a_progress_token_gets_the_warnings_meanwhile_then_the_run_s_latest_step() {
+    let f = Fixture::standard();
+    f.write("notes/mixed.md", b"# Caf\xc3\xa9\n\nThe cr\xe8me br\xfbl\xe9e recipe.\n");
+    let mut client = LspClient::start(f.index.path());
+    // As VS Code activating its extensions: the token is accepted seconds later.
+    client.hold("window/workDoneProgress/create");
+    client.initialize(f.root(), json!({}), json!({}));
+    let create = client.wait_for(|m| m["method"] == "window/workDoneProgress/create");
+    let token = create["params"]["token"].clone();
+    // The run ends, and its warning is not held back by the token waiting for an answer.
+    let shown = client.wait_for(|m| m["method"] == "window/showMessage");
+    assert!(
+        shown["params"]["message"].as_str().unwrap().contains("notes/mixed.md is not valid UTF-8"),
+        "{shown}"
+    );
+    client.folders_when(|f| f.iter().all(|f| f["phase"] == "ready"));
+    let of_run = |c: &LspClient| -> Vec<Value> {
+        c.received
+            .iter()
+            .filter(|m| m["method"] == "$/progress" && m["params"]["token"] == token)
+            .cloned()
+            .collect()
+    };
+    assert_eq!(of_run(&client), Vec::<Value>::new(), "no progress before the token is accepted");
+
+    // Once accepted: the begin, then the end alone; the reports it made meanwhile are stale.
+    client.accept(&create);
+    client.wait_for(|m| {
+        m["method"] == "$/progress" && m["params"]["token"] == token && m["params"]["value"]["kind"] == "end"
+    });
+    let kinds: Vec<Value> = of_run(&client).iter().map(|m| m["params"]["value"]["kind"].clone()).collect();
+    assert_eq!(kinds, [json!("begin"), json!("end")]);
+    assert!(of_run(&client)[1]["params"]["value"]["message"].as_str().unwrap().contains("1 not valid UTF-8"));
+    assert!(client.shutdown().success());
+}
+
+#[test]
 fn file_watchers_follow_the_extensions_of_changed_settings() {
     let f = Fixture::standard();
     let mut client = LspClient::start(f.index.path());

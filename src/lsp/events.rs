@@ -2,7 +2,7 @@
 //! (buffers, folders, settings, saves, watched files), and the task that passes the folder
 //! writers' notices on to the client as `$/progress` and `window/showMessage`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
@@ -365,26 +365,28 @@ async fn stop_all(folders: Vec<Arc<Folder>>) {
 
 /// Sends the writers' notices to the client: progress as `$/progress` (when the client
 /// supports it) and problems as one `window/showMessage` each.
+///
+/// Each run's progress goes through a task of its own, since its token must be accepted
+/// by the client first (`window/workDoneProgress/create`): an editor busy starting up may
+/// take seconds to answer, and a problem is not held back meanwhile.
 async fn report(client: Client, mut notices: UnboundedReceiver<Notice>, progress: bool) {
     let mut shown: HashSet<String> = HashSet::new();
-    let mut ongoing = std::collections::HashMap::new();
+    let mut runs: HashMap<String, UnboundedSender<RunStep>> = HashMap::new();
     while let Some(notice) = notices.recv().await {
         match notice {
             Notice::ProgressBegin { token, title } if progress => {
-                let t = ProgressToken::String(token.clone());
-                if client.create_work_done_progress(t.clone()).await.is_ok() {
-                    let p = client.progress(t, title).with_percentage(0).begin().await;
-                    ongoing.insert(token, p);
-                }
+                let (steps, taken) = tokio::sync::mpsc::unbounded_channel();
+                runs.insert(token.clone(), steps);
+                tokio::spawn(report_run(client.clone(), token, title, taken));
             }
             Notice::ProgressReport { token, message, percentage } => {
-                if let Some(p) = ongoing.get(&token) {
-                    p.report_with_message(message, percentage).await;
+                if let Some(steps) = runs.get(&token) {
+                    let _ = steps.send(RunStep::Report { message, percentage });
                 }
             }
             Notice::ProgressEnd { token, message } => {
-                if let Some(p) = ongoing.remove(&token) {
-                    p.finish_with_message(message).await;
+                if let Some(steps) = runs.remove(&token) {
+                    let _ = steps.send(RunStep::End { message });
                 }
             }
             Notice::Problem(message) => {
@@ -398,6 +400,35 @@ async fn report(client: Client, mut notices: UnboundedReceiver<Notice>, progress
                 }
             }
             Notice::ProgressBegin { .. } => {}
+        }
+    }
+}
+
+/// What a run reports after its begin.
+enum RunStep {
+    Report { message: String, percentage: u32 },
+    End { message: String },
+}
+
+/// One run's `$/progress`: its token, once the client accepts it, then its begin, reports
+/// and end. Of the steps that came while the client was answering, only the latest is sent
+/// (a run that ended meanwhile sends its end alone).
+async fn report_run(client: Client, token: String, title: String, mut steps: UnboundedReceiver<RunStep>) {
+    let token = ProgressToken::String(token);
+    if client.create_work_done_progress(token.clone()).await.is_err() {
+        return;
+    }
+    let run = client.progress(token, title).with_percentage(0).begin().await;
+    while let Some(mut step) = steps.recv().await {
+        while let Ok(next) = steps.try_recv() {
+            step = next;
+        }
+        match step {
+            RunStep::Report { message, percentage } => run.report_with_message(message, percentage).await,
+            RunStep::End { message } => {
+                run.finish_with_message(message).await;
+                return;
+            }
         }
     }
 }

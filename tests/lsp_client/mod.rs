@@ -25,6 +25,9 @@ pub struct LspClient {
     /// Responses read while waiting for another one (requests in flight together may be
     /// answered in any order).
     early: Vec<Value>,
+    /// Server requests of these methods are left unanswered until [`LspClient::accept`]
+    /// (an editor busy elsewhere).
+    held: Vec<&'static str>,
 }
 
 impl LspClient {
@@ -68,6 +71,7 @@ impl LspClient {
             next_id: 1,
             received: Vec::new(),
             early: Vec::new(),
+            held: Vec::new(),
         }
     }
 
@@ -90,6 +94,16 @@ impl LspClient {
     /// Tells the server that the file at `path` was saved.
     pub fn saved(&mut self, path: &Path) {
         self.notify("textDocument/didSave", json!({ "textDocument": { "uri": file_uri(path) } }));
+    }
+
+    /// Leaves the server's requests of `method` unanswered from now on, until [`LspClient::accept`].
+    pub fn hold(&mut self, method: &'static str) {
+        self.held.push(method);
+    }
+
+    /// Accepts a server request that was held (answers it with a null result).
+    pub fn accept(&mut self, request: &Value) {
+        self.send(&json!({ "jsonrpc": "2.0", "id": request["id"], "result": null }));
     }
 
     /// Sends a request without waiting; returns its id.
@@ -151,7 +165,8 @@ impl LspClient {
                 Err(RecvTimeoutError::Disconnected) => panic!("the server closed its output"),
             };
             if message.get("method").is_some() {
-                if let Some(id) = message.get("id") {
+                let held = self.held.iter().any(|h| message["method"] == *h);
+                if let Some(id) = message.get("id").filter(|_| !held) {
                     // A server request: accept it, as an editor would.
                     let reply = json!({ "jsonrpc": "2.0", "id": id, "result": null });
                     self.send(&reply);
