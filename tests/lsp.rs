@@ -660,11 +660,13 @@ fn files_that_cannot_be_read_have_no_hover_and_a_named_pipe_never_holds_the_serv
     assert!(client.shutdown().success());
 }
 
+/// UTF-8 and Latin-1 in one file (a file in Latin-1 alone is read as such).
+const UTF8_AND_LATIN1: &[u8] = b"# Caf\xc3\xa9\n\nThe cr\xe8me br\xfbl\xe9e recipe.\n";
+
 #[test]
 fn files_that_are_not_utf8_are_reported_at_the_first_index_and_in_status() {
     let f = Fixture::standard();
-    // UTF-8 and Latin-1 in one file (a file in Latin-1 alone is read as such).
-    f.write("notes/mixed.md", b"# Caf\xc3\xa9\n\nThe cr\xe8me br\xfbl\xe9e recipe.\n");
+    f.write("notes/mixed.md", UTF8_AND_LATIN1);
     let mut client = LspClient::start(f.index.path());
     client.initialize(f.root(), json!({}), json!({}));
     let end = client.wait_indexed();
@@ -687,7 +689,7 @@ fn files_that_are_not_utf8_are_reported_at_the_first_index_and_in_status() {
 #[test]
 fn an_editor_slow_to_accept_a_progress_token_gets_the_warnings_meanwhile_then_the_run_s_latest_step() {
     let f = Fixture::standard();
-    f.write("notes/mixed.md", b"# Caf\xc3\xa9\n\nThe cr\xe8me br\xfbl\xe9e recipe.\n");
+    f.write("notes/mixed.md", UTF8_AND_LATIN1);
     let mut client = LspClient::start(f.index.path());
     // As VS Code activating its extensions: the token is accepted seconds later.
     client.hold("window/workDoneProgress/create");
@@ -715,9 +717,10 @@ fn an_editor_slow_to_accept_a_progress_token_gets_the_warnings_meanwhile_then_th
     client.wait_for(|m| {
         m["method"] == "$/progress" && m["params"]["token"] == token && m["params"]["value"]["kind"] == "end"
     });
-    let kinds: Vec<Value> = of_run(&client).iter().map(|m| m["params"]["value"]["kind"].clone()).collect();
+    let run = of_run(&client);
+    let kinds: Vec<Value> = run.iter().map(|m| m["params"]["value"]["kind"].clone()).collect();
     assert_eq!(kinds, [json!("begin"), json!("end")]);
-    assert!(of_run(&client)[1]["params"]["value"]["message"].as_str().unwrap().contains("1 not valid UTF-8"));
+    assert!(run[1]["params"]["value"]["message"].as_str().unwrap().contains("1 not valid UTF-8"));
     assert!(client.shutdown().success());
 }
 
