@@ -128,8 +128,9 @@ const LANGUAGES: [Spec; 48] = [
     spec("am", "amharic", Stems::Snowball(Stemming::English), Some(whatlang::Lang::Amh)),
 ];
 
-/// Letters of prose a chunk needs before its detected language is trusted: below that (a
-/// heading, a short list, a line of code) the detector guesses, and English rules are the
+/// Letters of prose a chunk needs before its detected language is trusted (unless its
+/// letters are those of Chinese, Japanese, Korean or Lao): below that (a heading, a short
+/// list, a line of code) the detector guesses, and English rules are the
 /// safe choice, as they were for every chunk before.
 const MIN_LETTERS: usize = 40;
 
@@ -205,11 +206,13 @@ impl Language {
 
     /// [`Language::detect`] of a text's prose, taken out already ([`prose_of`]).
     fn detect_in_prose(prose: &str) -> Language {
-        if prose.chars().filter(|c| c.is_alphabetic()).count() < MIN_LETTERS {
-            return Language::ENGLISH;
-        }
+        // Letters that only Chinese, Japanese, Korean or Lao are written in say so in a line:
+        // a short note in them is not English, as its snippet and a filter need to know.
         if let Some(language) = letters::written_in_cjk(prose).or_else(|| letters::written_in_lao(prose)) {
             return language;
+        }
+        if prose.chars().filter(|c| c.is_alphabetic()).count() < MIN_LETTERS {
+            return Language::ENGLISH;
         }
         // Most notes are English, and the detector's reading of trigrams costs more than the
         // rest of a chunk's analysis: prose that uses English's function words as English
@@ -681,10 +684,12 @@ mod tests {
         assert_eq!(Language::of_document(GERMAN).map(Language::code), Some("de"));
         assert_eq!(Language::of_document(ENGLISH), None);
         assert_eq!(Language::of_document("Sicherungen"), None);
-        assert_eq!(
-            Language::detect("所有权是 Rust 最为与众不同的特性，它让 Rust 无需垃圾回收即可保障内存安全。"),
-            Language::ENGLISH
-        );
+        // Chinese is told by its letters however short, and its words are analysed by
+        // English rules.
+        let chinese =
+            Language::detect("所有权是 Rust 最为与众不同的特性，它让 Rust 无需垃圾回收即可保障内存安全。");
+        assert_eq!(chinese.code(), "zh");
+        assert!(chinese.analysed_as_english());
         let code =
             "```rust\nfn main() { let sicherungen = vec![1, 2, 3]; println!(\"{sicherungen:?}\"); }\n```";
         assert_eq!(Language::detect(code), Language::ENGLISH);
@@ -793,8 +798,12 @@ mod tests {
             "ko"
         );
         assert_eq!(detect("ระบบจะสำรองข้อมูลทุกคืนและเก็บไว้สามสิบวัน หลังจากนั้นข้อมูลเก่าจะถูกลบโดยอัตโนมัติ"), "th");
-        // Too short to tell, as in any language; and English prose quoting a few letters.
-        assert_eq!(detect("内存安全。"), "en");
+        // Short, and told by its letters all the same; English prose quoting a few letters
+        // is English.
+        assert_eq!(detect("内存安全。"), "zh");
+        assert_eq!(detect("# 备份\n\n快照保留三十天。"), "zh");
+        assert_eq!(detect("バックアップ"), "ja");
+        assert_eq!(detect("백업"), "ko");
         assert_eq!(
             detect("The word 所有权 means ownership, and the chapter on it explains the rules of moves."),
             "en"

@@ -42,7 +42,7 @@ pub use view::{Freshness, View};
 /// what a chunk records of its file, such as the language detected in its document, or the
 /// text embedded for it: a chunk whose embedded text changed is embedded again, the others
 /// keep their vectors).
-const PIPELINE_VERSION: u32 = 14;
+const PIPELINE_VERSION: u32 = 15;
 
 /// An engine failure.
 #[derive(Debug, thiserror::Error)]
