@@ -1,5 +1,5 @@
-//! Finding and reading the workspace's files: ignore rules, globs, size cap, binary and
-//! UTF-8 checks. One bad file never stops a run; every skip carries its reason.
+//! Finding and reading the workspace's files: ignore rules, globs, size cap, binary check
+//! and encodings. One bad file never stops a run; every skip carries its reason.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -9,12 +9,15 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use crate::chunk::DocKind;
 
+mod decode;
 mod ignore_walk;
 #[cfg(unix)]
 mod walk;
 
 #[cfg(not(unix))]
 use ignore_walk::walk_with_the_ignore_crate;
+
+pub use decode::decode;
 
 /// Which files are indexed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,8 +122,9 @@ pub struct FileText {
     pub text: String,
     /// xxh3 of the raw bytes.
     pub content_hash: u64,
-    /// The file was not valid UTF-8 and was decoded with replacement characters (a file
-    /// that reads as Windows-1252 is decoded so, and is not lossy).
+    /// Some of the file's bytes could not be read in its encoding and were decoded as
+    /// replacement characters (UTF-8 with bad bytes in it, say). A file in UTF-16 or in a
+    /// legacy encoding such as Windows-1252 or GBK, read whole, is not lossy.
     pub lossy: bool,
 }
 
@@ -330,59 +334,6 @@ fn open_regular(path: &Path) -> std::io::Result<(std::fs::File, u64)> {
     Ok((file, meta.len()))
 }
 
-/// Checks and decodes file contents.
-pub fn decode(bytes: &[u8]) -> Result<FileText, SkipReason> {
-    if bytes.contains(&0) {
-        return Err(SkipReason::Binary);
-    }
-    let content_hash = xxhash_rust::xxh3::xxh3_64(bytes);
-    // A byte-order mark is not text; dropping it keeps byte offsets of the rest aligned with
-    // what an editor shows.
-    let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    Ok(match std::str::from_utf8(body) {
-        Ok(s) => FileText { text: s.to_string(), content_hash, lossy: false },
-        Err(_) => match windows_1252(body) {
-            Some(text) => FileText { text, content_hash, lossy: false },
-            None => FileText { text: String::from_utf8_lossy(body).into_owned(), content_hash, lossy: true },
-        },
-    })
-}
-
-/// `bytes` read as Windows-1252 (Latin-1 with the printer's quotes and dashes), when they
-/// look like it: no UTF-8 letter beyond ASCII anywhere, and no run of more than three bytes
-/// beyond ASCII (a German or French word has one or two in a row; Chinese or Japanese in
-/// GBK or Shift-JIS has long runs, and is better shown with replacement characters than as
-/// Latin letters). Notes written on older Windows and macOS editors are often in this
-/// encoding.
-fn windows_1252(bytes: &[u8]) -> Option<String> {
-    let mut run = 0;
-    for b in bytes {
-        run = if b.is_ascii() { 0 } else { run + 1 };
-        if run > 3 {
-            return None;
-        }
-    }
-    let has_utf8_letter = bytes.utf8_chunks().any(|chunk| !chunk.valid().is_ascii());
-    if has_utf8_letter {
-        return None;
-    }
-    // The 32 bytes from 0x80 that Windows-1252 gives printable letters (the five it leaves
-    // undefined are read as the control characters of Latin-1, as browsers do).
-    const HIGH: [char; 32] = [
-        '€', '\u{81}', '‚', 'ƒ', '„', '…', '†', '‡', 'ˆ', '‰', 'Š', '‹', 'Œ', '\u{8d}', 'Ž', '\u{8f}',
-        '\u{90}', '‘', '’', '“', '”', '•', '–', '—', '˜', '™', 'š', '›', 'œ', '\u{9d}', 'ž', 'Ÿ',
-    ];
-    Some(
-        bytes
-            .iter()
-            .map(|&b| match b {
-                0x80..=0x9f => HIGH[usize::from(b - 0x80)],
-                _ => char::from(b),
-            })
-            .collect(),
-    )
-}
-
 /// How a file is parsed, by its extension.
 pub fn doc_kind(rel_path: &str) -> DocKind {
     let ext = rel_path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
@@ -556,13 +507,13 @@ mod tests {
         let latin = read(&file("latin1.txt"), 1000).unwrap();
         assert!(!latin.lossy);
         assert_eq!(latin.text, "café au lait");
-        // A file with UTF-8 in it, or with the long runs of a Chinese encoding, is not
-        // Windows-1252.
+        // UTF-8 and Latin-1 pasted together read whole. A Chinese encoding is read as such.
         let mixed = read(&file("mixed.md"), 1000).unwrap();
-        assert!(mixed.lossy);
-        assert_eq!(mixed.text, "café or caf\u{FFFD}");
+        assert!(!mixed.lossy);
+        assert_eq!(mixed.text, "café or café");
         let gbk = read(&file("gbk.md"), 1000).unwrap();
-        assert!(gbk.lossy && gbk.text.contains('\u{FFFD}'), "{}", gbk.text);
+        assert!(!gbk.lossy);
+        assert_eq!(gbk.text, "你好世界");
         let bom = read(&file("bom.md"), 1000).unwrap();
         assert_eq!(bom.text, "# Title");
         assert!(!bom.lossy);

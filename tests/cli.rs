@@ -125,6 +125,56 @@ fn a_search_names_a_file_left_out_once_and_status_lists_it() {
     assert!(err.contains("situate: skipped ops/dump.md: too large"), "{err}");
 }
 
+/// Notes saved in UTF-16 (as Windows PowerShell and older Notepads save "Unicode") or in a
+/// legacy encoding (GBK, Shift_JIS, Windows-1251) are searched as their text: none is
+/// skipped as binary or read with replacement characters.
+#[test]
+fn notes_in_utf16_and_legacy_encodings_are_searched_as_their_text() {
+    let cli = Cli { fixture: Fixture::empty() };
+    let mut utf16 = vec![0xFF, 0xFE];
+    let meeting = "Meeting notes\r\n\r\nThe quarterly budget review moved to Thursday afternoon.\r\n";
+    utf16.extend(meeting.encode_utf16().flat_map(u16::to_le_bytes));
+    cli.fixture.write("utf16.txt", utf16);
+    let encoded = |encoding: &'static encoding_rs::Encoding, text: &str| encoding.encode(text).0.into_owned();
+    cli.fixture.write(
+        "gbk.md",
+        encoded(encoding_rs::GBK, "# 备份\n\n数据库每天凌晨两点备份一次，快照保留三十天。\n"),
+    );
+    cli.fixture.write(
+        "sjis.txt",
+        encoded(encoding_rs::SHIFT_JIS, "スナップショットは毎晩作成され、三十日間保存されます。\n"),
+    );
+    cli.fixture.write(
+        "cp1251.md",
+        encoded(encoding_rs::WINDOWS_1251, "# Копии\n\nРезервные копии хранятся тридцать дней.\n"),
+    );
+    let (out, err) = cli.ok(&["index", "--quick"]);
+    assert!(out.contains("4 files seen, 4 new or changed"), "{out}");
+    assert!(!err.contains("skipped") && !err.contains("UTF-8"), "{err}");
+    for (query, hit, line) in [
+        (
+            "budget review",
+            "1. utf16.txt:1-3",
+            "   3: The quarterly budget review moved to Thursday afternoon.",
+        ),
+        ("快照保留", "1. gbk.md:1-3  备份", "   3: 数据库每天凌晨两点备份一次，快照保留三十天。"),
+        (
+            "スナップショット",
+            "1. sjis.txt:1-1",
+            "   1: スナップショットは毎晩作成され、三十日間保存されます。",
+        ),
+        ("резервные копии", "1. cp1251.md:1-3  Копии", "   3: Резервные копии хранятся тридцать дней."),
+    ] {
+        let (out, _) = cli.ok(&["search", query, "--mode", "bm25", "-k", "1", "--no-update"]);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[..2], [hit, line], "{query}: {out}");
+    }
+    let (out, _) = cli.ok(&["show", "gbk.md:3"]);
+    assert!(out.contains("\n  language: Chinese (zh)"), "{out}");
+    let (out, _) = cli.ok(&["status"]);
+    assert!(!out.contains("skipped") && !out.contains("UTF-8"), "{out}");
+}
+
 #[test]
 fn search_json_has_the_stable_fields() {
     let cli = Cli::new();

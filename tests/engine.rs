@@ -547,9 +547,13 @@ fn a_settings_change_rechunks_every_file() {
 fn bad_files_are_skipped_with_reasons_and_the_rest_is_indexed() {
     let f = Fixture::standard();
     f.write("bin.md", b"PK\x03\x04\0\0binary");
-    // UTF-8 and Latin-1 in one file: neither reads it whole, so it is decoded with
-    // replacement characters (a file in Latin-1 alone is read as such).
+    // UTF-8 and Latin-1 pasted together read whole; UTF-8 with a bad byte is decoded with a
+    // replacement character for it, and reported.
     f.write("mixed.txt", b"Cr\xc3\xa8me br\xfbl\xe9e needs a blowtorch.\n");
+    f.write(
+        "damaged.txt",
+        b"Cr\xc3\xa8me br\xc3\xbbl\xc3\xa9e \xc3\xa0 la fran\xc3\xa7aise \xff needs a torch.\n",
+    );
     f.write("huge.md", vec![b'a'; 2048]);
     f.write("broken.md", "# Title\n\n```rust\nfn unterminated() {\n\n| a | b\n|--\n<div>\n");
     let mut config = f.config();
@@ -560,10 +564,13 @@ fn bad_files_are_skipped_with_reasons_and_the_rest_is_indexed() {
     assert_eq!(reasons.len(), 2, "{reasons:?}");
     assert!(reasons[0].starts_with("bin.md: binary"), "{reasons:?}");
     assert!(reasons[1].starts_with("huge.md: too large"), "{reasons:?}");
-    assert_eq!(report.lossy, ["mixed.txt"]);
-    assert_eq!(report.files_indexed, 6);
+    assert_eq!(report.lossy, ["damaged.txt"]);
+    assert_eq!(report.files_indexed, 7);
     let hits = engine.search(&request("blowtorch", SearchMode::Bm25)).unwrap();
     assert_eq!(hits[0].chunk.path, "mixed.txt");
+    assert_eq!(hits[0].chunk.text, "Crème brûlée needs a blowtorch.");
+    let hits = engine.search(&request("torch", SearchMode::Bm25)).unwrap();
+    assert_eq!(hits[0].chunk.text, "Crème brûlée à la française \u{FFFD} needs a torch.");
     assert_eq!(engine.status().skipped.len(), 2);
 }
 

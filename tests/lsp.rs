@@ -660,13 +660,15 @@ fn files_that_cannot_be_read_have_no_hover_and_a_named_pipe_never_holds_the_serv
     assert!(client.shutdown().success());
 }
 
-/// UTF-8 and Latin-1 in one file (a file in Latin-1 alone is read as such).
-const UTF8_AND_LATIN1: &[u8] = b"# Caf\xc3\xa9\n\nThe cr\xe8me br\xfbl\xe9e recipe.\n";
+/// UTF-8 with a bad byte in it (a file in Latin-1, or in UTF-8 and Latin-1 pasted
+/// together, is read whole).
+const DAMAGED_UTF8: &[u8] =
+    b"# Caf\xc3\xa9 cr\xc3\xa8me br\xc3\xbbl\xc3\xa9e \xc3\xa0 la fran\xc3\xa7aise\n\nThe recipe \xff of the week.\n";
 
 #[test]
 fn files_that_are_not_utf8_are_reported_at_the_first_index_and_in_status() {
     let f = Fixture::standard();
-    f.write("notes/mixed.md", UTF8_AND_LATIN1);
+    f.write("notes/mixed.md", DAMAGED_UTF8);
     let mut client = LspClient::start(f.index.path());
     client.initialize(f.root(), json!({}), json!({}));
     let end = client.wait_indexed();
@@ -689,7 +691,7 @@ fn files_that_are_not_utf8_are_reported_at_the_first_index_and_in_status() {
 #[test]
 fn an_editor_slow_to_accept_a_progress_token_gets_the_warnings_meanwhile_then_the_run_s_latest_step() {
     let f = Fixture::standard();
-    f.write("notes/mixed.md", UTF8_AND_LATIN1);
+    f.write("notes/mixed.md", DAMAGED_UTF8);
     let mut client = LspClient::start(f.index.path());
     // As VS Code activating its extensions: the token is accepted seconds later.
     client.hold("window/workDoneProgress/create");

@@ -39,10 +39,10 @@ pub use team::Filled;
 pub use view::{Freshness, View};
 
 /// Bumped when chunking or context code changes what it produces for the same input (or
-/// what a chunk records of its file, such as the language detected in its document, or the
-/// text embedded for it: a chunk whose embedded text changed is embedded again, the others
-/// keep their vectors).
-const PIPELINE_VERSION: u32 = 15;
+/// how a file's bytes are decoded, what a chunk records of its file, such as the language
+/// detected in its document, or the text embedded for it: a chunk whose embedded text
+/// changed is embedded again, the others keep their vectors).
+const PIPELINE_VERSION: u32 = 16;
 
 /// An engine failure.
 #[derive(Debug, thiserror::Error)]

@@ -63,13 +63,14 @@ pub fn search(
     Ok(out)
 }
 
-/// The text of the file at `path` as an editor shows it (invalid UTF-8 replaced). A folder,
-/// a named pipe or a device is an error, found without waiting on it.
+/// The text of the file at `path` as it was indexed and as an editor shows it: decoded from
+/// its encoding (a binary file's bytes read as UTF-8, invalid ones replaced). A folder, a
+/// named pipe or a device is an error, found without waiting on it.
 pub fn saved_text(path: &Path) -> std::io::Result<String> {
     let bytes = workspace::read_regular(path)?;
-    Ok(match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    Ok(match workspace::decode(&bytes) {
+        Ok(read) => read.text,
+        Err(_) => String::from_utf8_lossy(&bytes).into_owned(),
     })
 }
 
@@ -86,23 +87,37 @@ pub fn line_before(root: &Path, rel: &str, start_byte: u64, text: &str) -> Optio
     if start_byte == 0 {
         return Some(String::new());
     }
-    // Most spans start their line: one byte says so.
-    if workspace::read_span(&path, start_byte - 1, 1).ok()? == b"\n" {
+    // Most spans start their line: the byte before them says so.
+    let around = workspace::read_span(&path, start_byte - 1, 1 + text.len()).ok()?;
+    if around.split_first() == Some((&b'\n', text.as_bytes())) {
         return Some(String::new());
     }
     let from = start_byte.saturating_sub(LINE_LOOK_BACK);
     let back = (start_byte - from) as usize;
     let bytes = workspace::read_span(&path, from, back + text.len()).ok()?;
-    let (before, span) = bytes.split_at_checked(back)?;
-    if span != text.as_bytes() {
-        return None;
-    }
+    let Some((before, _)) = bytes.split_at_checked(back).filter(|(_, span)| *span == text.as_bytes()) else {
+        // Offsets count the decoded text's bytes: a file in another encoding than UTF-8 is
+        // read whole and decoded, as it was indexed.
+        return decoded_line_before(&path, start_byte, text);
+    };
     let line = match before.iter().rposition(|&b| b == b'\n') {
         Some(newline) => &before[newline + 1..],
         None if from == 0 => before.strip_prefix("\u{feff}".as_bytes()).unwrap_or(before),
         None => return None,
     };
     String::from_utf8(line.to_vec()).ok()
+}
+
+/// [`line_before`] in the decoded text of the file at `path`.
+fn decoded_line_before(path: &Path, start_byte: u64, text: &str) -> Option<String> {
+    let decoded = workspace::decode(&workspace::read_regular(path).ok()?).ok()?.text;
+    let start = usize::try_from(start_byte).ok()?;
+    let (before, after) = decoded.split_at_checked(start)?;
+    if !after.starts_with(text) {
+        return None;
+    }
+    let line = &before[before.rfind('\n').map_or(0, |newline| newline + 1)..];
+    (line.len() as u64 <= LINE_LOOK_BACK).then(|| line.to_string())
 }
 
 /// The passage at a line and what may make it differ from what the user sees.
@@ -195,5 +210,23 @@ mod tests {
         // A file that no longer holds the span there, or no file, tells nothing.
         assert_eq!(line_before(dir.path(), "a.md", at("Tail."), "Other"), None);
         assert_eq!(line_before(dir.path(), "gone.md", 3, "x"), None);
+    }
+
+    /// Offsets count the bytes of the text as it was decoded; a file in UTF-16 or GBK holds
+    /// other bytes there.
+    #[test]
+    fn the_text_before_a_span_is_read_from_a_file_in_another_encoding_as_it_was_decoded() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "第一行。\n开头。中间。结尾。\n下一行。\n";
+        let mut utf16 = vec![0xFF, 0xFE];
+        utf16.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
+        let (gbk, _, _) = encoding_rs::GBK.encode(text);
+        for (name, bytes) in [("utf16.txt", utf16), ("gbk.txt", gbk.into_owned())] {
+            std::fs::write(dir.path().join(name), bytes).unwrap();
+            let before = |span: &str| line_before(dir.path(), name, text.find(span).unwrap() as u64, span);
+            assert_eq!(before("结尾。").as_deref(), Some("开头。中间。"), "{name}");
+            assert_eq!(before("下一行。").as_deref(), Some(""), "{name}");
+            assert_eq!(line_before(dir.path(), name, text.find("结尾").unwrap() as u64, "别的"), None);
+        }
     }
 }
