@@ -17,7 +17,7 @@ mod walk;
 #[cfg(not(unix))]
 use ignore_walk::walk_with_the_ignore_crate;
 
-pub use decode::decode;
+pub use decode::{Legacy, decode};
 
 /// Which files are indexed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +34,8 @@ pub struct WalkConfig {
     /// the link's path. Off by default: a link in a cloned repository could lead anywhere
     /// (to `/` or the home folder), and what it leads to would be indexed and searchable.
     pub follow_symlinks: bool,
+    /// The encoding of files that are neither valid UTF-8 nor marked as UTF-16.
+    pub encoding: Legacy,
 }
 
 impl Default for WalkConfig {
@@ -44,6 +46,7 @@ impl Default for WalkConfig {
             exclude: Vec::new(),
             max_file_bytes: 4 * 1024 * 1024,
             follow_symlinks: false,
+            encoding: Legacy::Guessed,
         }
     }
 }
@@ -278,9 +281,9 @@ fn is_app_backup(rel_path: &str) -> bool {
     })
 }
 
-/// Reads one file, applying the size cap and the binary check and decoding invalid UTF-8
-/// lossily.
-pub fn read(file: &SourceFile, max_bytes: u64) -> Result<FileText, SkipReason> {
+/// Reads one file, applying the size cap and the binary check, and decodes it
+/// ([`decode`]).
+pub fn read(file: &SourceFile, max_bytes: u64, legacy: Legacy) -> Result<FileText, SkipReason> {
     if file.size > max_bytes {
         return Err(SkipReason::TooLarge { size: file.size, limit: max_bytes });
     }
@@ -289,7 +292,7 @@ pub fn read(file: &SourceFile, max_bytes: u64) -> Result<FileText, SkipReason> {
     if bytes.len() as u64 > max_bytes {
         return Err(SkipReason::TooLarge { size: bytes.len() as u64, limit: max_bytes });
     }
-    decode(&bytes)
+    decode(&bytes, legacy)
 }
 
 /// The bytes of the regular file at `path`. Anything else (a folder, a named pipe, a device)
@@ -502,19 +505,22 @@ mod tests {
         write(root, "gbk.md", b"\xc4\xe3\xba\xc3\xca\xc0\xbd\xe7");
         let result = walk(root, &config(), None);
         let file = |name: &str| result.files.iter().find(|f| f.rel_path == name).unwrap().clone();
-        assert!(matches!(read(&file("big.md"), 50), Err(SkipReason::TooLarge { size: 100, limit: 50 })));
-        assert_eq!(read(&file("bin.md"), 1000).unwrap_err(), SkipReason::Binary);
-        let latin = read(&file("latin1.txt"), 1000).unwrap();
+        assert!(matches!(
+            read(&file("big.md"), 50, Legacy::Guessed),
+            Err(SkipReason::TooLarge { size: 100, limit: 50 })
+        ));
+        assert_eq!(read(&file("bin.md"), 1000, Legacy::Guessed).unwrap_err(), SkipReason::Binary);
+        let latin = read(&file("latin1.txt"), 1000, Legacy::Guessed).unwrap();
         assert!(!latin.lossy);
         assert_eq!(latin.text, "café au lait");
         // UTF-8 and Latin-1 pasted together read whole. A Chinese encoding is read as such.
-        let mixed = read(&file("mixed.md"), 1000).unwrap();
+        let mixed = read(&file("mixed.md"), 1000, Legacy::Guessed).unwrap();
         assert!(!mixed.lossy);
         assert_eq!(mixed.text, "café or café");
-        let gbk = read(&file("gbk.md"), 1000).unwrap();
+        let gbk = read(&file("gbk.md"), 1000, Legacy::Guessed).unwrap();
         assert!(!gbk.lossy);
         assert_eq!(gbk.text, "你好世界");
-        let bom = read(&file("bom.md"), 1000).unwrap();
+        let bom = read(&file("bom.md"), 1000, Legacy::Guessed).unwrap();
         assert_eq!(bom.text, "# Title");
         assert!(!bom.lossy);
     }

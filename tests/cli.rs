@@ -175,6 +175,30 @@ fn notes_in_utf16_and_legacy_encodings_are_searched_as_their_text() {
     assert!(!out.contains("skipped") && !out.contains("UTF-8"), "{out}");
 }
 
+/// Two letters of Shift_JIS are too few for the guess: the `encoding` setting names the
+/// encoding, and naming it reads the files that did not change again.
+#[test]
+fn the_encoding_setting_reads_a_note_too_short_to_guess() {
+    let cli = Cli { fixture: Fixture::empty() };
+    cli.fixture.write("memo.txt", &encoding_rs::SHIFT_JIS.encode("メモ").0);
+    cli.fixture.write("other.md", "# Other\n\nSomething else.\n");
+    let found = |cli: &Cli| {
+        let (out, _) = cli.ok(&["search", "メモ", "--mode", "bm25", "-k", "1"]);
+        out.starts_with("1. memo.txt:1-1\n   1: メモ\n")
+    };
+    cli.ok(&["index", "--quick"]);
+    assert!(!found(&cli), "the guess reads the two letters in another encoding");
+    cli.fixture.write("situate.toml", "encoding = \"shift_jis\"\n");
+    assert!(found(&cli));
+    cli.fixture.write("situate.toml", "encoding = \"utf-16\"\n");
+    // A value that names no encoding to read such files in is said so, and the guess
+    // stands in for it.
+    let (_, err) = cli.ok(&["search", "メモ", "--mode", "bm25"]);
+    assert!(err.contains("config key `encoding`: \"utf-16\": a file in UTF-16 is read"), "{err}");
+    assert!(err.contains("(using the default)"), "{err}");
+    assert!(!found(&cli));
+}
+
 #[test]
 fn search_json_has_the_stable_fields() {
     let cli = Cli::new();

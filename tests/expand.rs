@@ -62,7 +62,7 @@ fn hits(view: &View, ordinals: &[u32]) -> Vec<Hit> {
 
 fn run(view: &View, ordinals: &[u32], limit: usize, expand: Expand, window: usize, share: f32) -> Vec<Hit> {
     let settings = ExpandSettings { expand, window, merge_share: share };
-    let mut files = FileSource::new(view.snapshot(), view.root());
+    let mut files = FileSource::new(view.snapshot(), view.root(), view.config().walk.encoding);
     expand::expand(hits(view, ordinals), limit, &settings, &mut files).unwrap()
 }
 

@@ -419,6 +419,25 @@ mod tests {
     }
 
     #[test]
+    fn the_encoding_of_files_not_in_utf8_is_guessed_unless_named() {
+        use crate::workspace::Legacy;
+        assert_eq!(Config::default().walk.encoding, Legacy::Guessed);
+        let named = Config::from_toml("encoding = \"Shift_JIS\"\n");
+        assert!(named.problems.is_empty(), "{:?}", named.problems);
+        assert_eq!(named.config.walk.encoding.name(), "Shift_JIS");
+        let from_editor = Config::from_json(serde_json::json!({ "encoding": "gb2312" }));
+        assert_eq!(from_editor.config.walk.encoding.name(), "GBK");
+        assert_eq!(Config::from_toml("encoding = \"auto\"\n").config.walk.encoding, Legacy::Guessed);
+        for bad in ["encoding = \"utf-16\"\n", "encoding = \"klingon\"\n", "encoding = 936\n"] {
+            let loaded = Config::from_toml(bad);
+            assert_eq!(keys(&loaded), ["encoding"], "{bad}");
+            assert_eq!(loaded.config.walk.encoding, Legacy::Guessed, "{bad}");
+        }
+        let shown = Config::from_toml("encoding = \"klingon\"\n").problems[0].to_string();
+        assert!(shown.contains("`gbk`") && shown.contains("klingon"), "{shown}");
+    }
+
+    #[test]
     fn bad_values_name_their_key_and_fall_back_to_the_default() {
         let loaded = Config::from_toml(
             r#"

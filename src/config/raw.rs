@@ -53,6 +53,7 @@ pub(super) struct RawConfig {
     pub(super) exclude: Setting<Vec<String>>,
     pub(super) max_file_bytes: Setting<u64>,
     pub(super) follow_symlinks: Setting<bool>,
+    pub(super) encoding: Setting<String>,
     pub(super) chunk: RawChunk,
     pub(super) context: RawContext,
     pub(super) search: RawSearch,

@@ -16,7 +16,7 @@ use crate::providers::{
 use crate::search::{MAX_CANDIDATES, MAX_LIMIT, SearchConfig};
 use crate::snippets::{ChatProvider, SnippetConfig, default_key_var};
 use crate::team::{Target, TeamConfig};
-use crate::workspace::WalkConfig;
+use crate::workspace::{Legacy, WalkConfig};
 
 /// Collects problems while raw settings are turned into validated values.
 pub(super) struct Validator {
@@ -122,6 +122,12 @@ impl Config {
             exclude: v.globs("exclude", raw.exclude, d.walk.exclude),
             max_file_bytes: v.take("max_file_bytes", raw.max_file_bytes, d.walk.max_file_bytes, at_least(1)),
             follow_symlinks: v.take("follow_symlinks", raw.follow_symlinks, d.walk.follow_symlinks, any),
+            encoding: {
+                let label = v.take("encoding", raw.encoding, d.walk.encoding.name().to_string(), |label| {
+                    Legacy::parse(label).map(|_| ())
+                });
+                Legacy::parse(&label).unwrap_or_default()
+            },
         };
         let max_tokens = v.take("chunk.max_tokens", raw.chunk.max_tokens, d.chunk.max_tokens, |n| {
             if (16..=8192).contains(n) {

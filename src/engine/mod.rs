@@ -170,6 +170,10 @@ fn pipeline_fingerprint(chunk: &ChunkConfig, config: &Config, embedder: &Embedde
     if let Some(language) = &chunk.language {
         fingerprint.push_str(&format!(":lang={language}"));
     }
+    // A file neither UTF-8 nor UTF-16 is read again in the encoding now named.
+    if config.walk.encoding != workspace::Legacy::Guessed {
+        fingerprint.push_str(&format!(":enc={}", config.walk.encoding.name()));
+    }
     // Semantic breakpoints move with the threshold and with the model that embeds sentences.
     if chunk.strategy == ChunkStrategy::Semantic {
         fingerprint

@@ -442,7 +442,7 @@ impl Engine {
     fn prepare(&self, file: &SourceFile) -> Result<Prepared, Skipped> {
         let config = &self.setup.config;
         let skip = |reason: SkipReason| Skipped { path: file.rel_path.clone(), reason };
-        let read = workspace::read(file, config.walk.max_file_bytes).map_err(skip)?;
+        let read = workspace::read(file, config.walk.max_file_bytes, config.walk.encoding).map_err(skip)?;
         if let Some(entry) = self.index.manifest().files.get(&file.rel_path)
             && entry.content_hash == read.content_hash
         {

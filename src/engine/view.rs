@@ -94,7 +94,8 @@ impl View {
         let limit = request.limit.clamp(1, search::MAX_LIMIT);
         let pool = SearchRequest { limit: expand::pool_size(limit), ..request.clone() };
         let hits = search::search(&self.snapshot, embedder, quick, config, &pool)?;
-        let mut files = expand::FileSource::new(&self.snapshot, &self.setup.root);
+        let mut files =
+            expand::FileSource::new(&self.snapshot, &self.setup.root, self.setup.config.walk.encoding);
         let settings = config.expand_settings(request.expand);
         Ok(expand::expand(hits, limit, &settings, &mut files)?)
     }

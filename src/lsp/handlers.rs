@@ -50,7 +50,13 @@ impl Backend {
         };
         let (found, starts) = blocking(move || {
             let found = service::search(&folders, &params.query, &options).map_err(internal)?;
-            let starts = found.hits.iter().map(|(root, hit)| starts_of(hit, root)).collect::<Vec<_>>();
+            let starts = found
+                .hits
+                .iter()
+                .map(|(root, hit)| {
+                    folders.iter().find(|f| f.root == *root).map(|f| starts_of(hit, f)).unwrap_or_default()
+                })
+                .collect::<Vec<_>>();
             Ok((found, starts))
         })
         .await?;
@@ -67,17 +73,14 @@ impl Backend {
         check_limit(params.limit)?;
         self.barrier().await;
         let (folder, path) = self.file_in_workspace(&params.uri)?;
-        let text = self.document_text(&params.uri, &path).await?.map_err(Error::invalid_params)?;
+        let text = self.document_text(&params.uri, &path, &folder).await?.map_err(Error::invalid_params)?;
         let byte = check_position(&text, params.position, self.state.encoding())?;
         let rel = folder.relative(&path).unwrap_or_default();
         let (line, encoding, root) = (params.position.line + 1, self.state.encoding(), folder.root.clone());
         let (related, starts) = blocking(move || {
             let related = folder.related(&rel, line, byte, params.limit).map_err(internal)?;
-            let starts = related
-                .iter()
-                .flat_map(|r| &r.hits)
-                .map(|hit| starts_of(hit, &folder.root))
-                .collect::<Vec<_>>();
+            let starts =
+                related.iter().flat_map(|r| &r.hits).map(|hit| starts_of(hit, &folder)).collect::<Vec<_>>();
             Ok((related, starts))
         })
         .await?;
@@ -132,7 +135,7 @@ impl Backend {
         // Hovering anywhere outside indexed files is normal: no answer, no error.
         let Ok((folder, path)) = self.file_in_workspace(&p.text_document.uri) else { return Ok(None) };
         let buffer = self.buffer(&p.text_document.uri);
-        let saved = self.saved_file(&path).await?;
+        let saved = self.saved_file(&path, &folder).await?;
         // A file that is gone, unreadable or not a file at all has nothing indexed to show.
         let text = match (&buffer, &saved) {
             (Some(text), _) | (None, Ok(text)) => text,
@@ -148,7 +151,13 @@ impl Backend {
         let line = p.position.line + 1;
         let Some((passage, before)) = blocking(move || {
             Ok(folder.passage_at(&rel, line, byte).map(|p| {
-                let before = service::line_before(&folder.root, &rel, p.chunk.start_byte, &p.chunk.text);
+                let before = service::line_before(
+                    &folder.root,
+                    &rel,
+                    p.chunk.start_byte,
+                    &p.chunk.text,
+                    folder.encoding(),
+                );
                 (p, before.unwrap_or_default())
             }))
         })
@@ -193,10 +202,15 @@ impl Backend {
 
     /// The text of `uri` as the user sees it: its open buffer, else the file on disk; the
     /// inner error says why the file cannot be read.
-    async fn document_text(&self, uri: &Uri, path: &Path) -> Result<std::result::Result<String, String>> {
+    async fn document_text(
+        &self,
+        uri: &Uri,
+        path: &Path,
+        folder: &Folder,
+    ) -> Result<std::result::Result<String, String>> {
         match self.buffer(uri) {
             Some(text) => Ok(Ok(text)),
-            None => self.saved_file(path).await,
+            None => self.saved_file(path, folder).await,
         }
     }
 
@@ -206,11 +220,13 @@ impl Backend {
         docs.get(uri).map(|doc| doc.text.clone())
     }
 
-    /// The text of the file at `path` on disk; the inner error says why it cannot be read.
-    async fn saved_file(&self, path: &Path) -> Result<std::result::Result<String, String>> {
-        let path = path.to_path_buf();
+    /// The text of the file at `path` of `folder` on disk, decoded as the folder's index
+    /// decodes it; the inner error says why it cannot be read.
+    async fn saved_file(&self, path: &Path, folder: &Folder) -> Result<std::result::Result<String, String>> {
+        let (path, encoding) = (path.to_path_buf(), folder.encoding());
         blocking(move || {
-            Ok(service::saved_text(&path).map_err(|e| format!("cannot read {}: {e}", path.display())))
+            Ok(service::saved_text(&path, encoding)
+                .map_err(|e| format!("cannot read {}: {e}", path.display())))
         })
         .await
     }
@@ -236,10 +252,13 @@ fn hit_info(hit: &Hit, root: &Path, starts: &HitStarts, encoding: Encoding) -> O
     Some(to_proto::hit_info(hit, uri, starts, encoding))
 }
 
-/// Where a hit and its expansion start on their lines, read from the hit's file.
-fn starts_of(hit: &Hit, root: &Path) -> HitStarts {
-    let c = &hit.chunk;
-    let before = |start_byte, text| service::line_before(root, &c.path, start_byte, text).unwrap_or_default();
+/// Where a hit and its expansion start on their lines, read from the hit's file in
+/// `folder` (decoded as its index decodes it).
+fn starts_of(hit: &Hit, folder: &Folder) -> HitStarts {
+    let (c, encoding) = (&hit.chunk, folder.encoding());
+    let before = |start_byte, text| {
+        service::line_before(&folder.root, &c.path, start_byte, text, encoding).unwrap_or_default()
+    };
     HitStarts {
         chunk: before(c.start_byte, &c.text),
         expanded: hit.expanded.as_ref().map(|e| before(e.start_byte, &e.text)).unwrap_or_default(),

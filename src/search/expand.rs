@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Hit;
 use crate::index::{ChunkRecord, IndexError, Snapshot};
+use crate::workspace::Legacy;
 
 /// How hits are widened before they are returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -86,14 +87,16 @@ pub fn pool_size(limit: usize) -> usize {
 pub struct FileSource<'a> {
     snapshot: &'a Snapshot,
     root: &'a Path,
+    /// The encoding of files neither UTF-8 nor UTF-16, as the index read them.
+    legacy: Legacy,
     records: HashMap<String, Vec<ChunkRecord>>,
     texts: HashMap<String, Option<String>>,
 }
 
 impl<'a> FileSource<'a> {
     /// Files of the workspace at `root` as indexed in `snapshot`.
-    pub fn new(snapshot: &'a Snapshot, root: &'a Path) -> FileSource<'a> {
-        FileSource { snapshot, root, records: HashMap::new(), texts: HashMap::new() }
+    pub fn new(snapshot: &'a Snapshot, root: &'a Path, legacy: Legacy) -> FileSource<'a> {
+        FileSource { snapshot, root, legacy, records: HashMap::new(), texts: HashMap::new() }
     }
 
     fn records(&mut self, path: &str) -> Result<&[ChunkRecord], IndexError> {
@@ -110,7 +113,7 @@ impl<'a> FileSource<'a> {
         if !self.texts.contains_key(path) {
             let indexed = self.snapshot.manifest().files.get(path).map(|e| e.content_hash);
             let text = std::fs::read(self.root.join(path)).ok().and_then(|bytes| {
-                let decoded = crate::workspace::decode(&bytes).ok()?;
+                let decoded = crate::workspace::decode(&bytes, self.legacy).ok()?;
                 (Some(decoded.content_hash) == indexed).then_some(decoded.text)
             });
             self.texts.insert(path.to_string(), text);

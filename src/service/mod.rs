@@ -255,6 +255,12 @@ impl Folder {
         self.view.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
+    /// How its files that are neither UTF-8 nor UTF-16 are read (the `encoding` setting of
+    /// the open index; guessed until it is open).
+    pub fn encoding(&self) -> crate::workspace::Legacy {
+        self.view().map(|view| view.config().walk.encoding).unwrap_or_default()
+    }
+
     /// The folder's state as of now.
     pub fn state(&self) -> FolderState {
         lock(&self.state).clone()

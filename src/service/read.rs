@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::{Folder, FolderState};
 use crate::engine::{ChunkRecord, EngineError, Freshness, Status, View};
 use crate::search::{self, Hit, SearchOptions, SearchRequest};
-use crate::workspace;
+use crate::workspace::{self, Legacy};
 
 /// Hits of one search across the folders, best first, each with its folder's root.
 #[derive(Debug, Default)]
@@ -66,9 +66,9 @@ pub fn search(
 /// The text of the file at `path` as it was indexed and as an editor shows it: decoded from
 /// its encoding (a binary file's bytes read as UTF-8, invalid ones replaced). A folder, a
 /// named pipe or a device is an error, found without waiting on it.
-pub fn saved_text(path: &Path) -> std::io::Result<String> {
+pub fn saved_text(path: &Path, legacy: Legacy) -> std::io::Result<String> {
     let bytes = workspace::read_regular(path)?;
-    Ok(match workspace::decode(&bytes) {
+    Ok(match workspace::decode(&bytes, legacy) {
         Ok(read) => read.text,
         Err(_) => String::from_utf8_lossy(&bytes).into_owned(),
     })
@@ -82,7 +82,7 @@ const LINE_LOOK_BACK: u64 = 16 * 1024;
 /// minified file) starts there, not at the line's start. `None` when the file no longer
 /// holds the span's text at `start_byte`, cannot be read, or has more than 16 KB of that
 /// line before it.
-pub fn line_before(root: &Path, rel: &str, start_byte: u64, text: &str) -> Option<String> {
+pub fn line_before(root: &Path, rel: &str, start_byte: u64, text: &str, legacy: Legacy) -> Option<String> {
     let path = root.join(rel);
     if start_byte == 0 {
         return Some(String::new());
@@ -98,7 +98,7 @@ pub fn line_before(root: &Path, rel: &str, start_byte: u64, text: &str) -> Optio
     let Some((before, _)) = bytes.split_at_checked(back).filter(|(_, span)| *span == text.as_bytes()) else {
         // Offsets count the decoded text's bytes: a file in another encoding than UTF-8 is
         // read whole and decoded, as it was indexed.
-        return decoded_line_before(&path, start_byte, text);
+        return decoded_line_before(&path, start_byte, text, legacy);
     };
     let line = match before.iter().rposition(|&b| b == b'\n') {
         Some(newline) => &before[newline + 1..],
@@ -109,8 +109,8 @@ pub fn line_before(root: &Path, rel: &str, start_byte: u64, text: &str) -> Optio
 }
 
 /// [`line_before`] in the decoded text of the file at `path`.
-fn decoded_line_before(path: &Path, start_byte: u64, text: &str) -> Option<String> {
-    let decoded = workspace::decode(&workspace::read_regular(path).ok()?).ok()?.text;
+fn decoded_line_before(path: &Path, start_byte: u64, text: &str, legacy: Legacy) -> Option<String> {
+    let decoded = workspace::decode(&workspace::read_regular(path).ok()?, legacy).ok()?.text;
     let start = usize::try_from(start_byte).ok()?;
     let (before, after) = decoded.split_at_checked(start)?;
     if !after.starts_with(text) {
@@ -196,20 +196,21 @@ fn chunk_at(view: &View, rel: &str, line: u32, byte: u64) -> Option<ChunkRecord>
 #[cfg(test)]
 mod tests {
     use super::line_before;
+    use crate::workspace::Legacy;
 
     #[test]
     fn the_text_before_a_span_on_its_line_is_read_only_while_the_file_still_holds_it() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.md"), "\u{feff}Lead. 第一句。Tail.\nNext line.\n").unwrap();
         let at = |span: &str| "\u{feff}Lead. 第一句。Tail.\nNext line.\n".find(span).unwrap() as u64;
-        let before = |span: &str| line_before(dir.path(), "a.md", at(span), span);
+        let before = |span: &str| line_before(dir.path(), "a.md", at(span), span, Legacy::Guessed);
         assert_eq!(before("Tail.").as_deref(), Some("Lead. 第一句。"));
         assert_eq!(before("Next line.").as_deref(), Some(""));
         // The byte-order mark is no column.
         assert_eq!(before("Lead.").as_deref(), Some(""));
         // A file that no longer holds the span there, or no file, tells nothing.
-        assert_eq!(line_before(dir.path(), "a.md", at("Tail."), "Other"), None);
-        assert_eq!(line_before(dir.path(), "gone.md", 3, "x"), None);
+        assert_eq!(line_before(dir.path(), "a.md", at("Tail."), "Other", Legacy::Guessed), None);
+        assert_eq!(line_before(dir.path(), "gone.md", 3, "x", Legacy::Guessed), None);
     }
 
     /// Offsets count the bytes of the text as it was decoded; a file in UTF-16 or GBK holds
@@ -223,10 +224,15 @@ mod tests {
         let (gbk, _, _) = encoding_rs::GBK.encode(text);
         for (name, bytes) in [("utf16.txt", utf16), ("gbk.txt", gbk.into_owned())] {
             std::fs::write(dir.path().join(name), bytes).unwrap();
-            let before = |span: &str| line_before(dir.path(), name, text.find(span).unwrap() as u64, span);
+            let before = |span: &str| {
+                line_before(dir.path(), name, text.find(span).unwrap() as u64, span, Legacy::Guessed)
+            };
             assert_eq!(before("结尾。").as_deref(), Some("开头。中间。"), "{name}");
             assert_eq!(before("下一行。").as_deref(), Some(""), "{name}");
-            assert_eq!(line_before(dir.path(), name, text.find("结尾").unwrap() as u64, "别的"), None);
+            assert_eq!(
+                line_before(dir.path(), name, text.find("结尾").unwrap() as u64, "别的", Legacy::Guessed),
+                None
+            );
         }
     }
 }

@@ -9,8 +9,47 @@ use encoding_rs::{Encoding, WINDOWS_1252};
 
 use super::{FileText, SkipReason};
 
+/// The encoding of the files that are neither valid UTF-8 nor marked as UTF-16: guessed
+/// from each file's bytes, or named by the `encoding` setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Legacy {
+    #[default]
+    Guessed,
+    Named(&'static Encoding),
+}
+
+impl Legacy {
+    /// `auto`, or a label of the WHATWG Encoding Standard (`gbk`, `shift_jis`, `latin1`,
+    /// `windows-1251`, ...), case ignored. UTF-16 is told by its byte-order mark alone: its
+    /// labels are refused, as is `replacement`.
+    pub fn parse(label: &str) -> Result<Legacy, String> {
+        if label.trim().eq_ignore_ascii_case("auto") {
+            return Ok(Legacy::Guessed);
+        }
+        match Encoding::for_label(label.trim().as_bytes()) {
+            Some(encoding) if encoding == encoding_rs::UTF_16LE || encoding == encoding_rs::UTF_16BE => {
+                Err(format!(
+                    "{label:?}: a file in UTF-16 is read as such by its byte-order mark, and one without it is binary"
+                ))
+            }
+            Some(encoding) if encoding != encoding_rs::REPLACEMENT => Ok(Legacy::Named(encoding)),
+            _ => Err(format!(
+                "must be `auto` or an encoding's name such as `gbk`, `big5`, `shift_jis`, `euc-kr`, `windows-1251` or `latin1`, got {label:?}"
+            )),
+        }
+    }
+
+    /// How settings and fingerprints name it: `auto`, or the encoding's canonical name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Legacy::Guessed => "auto",
+            Legacy::Named(encoding) => encoding.name(),
+        }
+    }
+}
+
 /// Checks and decodes file contents: a NUL byte outside UTF-16 means a binary file.
-pub fn decode(bytes: &[u8]) -> Result<FileText, SkipReason> {
+pub fn decode(bytes: &[u8], legacy: Legacy) -> Result<FileText, SkipReason> {
     let content_hash = xxhash_rust::xxh3::xxh3_64(bytes);
     let text = |text: String, lossy: bool| FileText { text, content_hash, lossy };
     if let Some((encoding, mark)) = Encoding::for_bom(bytes)
@@ -36,9 +75,17 @@ pub fn decode(bytes: &[u8]) -> Result<FileText, SkipReason> {
     if mostly_utf8(body) {
         return Ok(text(String::from_utf8_lossy(body).into_owned(), true));
     }
-    let encoding = legacy_encoding(body);
+    let encoding = match legacy {
+        Legacy::Guessed => legacy_encoding(body),
+        Legacy::Named(encoding) => encoding,
+    };
     tracing::debug!(encoding = encoding.name(), "read in a legacy encoding");
-    if encoding == WINDOWS_1252 || (encoding.is_single_byte() && pasted_into_utf8(body)) {
+    if encoding == encoding_rs::UTF_8 {
+        // Named by the setting: no other encoding is guessed.
+        return Ok(text(String::from_utf8_lossy(body).into_owned(), true));
+    }
+    let pasted = legacy == Legacy::Guessed && encoding.is_single_byte() && pasted_into_utf8(body);
+    if encoding == WINDOWS_1252 || pasted {
         return Ok(text(utf8_and_windows_1252(body), false));
     }
     let (decoded, lossy) = encoding.decode_without_bom_handling(body);
@@ -102,6 +149,10 @@ mod tests {
 
     fn read(bytes: &[u8]) -> FileText {
         decode(bytes).unwrap()
+    }
+
+    fn decode(bytes: &[u8]) -> Result<FileText, SkipReason> {
+        super::decode(bytes, Legacy::Guessed)
     }
 
     fn encoded(name: &str, text: &str) -> Vec<u8> {
@@ -190,6 +241,49 @@ mod tests {
         assert_eq!((mixed.text.as_str(), mixed.lossy), ("Crème brûlée needs a blowtorch.", false));
         let mixed = read(b"caf\xc3\xa9 or caf\xe9");
         assert_eq!((mixed.text.as_str(), mixed.lossy), ("café or café", false));
+    }
+
+    #[test]
+    fn a_named_encoding_reads_what_is_not_utf8_and_guesses_nothing() {
+        let named = |label: &str| Legacy::parse(label).unwrap();
+        // Two words of Shift_JIS, too few for the detector.
+        let memo = encoded("shift_jis", "メモ");
+        assert_ne!(read(&memo).text, "メモ");
+        let read = |bytes: &[u8], label: &str| super::decode(bytes, named(label)).unwrap();
+        assert_eq!((read(&memo, "Shift_JIS").text.as_str(), read(&memo, "sjis").lossy), ("メモ", false));
+        // UTF-8, UTF-16 with its mark and UTF-8 with a bad byte are read as they are.
+        assert_eq!(read("メモ".as_bytes(), "sjis").text, "メモ");
+        assert_eq!(read(&[0xFF, 0xFE, b'a', 0], "sjis").text, "a");
+        let mut damaged = "数据库每天凌晨两点备份".as_bytes().to_vec();
+        damaged.push(0xFF);
+        assert!(read(&damaged, "gbk").lossy);
+        // `utf-8` guesses no other encoding; Latin-1 is read as Windows-1252, as browsers do.
+        let latin = b"caf\xe9 au lait";
+        assert_eq!(
+            (read(latin, "utf-8").text.as_str(), read(latin, "utf8").lossy),
+            ("caf\u{FFFD} au lait", true)
+        );
+        assert_eq!(read(b"\x93caf\xe9\x94", "latin1").text, "\u{201C}café\u{201D}");
+        // A named Cyrillic encoding reads bytes that also make UTF-8 letters as Cyrillic.
+        let ukrainian = encoded("windows-1251", "Рік і ніч");
+        assert_eq!(read(&ukrainian, "cp1251").text, "Рік і ніч");
+    }
+
+    #[test]
+    fn encodings_are_named_by_their_labels() {
+        for (label, name) in [
+            ("auto", "auto"),
+            ("GBK", "GBK"),
+            ("gb2312", "GBK"),
+            (" sjis ", "Shift_JIS"),
+            ("latin1", "windows-1252"),
+            ("utf8", "UTF-8"),
+        ] {
+            assert_eq!(Legacy::parse(label).unwrap().name(), name, "{label}");
+        }
+        for label in ["utf-16", "utf-16be", "replacement", "klingon", ""] {
+            assert!(Legacy::parse(label).is_err(), "{label}");
+        }
     }
 
     #[test]

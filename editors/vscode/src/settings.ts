@@ -20,6 +20,7 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
   { key: "exclude", server: "exclude" },
   { key: "maxFileBytes", server: "max_file_bytes" },
   { key: "followSymlinks", server: "follow_symlinks" },
+  { key: "encoding", server: "encoding" },
   { key: "indexDir", server: "index_dir", emptyIsUnset: true },
   { key: "chunk.strategy", server: "chunk.strategy" },
   { key: "chunk.maxTokens", server: "chunk.max_tokens" },
