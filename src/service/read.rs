@@ -96,8 +96,12 @@ pub fn line_before(root: &Path, rel: &str, start_byte: u64, text: &str, legacy: 
     let back = (start_byte - from) as usize;
     let bytes = workspace::read_span(&path, from, back + text.len()).ok()?;
     let Some((before, _)) = bytes.split_at_checked(back).filter(|(_, span)| *span == text.as_bytes()) else {
-        // Offsets count the decoded text's bytes: a file in another encoding than UTF-8 is
-        // read whole and decoded, as it was indexed.
+        // Offsets count the decoded text's bytes: a file in another encoding than UTF-8, or
+        // with a byte-order mark, is read whole and decoded, as it was indexed. A file in
+        // UTF-8 that no longer holds the span there has changed: it tells nothing.
+        if plain_utf8(&path, &bytes) {
+            return None;
+        }
         return decoded_line_before(&path, start_byte, text, legacy);
     };
     let line = match before.iter().rposition(|&b| b == b'\n') {
@@ -106,6 +110,23 @@ pub fn line_before(root: &Path, rel: &str, start_byte: u64, text: &str, legacy: 
         None => return None,
     };
     String::from_utf8(line.to_vec()).ok()
+}
+
+/// Whether the file at `path` starts without a byte-order mark and `window`, a span read
+/// from it, is UTF-8 (but for a letter cut at either end).
+fn plain_utf8(path: &Path, window: &[u8]) -> bool {
+    let head = workspace::read_span(path, 0, 3).unwrap_or_default();
+    if [&b"\xEF\xBB\xBF"[..], b"\xFF\xFE", b"\xFE\xFF"].iter().any(|mark| head.starts_with(mark)) {
+        return false;
+    }
+    let mut at = 0;
+    window.utf8_chunks().all(|chunk| {
+        at += chunk.valid().len();
+        let bad = chunk.invalid().len();
+        let cut = at < 4 || at + bad == window.len();
+        at += bad;
+        bad == 0 || cut
+    })
 }
 
 /// [`line_before`] in the decoded text of the file at `path`.
@@ -234,5 +255,16 @@ mod tests {
                 None
             );
         }
+        // A file in UTF-8 whose text moved tells nothing, and is not read whole.
+        let cut = "第一行。\n开头。中间。结尾。";
+        std::fs::write(dir.path().join("moved.md"), format!("新的一行。\n{cut}")).unwrap();
+        assert!(super::plain_utf8(&dir.path().join("moved.md"), &"。中间".as_bytes()[1..]));
+        let moved =
+            line_before(dir.path(), "moved.md", cut.find("结尾").unwrap() as u64, "结尾。", Legacy::Guessed);
+        assert_eq!(moved, None);
+        std::fs::write(dir.path().join("marked.md"), format!("\u{feff}{cut}")).unwrap();
+        assert!(!super::plain_utf8(&dir.path().join("marked.md"), b"x"));
+        let gbk = encoding_rs::GBK.encode(cut).0;
+        assert!(!super::plain_utf8(&dir.path().join("moved.md"), &gbk));
     }
 }
