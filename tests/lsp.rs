@@ -876,20 +876,27 @@ fn related_passages_mark_the_words_that_tell_the_passage_apart_not_those_every_n
     assert_eq!(marked, ["tanker"], "{depot}");
 }
 
-#[test]
-fn a_hit_cut_from_inside_a_long_line_starts_where_it_was_cut() {
-    let f = Fixture::standard();
-    f.write("situate.toml", "[chunk]\nmax_tokens = 40\noverlap_tokens = 0\n");
+/// A line of nine sentences, which a budget of 40 tokens cuts in three; the last names a
+/// unicorn.
+fn orchard_line() -> String {
     let fruits = ["apples", "pears", "plums", "cherries", "quinces", "apricots", "damsons", "medlars"];
     let mut line: String =
         fruits.iter().map(|f| format!("This sentence is about {f} in the orchard. ")).collect();
     line.push_str("The last one names a unicorn called Zephyr.");
-    f.write("notes/one-line.md", format!("# Orchard\n\n{line}\n"));
+    line
+}
+
+/// Serves a workspace whose `notes/one-line.md` is `file` (a heading, then `line`), chunked
+/// by 40 tokens, and checks the hit for "unicorn Zephyr": on the line, starting where it was
+/// cut inside it, ending with it. Gives the client, the file's URI and the hit.
+fn cut_hit(f: &Fixture, file: Vec<u8>, line: &str) -> (LspClient, String, Value) {
+    f.write("situate.toml", "[chunk]\nmax_tokens = 40\noverlap_tokens = 0\n");
+    f.write("notes/one-line.md", file);
     let mut client = LspClient::start(f.index.path());
     client.initialize(f.root(), json!({}), json!({}));
     client.wait_indexed();
     let hits = search(&mut client, "unicorn Zephyr");
-    let hit = hits.iter().find(|h| h["path"] == "notes/one-line.md").expect("found");
+    let hit = hits.iter().find(|h| h["path"] == "notes/one-line.md").expect("found").clone();
     let (start, end) = (&hit["range"]["start"], &hit["range"]["end"]);
     assert_eq!((start["line"].as_u64(), end["line"].as_u64()), (Some(2), Some(2)), "{hit}");
     let (from, to) =
@@ -902,6 +909,13 @@ fn a_hit_cut_from_inside_a_long_line_starts_where_it_was_cut() {
     let uri = file_uri(&f.root().join("notes/one-line.md"));
     let h = hover(&mut client, &uri, 2, (line.len() - 3) as u32).expect("hover");
     assert_eq!(h["range"]["start"], hit["range"]["start"], "{h}");
+    (client, uri, hit)
+}
+
+#[test]
+fn a_hit_cut_from_inside_a_long_line_starts_where_it_was_cut() {
+    let (f, line) = (Fixture::standard(), orchard_line());
+    let (client, _, _) = cut_hit(&f, format!("# Orchard\n\n{line}\n").into_bytes(), &line);
     assert!(client.shutdown().success());
 }
 
@@ -910,30 +924,11 @@ fn a_hit_cut_from_inside_a_long_line_starts_where_it_was_cut() {
 /// editor's buffer with.
 #[test]
 fn a_hit_cut_from_inside_a_long_line_of_a_file_in_utf16_starts_where_it_was_cut() {
-    let f = Fixture::standard();
-    f.write("situate.toml", "[chunk]\nmax_tokens = 40\noverlap_tokens = 0\n");
-    let fruits = ["apples", "pears", "plums", "cherries", "quinces", "apricots", "damsons", "medlars"];
-    let mut line: String =
-        fruits.iter().map(|f| format!("This sentence is about {f} in the orchard. ")).collect();
-    line.push_str("The last one names a unicorn called Zephyr.");
+    let (f, line) = (Fixture::standard(), orchard_line());
+    let text = format!("# Orchard\r\n\r\n{line}\r\n");
     let mut utf16 = vec![0xFF, 0xFE];
-    utf16.extend(format!("# Orchard\r\n\r\n{line}\r\n").encode_utf16().flat_map(u16::to_le_bytes));
-    f.write("notes/one-line.md", utf16);
-    let mut client = LspClient::start(f.index.path());
-    client.initialize(f.root(), json!({}), json!({}));
-    client.wait_indexed();
-    let hits = search(&mut client, "unicorn Zephyr");
-    let hit = hits.iter().find(|h| h["path"] == "notes/one-line.md").expect("found");
-    let (start, end) = (&hit["range"]["start"], &hit["range"]["end"]);
-    assert_eq!((start["line"].as_u64(), end["line"].as_u64()), (Some(2), Some(2)), "{hit}");
-    let (from, to) =
-        (start["character"].as_u64().unwrap() as usize, end["character"].as_u64().unwrap() as usize);
-    assert!(from > 0 && to == line.len(), "{hit}");
-    let shown = &line[from..to];
-    assert!(shown.starts_with("This sentence") || shown.starts_with("The last"), "{shown}");
-    let uri = file_uri(&f.root().join("notes/one-line.md"));
-    let h = hover(&mut client, &uri, 2, (line.len() - 3) as u32).expect("hover");
-    assert_eq!(h["range"]["start"], hit["range"]["start"], "{h}");
+    utf16.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
+    let (mut client, uri, _) = cut_hit(&f, utf16, &line);
     // A hover in the middle of the line shows the chunk that holds the word under it.
     let at = line.find("quinces").unwrap();
     let h = hover(&mut client, &uri, 2, at as u32).expect("hover");
@@ -941,7 +936,6 @@ fn a_hit_cut_from_inside_a_long_line_of_a_file_in_utf16_starts_where_it_was_cut(
     let (from, to) = (from.as_u64().unwrap() as usize, to.as_u64().unwrap() as usize);
     assert!(from <= at && at < to && line[from..to].contains("quinces"), "{h}");
     // Opened in the editor, which decodes it as the index did: nothing is unsaved.
-    let text = format!("# Orchard\r\n\r\n{line}\r\n");
     client.notify(
         "textDocument/didOpen",
         json!({ "textDocument": { "uri": uri, "languageId": "markdown", "version": 1, "text": text } }),
