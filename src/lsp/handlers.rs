@@ -18,7 +18,7 @@ use super::from_proto::named_path;
 use super::server::Backend;
 use super::to_proto::{self, HitStarts, Staleness, internal, invalid_request};
 use crate::search::{Expand, Hit, MAX_LIMIT, SearchOptions, filter};
-use crate::service::{self, Folder, Job};
+use crate::service::{self, Folder, Job, LineReader};
 use crate::wire::ReportJson;
 
 /// Hits returned to a workspace-symbol request.
@@ -50,11 +50,13 @@ impl Backend {
         };
         let (found, starts) = blocking(move || {
             let found = service::search(&folders, &params.query, &options).map_err(internal)?;
+            let mut lines = LineReader::default();
             let starts = found
                 .hits
                 .iter()
                 .map(|(root, hit)| {
-                    folders.iter().find(|f| f.root == *root).map(|f| starts_of(hit, f)).unwrap_or_default()
+                    let folder = folders.iter().find(|f| f.root == *root);
+                    folder.map(|f| starts_of(hit, f, &mut lines)).unwrap_or_default()
                 })
                 .collect::<Vec<_>>();
             Ok((found, starts))
@@ -79,8 +81,12 @@ impl Backend {
         let (line, encoding, root) = (params.position.line + 1, self.state.encoding(), folder.root.clone());
         let (related, starts) = blocking(move || {
             let related = folder.related(&rel, line, byte, params.limit).map_err(internal)?;
-            let starts =
-                related.iter().flat_map(|r| &r.hits).map(|hit| starts_of(hit, &folder)).collect::<Vec<_>>();
+            let mut lines = LineReader::default();
+            let starts = related
+                .iter()
+                .flat_map(|r| &r.hits)
+                .map(|hit| starts_of(hit, &folder, &mut lines))
+                .collect::<Vec<_>>();
             Ok((related, starts))
         })
         .await?;
@@ -253,11 +259,11 @@ fn hit_info(hit: &Hit, root: &Path, starts: &HitStarts, encoding: Encoding) -> O
 }
 
 /// Where a hit and its expansion start on their lines, read from the hit's file in
-/// `folder` (decoded as its index decodes it).
-fn starts_of(hit: &Hit, folder: &Folder) -> HitStarts {
+/// `folder` (decoded as its index decodes it) through the request's `lines`.
+fn starts_of(hit: &Hit, folder: &Folder, lines: &mut LineReader) -> HitStarts {
     let (c, encoding) = (&hit.chunk, folder.encoding());
-    let before = |start_byte, text| {
-        service::line_before(&folder.root, &c.path, start_byte, text, encoding).unwrap_or_default()
+    let mut before = |start_byte, text| {
+        lines.line_before(&folder.root, &c.path, start_byte, text, encoding).unwrap_or_default()
     };
     HitStarts {
         chunk: before(c.start_byte, &c.text),

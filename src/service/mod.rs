@@ -28,7 +28,7 @@ use crate::engine::{Engine, EngineError, ReconcileReport, View};
 use crate::providers::{Embedder, EmbeddingConfig};
 use crate::snippets::generator::{Outcome, RunEnd};
 use crate::workspace;
-pub use read::{FolderHits, Passage, Related, line_before, saved_text, search};
+pub use read::{FolderHits, LineReader, Passage, Related, line_before, saved_text, search};
 pub use snippet_queue::{SnippetLive, SnippetState};
 use worker::Worker;
 

@@ -3,6 +3,7 @@
 //! stale, passages related to it, and each folder's status. Every function here may read
 //! the index or the disk; callers run them off the async threads.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -81,35 +82,68 @@ const LINE_LOOK_BACK: u64 = 16 * 1024;
 /// file `rel` under `root`: a chunk cut inside a long line (a paragraph of Chinese, a
 /// minified file) starts there, not at the line's start. `None` when the file no longer
 /// holds the span's text at `start_byte`, cannot be read, or has more than 16 KB of that
-/// line before it.
+/// line before it. For one span; [`LineReader`] reads those of many hits.
 pub fn line_before(root: &Path, rel: &str, start_byte: u64, text: &str, legacy: Legacy) -> Option<String> {
-    let path = root.join(rel);
-    if start_byte == 0 {
-        return Some(String::new());
-    }
-    // Most spans start their line: the byte before them says so.
-    let around = workspace::read_span(&path, start_byte - 1, 1 + text.len()).ok()?;
-    if around.split_first() == Some((&b'\n', text.as_bytes())) {
-        return Some(String::new());
-    }
-    let from = start_byte.saturating_sub(LINE_LOOK_BACK);
-    let back = (start_byte - from) as usize;
-    let bytes = workspace::read_span(&path, from, back + text.len()).ok()?;
-    let Some((before, _)) = bytes.split_at_checked(back).filter(|(_, span)| *span == text.as_bytes()) else {
-        // Offsets count the decoded text's bytes: a file in another encoding than UTF-8, or
-        // with a byte-order mark, is read whole and decoded, as it was indexed. A file in
-        // UTF-8 that no longer holds the span there has changed: it tells nothing.
-        if plain_utf8(&path, &bytes) {
-            return None;
+    LineReader::default().line_before(root, rel, start_byte, text, legacy)
+}
+
+/// Reads where the spans of one request's hits start on their lines ([`line_before`]): a
+/// file that is not plain UTF-8 is read whole and decoded once, however many of its hits
+/// ask.
+#[derive(Debug, Default)]
+pub struct LineReader {
+    /// The files read whole, by path: their text as decoded (`None`: unreadable).
+    decoded: HashMap<PathBuf, Option<String>>,
+}
+
+impl LineReader {
+    /// [`line_before`], through the files this reader decoded already.
+    pub fn line_before(
+        &mut self,
+        root: &Path,
+        rel: &str,
+        start_byte: u64,
+        text: &str,
+        legacy: Legacy,
+    ) -> Option<String> {
+        let path = root.join(rel);
+        if start_byte == 0 {
+            return Some(String::new());
         }
-        return decoded_line_before(&path, start_byte, text, legacy);
-    };
-    let line = match before.iter().rposition(|&b| b == b'\n') {
-        Some(newline) => &before[newline + 1..],
-        None if from == 0 => before.strip_prefix("\u{feff}".as_bytes()).unwrap_or(before),
-        None => return None,
-    };
-    String::from_utf8(line.to_vec()).ok()
+        if let Some(decoded) = self.decoded.get(&path) {
+            return decoded.as_deref().and_then(|decoded| line_in(decoded, start_byte, text));
+        }
+        // Most spans start their line: the byte before them says so.
+        let around = workspace::read_span(&path, start_byte - 1, 1 + text.len()).ok()?;
+        if around.split_first() == Some((&b'\n', text.as_bytes())) {
+            return Some(String::new());
+        }
+        let from = start_byte.saturating_sub(LINE_LOOK_BACK);
+        let back = (start_byte - from) as usize;
+        let bytes = workspace::read_span(&path, from, back + text.len()).ok()?;
+        let Some((before, _)) = bytes.split_at_checked(back).filter(|(_, span)| *span == text.as_bytes())
+        else {
+            // Offsets count the decoded text's bytes: a file in another encoding than UTF-8,
+            // or with a byte-order mark, is read whole and decoded, as it was indexed. A file
+            // in UTF-8 that no longer holds the span there has changed: it tells nothing.
+            if plain_utf8(&path, &bytes) {
+                return None;
+            }
+            let decoded = workspace::read_regular(&path)
+                .ok()
+                .and_then(|bytes| workspace::decode(&bytes, legacy).ok())
+                .map(|read| read.text);
+            let line = decoded.as_deref().and_then(|decoded| line_in(decoded, start_byte, text));
+            self.decoded.insert(path, decoded);
+            return line;
+        };
+        let line = match before.iter().rposition(|&b| b == b'\n') {
+            Some(newline) => &before[newline + 1..],
+            None if from == 0 => before.strip_prefix("\u{feff}".as_bytes()).unwrap_or(before),
+            None => return None,
+        };
+        String::from_utf8(line.to_vec()).ok()
+    }
 }
 
 /// Whether the file at `path` starts without a byte-order mark and `window`, a span read
@@ -129,9 +163,8 @@ fn plain_utf8(path: &Path, window: &[u8]) -> bool {
     })
 }
 
-/// [`line_before`] in the decoded text of the file at `path`.
-fn decoded_line_before(path: &Path, start_byte: u64, text: &str, legacy: Legacy) -> Option<String> {
-    let decoded = workspace::decode(&workspace::read_regular(path).ok()?, legacy).ok()?.text;
+/// [`line_before`] in `decoded`, the whole text of a file as it was indexed.
+fn line_in(decoded: &str, start_byte: u64, text: &str) -> Option<String> {
     let start = usize::try_from(start_byte).ok()?;
     let (before, after) = decoded.split_at_checked(start)?;
     if !after.starts_with(text) {
@@ -266,5 +299,20 @@ mod tests {
         assert!(!super::plain_utf8(&dir.path().join("marked.md"), b"x"));
         let gbk = encoding_rs::GBK.encode(cut).0;
         assert!(!super::plain_utf8(&dir.path().join("moved.md"), &gbk));
+    }
+
+    #[test]
+    fn a_reader_decodes_each_file_once_for_all_its_spans() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "开头。中间。结尾。\n";
+        std::fs::write(dir.path().join("gbk.txt"), encoding_rs::GBK.encode(text).0).unwrap();
+        let mut lines = super::LineReader::default();
+        let mut before = |span: &str| {
+            lines.line_before(dir.path(), "gbk.txt", text.find(span).unwrap() as u64, span, Legacy::Guessed)
+        };
+        assert_eq!(before("结尾。").as_deref(), Some("开头。中间。"));
+        // Gone from the disk since: the text read for the first span answers for the next.
+        std::fs::remove_file(dir.path().join("gbk.txt")).unwrap();
+        assert_eq!(before("中间。").as_deref(), Some("开头。"));
     }
 }
