@@ -23,10 +23,11 @@ impl Legacy {
     /// `windows-1251`, ...), case ignored. UTF-16 is told by its byte-order mark alone: its
     /// labels are refused, as is `replacement`.
     pub fn parse(label: &str) -> Result<Legacy, String> {
-        if label.trim().eq_ignore_ascii_case("auto") {
+        let name = label.trim();
+        if name.eq_ignore_ascii_case("auto") {
             return Ok(Legacy::Guessed);
         }
-        match Encoding::for_label(label.trim().as_bytes()) {
+        match Encoding::for_label(name.as_bytes()) {
             Some(encoding) if encoding == encoding_rs::UTF_16LE || encoding == encoding_rs::UTF_16BE => {
                 Err(format!(
                     "{label:?}: a file in UTF-16 is read as such by its byte-order mark, and one without it is binary"
@@ -97,12 +98,15 @@ pub fn decode(bytes: &[u8], legacy: Legacy) -> Result<FileText, SkipReason> {
 /// letters, read as single bytes, can make the whole look like another encoding (`é`'s two
 /// bytes are `ĂŠ` in Windows-1250).
 fn pasted_into_utf8(bytes: &[u8]) -> bool {
-    let mut rest = Vec::with_capacity(bytes.len());
+    let mut rest = Vec::with_capacity(bytes.len().min(GUESSED_FROM + 1));
     let mut letters = false;
     for chunk in bytes.utf8_chunks() {
         letters |= !chunk.valid().is_ascii();
-        rest.extend(chunk.valid().bytes().filter(u8::is_ascii));
-        rest.extend_from_slice(chunk.invalid());
+        // The guess reads no more than its first bytes.
+        if rest.len() <= GUESSED_FROM {
+            rest.extend(chunk.valid().bytes().filter(u8::is_ascii));
+            rest.extend_from_slice(chunk.invalid());
+        }
     }
     letters && legacy_encoding(&rest) == WINDOWS_1252
 }
