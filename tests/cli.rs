@@ -175,6 +175,27 @@ fn notes_in_utf16_and_legacy_encodings_are_searched_as_their_text() {
     assert!(!out.contains("skipped") && !out.contains("UTF-8"), "{out}");
 }
 
+/// Korean written on a Mac may be stored in jamo, three characters to a syllable (macOS
+/// keeps file names so, and text pasted from them or from some PDFs follows): such a note
+/// is found by the syllables a query types, and shown as it is written.
+#[test]
+fn a_korean_note_stored_in_jamo_is_found_by_the_syllables_typed() {
+    use unicode_normalization::UnicodeNormalization;
+    let cli = Cli { fixture: Fixture::empty() };
+    let jamo = |text: &str| text.nfd().collect::<String>();
+    let (name, line) = (jamo("백업.md"), jamo("데이터베이스 스냅샷은 삼십 일 동안 보관됩니다."));
+    assert_ne!(line, "데이터베이스 스냅샷은 삼십 일 동안 보관됩니다.");
+    cli.fixture.write(&name, format!("{}\n\n{line}\n", jamo("# 백업 정책")));
+    cli.fixture.write("meeting.md", "# 회의\n\n회의는 목요일 오후로 옮겨졌습니다.\n");
+    cli.ok(&["index", "--quick"]);
+    for query in ["스냅샷 보관", "데이터베이스", "백업"] {
+        let (out, _) = cli.ok(&["search", query, "--mode", "bm25", "-k", "1", "--no-update"]);
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines.len() >= 2 && lines[0].starts_with(&format!("1. {name}:1-3")), "{query}: {out}");
+        assert_eq!(lines[1], format!("   3: {line}"), "{query}: {out}");
+    }
+}
+
 /// Two letters of Shift_JIS are too few for the guess: the `encoding` setting names the
 /// encoding, and naming it reads the files that did not change again.
 #[test]

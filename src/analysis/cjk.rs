@@ -80,14 +80,15 @@ fn is_hiragana(c: char) -> bool {
 }
 
 /// The end of the character that starts at `at` (with the combining marks that follow it,
-/// such as the kana voicing marks), or `at` when `at` is `end`.
+/// such as the kana voicing marks, and the jamo that continue a Hangul syllable written in
+/// them), or `at` when `at` is `end`.
 fn next_char_end(text: &str, at: usize, end: usize) -> usize {
     let mut chars = text[at..end].char_indices();
     if chars.next().is_none() {
         return at;
     }
     for (offset, c) in chars {
-        if is_cjk(c) && !is_combining_mark(c) {
+        if is_cjk(c) && !is_combining_mark(c) && !super::compose::continues_syllable(c) {
             return at + offset;
         }
     }
@@ -233,6 +234,16 @@ mod tests {
         // か followed by a combining voicing mark is one character to a reader: が.
         let text = "か\u{3099}き";
         assert_eq!(pairs(text), [text]);
+    }
+
+    #[test]
+    fn a_hangul_syllable_in_jamo_is_one_character() {
+        // 한국어 written in conjoining jamo: its pairs are pairs of syllables.
+        let text = "\u{1112}\u{1161}\u{11AB}\u{1100}\u{116E}\u{11A8}\u{110B}\u{1165}";
+        assert_eq!(
+            pairs(text),
+            ["\u{1112}\u{1161}\u{11AB}\u{1100}\u{116E}\u{11A8}", "\u{1100}\u{116E}\u{11A8}\u{110B}\u{1165}"]
+        );
     }
 
     #[test]

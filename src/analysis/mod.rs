@@ -46,6 +46,7 @@
 mod arabic;
 mod cjk;
 mod code;
+mod compose;
 mod compound;
 mod drop;
 mod fold;
@@ -76,7 +77,7 @@ pub use question::without_question_grammar;
 /// pipeline fingerprint that every commit records, so an index analysed the old way is
 /// analysed again (its vectors are kept: their texts did not change) rather than searched
 /// with terms it does not hold.
-pub const VERSION: u32 = 25;
+pub const VERSION: u32 = 26;
 
 /// The name under which [`register`] puts the analyzer in an index's tokenizer manager; text
 /// fields name it in their indexing options.
@@ -143,12 +144,13 @@ fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> T
         // already applies is checked again after it. `RemoveLongFilter` keeps terms strictly
         // shorter than its limit.
         .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
-        // Before the stop words and the stemmer, which then see a word in the Arabic script
-        // however it was typed; Chinese characters in one script, whichever the text or the
-        // query was written in; Japanese kana in full width, their voicing marks joined.
+        // Before the stop words and the stemmer, which then see each letter composed
+        // however it was stored; a word in the Arabic script however it was typed; Chinese
+        // characters in one script, whichever the text or the query was written in;
+        // Japanese kana in full width, their voicing marks joined.
         .filter(rewrite::EachTerm((
-            arabic::AsTyped(arabic::Stage::BeforeStemming),
-            (han::Simplified, kana::FullWidth),
+            compose::Composed,
+            (arabic::AsTyped(arabic::Stage::BeforeStemming), (han::Simplified, kana::FullWidth)),
         )))
         .filter(stop_words.clone())
         .filter(drop::DropWhere(if query { fold::hides_a_stop_word } else { drop::never }));
@@ -367,7 +369,8 @@ pub fn compound_parts(
     parts
 }
 
-/// `text` as the embedders read it, chunks and queries alike: its kana in full width with
+/// `text` as the embedders read it, chunks and queries alike: its letters composed
+/// ([`compose::composed`]: Korean written in jamo as syllables), its kana in full width with
 /// their voicing marks joined ([`kana::full_width`]), and its Chinese in Simplified
 /// characters unless it holds kana (Japanese keeps its kanji as written). So e5 meets a note
 /// and a query written in either form, as the words' arm does.
@@ -377,6 +380,7 @@ pub fn compound_parts(
 /// notes as the same query typed in Traditional ones (docs/languages.md, "Traditional and
 /// Simplified characters").
 pub fn embedded_text(mut text: String) -> String {
+    compose::composed(&mut text);
     kana::full_width(&mut text);
     han::simplified_unless_japanese(&mut text);
     text
@@ -496,6 +500,33 @@ mod tests {
         assert_eq!(embedded_text("backup, sauvegardé".into()), "backup, sauvegardé");
         // Half-width katakana in full width: Japanese, so its kanji stay.
         assert_eq!(embedded_text("ﾊﾞｯｸｱｯﾌﾟの設定".into()), "バックアップの設定");
+    }
+
+    #[test]
+    fn letters_stored_decomposed_meet_the_letters_typed() {
+        // Korean in conjoining jamo, as macOS keeps file names: its pairs are the syllables'.
+        let ko = Language::named("ko").unwrap();
+        let decomposed = "\u{1112}\u{1161}\u{11AB}\u{1100}\u{116E}\u{11A8}\u{110B}\u{1165} \u{1107}\u{1162}\u{11A8}\u{110B}\u{1165}\u{11B8}";
+        let document = document_terms_in(decomposed, ko);
+        for term in query_terms_in("한국어 백업", &[ko]) {
+            assert!(document.contains(&term), "{term} in {document:?}");
+        }
+        assert_eq!(document, document_terms_in("한국어 백업", ko));
+        // Cyrillic and Latin letters with their marks written apart.
+        let ru = Language::named("ru").unwrap();
+        assert_eq!(
+            document_terms_in(
+                "\u{0431}\u{0435}\u{0437}\u{043E}\u{043F}\u{0430}\u{0441}\u{043D}\u{044B}\u{0438}\u{0306}",
+                ru
+            ),
+            document_terms_in("безопасный", ru)
+        );
+        assert_eq!(
+            document_terms_in("cafe\u{301}", Language::ENGLISH),
+            document_terms_in("café", Language::ENGLISH)
+        );
+        // The embedders read the composed text too.
+        assert_eq!(embedded_text(decomposed.into()), "한국어 백업");
     }
 
     #[test]

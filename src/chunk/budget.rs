@@ -20,10 +20,18 @@
 //! into chunks that each hold a part of it. A unit per 16 bytes still bounds what a chunk
 //! holds of a blob: a pasted image is cut into chunks of it alone, which are not indexed.
 //!
+//! A text stored in decomposed letters is counted as its composed form (Unicode's NFC), which
+//! is what the analysis and the embedders read: Korean written in jamo, as a Mac keeps file
+//! names and as some PDFs give it, spends three characters and about twice the tokens on a
+//! syllable, and was cut into chunks of half the text.
+//!
 //! The counts stored with a chunk stay cl100k tokens: they estimate what an LLM is billed,
 //! and they are what a user reads in `token_count`.
 
+use std::borrow::Cow;
 use std::ops::Range;
+
+use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
 
 use super::tokens;
 
@@ -55,8 +63,21 @@ pub(crate) fn units(text: &str) -> usize {
     measure(text).units
 }
 
+/// `text` as its budget counts it: composed, when a letter in it is stored decomposed (see
+/// the module's documentation). Almost every text is composed already, and is borrowed.
+fn as_counted(text: &str) -> Cow<'_, str> {
+    if text.is_ascii() || is_nfc_quick(text.chars()) == IsNormalized::Yes {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(text.nfc().collect())
+    }
+}
+
 /// The exact measure of `text`.
 pub(crate) fn measure(text: &str) -> Measure {
+    if let Cow::Owned(composed) = as_counted(text) {
+        return Measure { tokens: tokens::count(text), units: measure(&composed).units };
+    }
     let tokens = tokens::count(text);
     let units = match set_blobs_apart(text) {
         None => tokens.saturating_sub(discount(text)),
@@ -68,6 +89,10 @@ pub(crate) fn measure(text: &str) -> Measure {
 /// Like [`measure`], but stops counting once the units exceed `cap`: exact when the units
 /// are at most `cap`, some number above `cap` otherwise.
 pub(crate) fn measure_capped(text: &str, cap: usize) -> Measure {
+    if let Cow::Owned(composed) = as_counted(text) {
+        let units = measure_capped(&composed, cap).units;
+        return Measure { tokens: if units <= cap { tokens::count(text) } else { units }, units };
+    }
     let Some((rest, blob_units)) = set_blobs_apart(text) else {
         let discount = discount(text);
         let tokens = tokens::count_capped(text, cap.saturating_add(discount));
@@ -176,6 +201,20 @@ mod tests {
         let m = measure(text);
         assert_eq!(m.tokens, tokens::count(text));
         assert_eq!(m.units, m.tokens - 8);
+    }
+
+    #[test]
+    fn letters_stored_decomposed_count_as_the_composed_ones() {
+        use unicode_normalization::UnicodeNormalization;
+        let composed = "백업은 매일 밤 자동으로 실행되며 삼십 일 동안 보관됩니다. ".repeat(20);
+        let decomposed: String = composed.nfd().collect();
+        assert_ne!(decomposed, composed);
+        let (m, nfc) = (measure(&decomposed), measure(&composed));
+        assert_eq!(m.units, nfc.units);
+        assert_eq!(m.tokens, tokens::count(&decomposed), "what a chunk stores is its tokens");
+        assert!(m.tokens > nfc.tokens, "{m:?} {nfc:?}");
+        assert_eq!(measure_capped(&decomposed, nfc.units), m);
+        assert!(measure_capped(&decomposed, 10).units > 10);
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub use view::{Freshness, View};
 /// how a file's bytes are decoded, what a chunk records of its file, such as the language
 /// detected in its document, or the text embedded for it: a chunk whose embedded text
 /// changed is embedded again, the others keep their vectors).
-const PIPELINE_VERSION: u32 = 16;
+const PIPELINE_VERSION: u32 = 17;
 
 /// An engine failure.
 #[derive(Debug, thiserror::Error)]
