@@ -9,7 +9,7 @@
 //! the two spellings are the same text by the standard's own rule), in documents and queries
 //! alike. Text already composed, almost all of it, is checked and left as it is.
 
-use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
+use unicode_normalization::{UnicodeNormalization, is_nfc};
 
 /// Whether `c` continues the Hangul syllable before it when the syllable is written in
 /// conjoining jamo: a vowel or a final consonant (a syllable is an initial consonant, its
@@ -20,7 +20,7 @@ pub(super) fn continues_syllable(c: char) -> bool {
 
 /// Puts `text` in its canonically composed form (NFC), in place.
 pub(super) fn composed(text: &mut String) {
-    if text.is_ascii() || is_nfc_quick(text.chars()) == IsNormalized::Yes {
+    if text.is_ascii() || is_nfc(text) {
         return;
     }
     *text = text.nfc().collect();
@@ -62,7 +62,9 @@ mod tests {
 
     #[test]
     fn composed_text_is_left_as_it_is() {
-        for text in ["backup", "한국어", "café", "所有权", "ﬁle", "x²", "ｶﾞ"] {
+        // A mark with no letter to join, and a Hangul vowel alone, are composed already.
+        for text in ["backup", "한국어", "café", "所有权", "ﬁle", "x²", "ｶﾞ", " \u{0301}", "\u{1161}"]
+        {
             assert_eq!(compose(text), text);
         }
     }
