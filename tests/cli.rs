@@ -196,6 +196,23 @@ fn a_korean_note_stored_in_jamo_is_found_by_the_syllables_typed() {
     }
 }
 
+/// Hebrew with its points (a prayer book, a dictionary, Scripture's cantillation) is found by
+/// the words a reader types, which have none.
+#[test]
+fn a_hebrew_note_with_its_points_is_found_by_the_words_typed_without_them() {
+    let cli = Cli { fixture: Fixture::empty() };
+    let verse = "בְּרֵאשִׁ֖ית בָּרָ֣א אֱלֹהִ֑ים אֵ֥ת הַשָּׁמַ֖יִם וְאֵ֥ת הָאָֽרֶץ׃";
+    cli.fixture.write("genesis.md", format!("# בראשית\n\n{verse}\n"));
+    cli.fixture.write("shopping.md", "# קניות\n\nלחם, חלב וביצים.\n");
+    cli.ok(&["index", "--quick"]);
+    for query in ["השמים והארץ", "ברא"] {
+        let (out, _) = cli.ok(&["search", query, "--mode", "bm25", "-k", "1", "--no-update"]);
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines.len() >= 2 && lines[0].starts_with("1. genesis.md:1-3"), "{query}: {out}");
+        assert_eq!(lines[1], format!("   3: {verse}"), "{query}: {out}");
+    }
+}
+
 /// Two letters of Shift_JIS are too few for the guess: the `encoding` setting names the
 /// encoding, and naming it reads the files that did not change again.
 #[test]

@@ -303,7 +303,7 @@ fn in_own_run(c: char) -> bool {
 }
 
 /// Characters that continue a run but never start one: combining marks (a decomposed `é`),
-/// and the viramas, nuktas and tone marks of Indic and Thai scripts, which the standard
+/// Hebrew's points and cantillation marks, and the viramas, nuktas and tone marks of Indic and Thai scripts, which the standard
 /// library does not count as alphanumeric. Unassigned code points in these blocks are
 /// included too; they do not occur in real text.
 fn is_mark(c: char) -> bool {
@@ -314,6 +314,7 @@ fn is_mark(c: char) -> bool {
         | '\u{20D0}'..='\u{20FF}'
         | '\u{FE20}'..='\u{FE2F}'
         | '\u{3099}'..='\u{309A}')
+        || super::hebrew::is_point(c)
         || (matches!(c, '\u{0900}'..='\u{0EFF}')
             && !c.is_alphanumeric()
             // Danda, double danda, abbreviation sign, Sinhala kunddaliya, the baht sign and

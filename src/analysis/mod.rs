@@ -51,6 +51,7 @@ mod compound;
 mod drop;
 mod fold;
 mod han;
+mod hebrew;
 mod kana;
 mod language;
 mod letters;
@@ -77,7 +78,7 @@ pub use question::without_question_grammar;
 /// pipeline fingerprint that every commit records, so an index analysed the old way is
 /// analysed again (its vectors are kept: their texts did not change) rather than searched
 /// with terms it does not hold.
-pub const VERSION: u32 = 26;
+pub const VERSION: u32 = 27;
 
 /// The name under which [`register`] puts the analyzer in an index's tokenizer manager; text
 /// fields name it in their indexing options.
@@ -145,11 +146,12 @@ fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> T
         // shorter than its limit.
         .filter(RemoveLongFilter::limit(MAX_TERM_BYTES + 1))
         // Before the stop words and the stemmer, which then see each letter composed
-        // however it was stored; a word in the Arabic script however it was typed; Chinese
+        // however it was stored; a word in the Hebrew or the Arabic script however it was
+        // typed; Chinese
         // characters in one script, whichever the text or the query was written in;
         // Japanese kana in full width, their voicing marks joined.
         .filter(rewrite::EachTerm((
-            compose::Composed,
+            (compose::Composed, hebrew::Unpointed),
             (arabic::AsTyped(arabic::Stage::BeforeStemming), (han::Simplified, kana::FullWidth)),
         )))
         .filter(stop_words.clone())
@@ -500,6 +502,21 @@ mod tests {
         assert_eq!(embedded_text("backup, sauvegardé".into()), "backup, sauvegardé");
         // Half-width katakana in full width: Japanese, so its kanji stay.
         assert_eq!(embedded_text("ﾊﾞｯｸｱｯﾌﾟの設定".into()), "バックアップの設定");
+    }
+
+    #[test]
+    fn hebrew_with_its_points_meets_the_words_typed_without() {
+        // Genesis 1:1 with its points and cantillation marks, as Scripture gives it.
+        let verse = "בְּרֵאשִׁ֖ית בָּרָ֣א אֱלֹהִ֑ים אֵ֥ת הַשָּׁמַ֖יִם וְאֵ֥ת הָאָֽרֶץ׃";
+        assert_eq!(
+            analyzed(verse),
+            ["בראשית", "ברא", "אלהים", "את", "השמים", "ואת", "הארץ"],
+            "a cantillation mark does not cut a word"
+        );
+        let document = document_terms_in(verse, Language::ENGLISH);
+        for term in query_terms_in("בראשית השמים", &[Language::ENGLISH]) {
+            assert!(document.contains(&term), "{term} in {document:?}");
+        }
     }
 
     #[test]

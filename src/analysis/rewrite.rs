@@ -1,5 +1,6 @@
 //! A filter that rewrites each term in place, for the project's own rewrites: the cuts of
-//! the light stemmers (`light.rs`), letters in their composed form (`compose.rs`), the Arabic script as readers type it (`arabic.rs`),
+//! the light stemmers (`light.rs`), letters in their composed form (`compose.rs`), Hebrew
+//! without its points (`hebrew.rs`), the Arabic script as readers type it (`arabic.rs`),
 //! Traditional Chinese characters in their Simplified forms (`han.rs`) and Japanese kana in
 //! full width (`kana.rs`).
 
