@@ -26,16 +26,6 @@ pub(super) fn composed(text: &mut String) {
     *text = text.nfc().collect();
 }
 
-/// The rewrite of each term into its composed form ([`super::rewrite::EachTerm`]).
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Composed;
-
-impl super::rewrite::Rewrite for Composed {
-    fn rewrite(&self, term: &mut String) {
-        composed(term);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

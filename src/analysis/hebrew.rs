@@ -25,17 +25,6 @@ pub(super) fn unpointed(word: &mut String) {
     }
 }
 
-/// The rewrite of each term without its Hebrew points ([`super::rewrite::EachTerm`]). A term
-/// left without letters (a lone mark) is emptied, for the chain's last filter to drop.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Unpointed;
-
-impl super::rewrite::Rewrite for Unpointed {
-    fn rewrite(&self, term: &mut String) {
-        unpointed(term);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

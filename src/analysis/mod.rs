@@ -151,7 +151,7 @@ fn analyzer(tokenizer: CodeAwareTokenizer, language: Language, query: bool) -> T
         // characters in one script, whichever the text or the query was written in;
         // Japanese kana in full width, their voicing marks joined.
         .filter(rewrite::EachTerm((
-            (compose::Composed, hebrew::Unpointed),
+            (rewrite::InPlace(compose::composed), rewrite::InPlace(hebrew::unpointed)),
             (arabic::AsTyped(arabic::Stage::BeforeStemming), (han::Simplified, kana::FullWidth)),
         )))
         .filter(stop_words.clone())

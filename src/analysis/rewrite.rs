@@ -19,6 +19,16 @@ impl<A: Rewrite, B: Rewrite> Rewrite for (A, B) {
     }
 }
 
+/// A rewrite by a function that changes a term in place.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct InPlace(pub(super) fn(&mut String));
+
+impl Rewrite for InPlace {
+    fn rewrite(&self, term: &mut String) {
+        (self.0)(term);
+    }
+}
+
 /// The filter that rewrites each term by its [`Rewrite`].
 #[derive(Clone, Copy, Debug)]
 pub(super) struct EachTerm<R>(pub(super) R);
